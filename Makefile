@@ -1,0 +1,46 @@
+# runhub — make run starts the hub (embedded journal), make test runs every test.
+GO       ?= go
+ADDR     ?= 127.0.0.1:8080
+DATA     ?= ./data
+BIN      := bin/hub
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+
+.PHONY: build run test test-short bench lint fuzz loadtest docker clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hub
+
+run: build
+	@echo "runhub: open http://$(ADDR)/ (embedded journal in $(DATA))"
+	RUNHUB_ADDR=$(ADDR) RUNHUB_DATA=$(DATA) ./$(BIN) serve
+
+# The whole suite, race detector on. Needs redis-server on PATH and Debian's
+# chromium for the browser tests (.ci/run installs both).
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-short:
+	$(GO) test -count=1 -short ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./journal/... ./protocol/... ./session/... ./hub/...
+
+lint:
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) tool govulncheck ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeClient -fuzztime 20s ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzParseCursor -fuzztime 20s ./protocol
+
+loadtest:
+	$(GO) run ./loadtest $(ARGS)
+
+docker:
+	docker build -t runhub:$(VERSION) .
+
+clean:
+	rm -rf bin

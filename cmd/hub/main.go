@@ -1,0 +1,4 @@
+// Command hub is runhub's one binary.
+package main
+
+func main() {}

@@ -1,0 +1,3 @@
+module github.com/runhub/runhub
+
+go 1.26.0

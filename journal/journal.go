@@ -1,0 +1,107 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// Sentinel errors; backends wrap them with %w.
+var (
+	ErrNotFound = errors.New("journal: not found")
+	ErrConflict = errors.New("journal: conflict")
+	ErrTerminal = errors.New("journal: run already has its terminal event")
+	ErrExists   = errors.New("journal: already exists")
+	ErrClosed   = errors.New("journal: closed")
+)
+
+// SessionMeta is a session's registry entry.
+type SessionMeta struct {
+	ID        string   `json:"id"`
+	Owner     string   `json:"owner"`
+	Title     string   `json:"title,omitempty"`
+	CreatedAt float64  `json:"created_at"`
+	Runs      []string `json:"runs"`                 // run ids, oldest first
+	ActiveRun string   `json:"active_run,omitempty"` // the run without a terminal event, if any
+}
+
+// LatestRun returns the id of the session's newest run, or "".
+func (s *SessionMeta) LatestRun() string {
+	if len(s.Runs) == 0 {
+		return ""
+	}
+	return s.Runs[len(s.Runs)-1]
+}
+
+// RunMeta is a run's registry entry.
+type RunMeta struct {
+	ID           string             `json:"id"`
+	SessionID    string             `json:"session_id"`
+	Owner        string             `json:"owner"`
+	CreatedAt    float64            `json:"created_at"`
+	Request      json.RawMessage    `json:"request,omitempty"` // the StartRunRequest, redacted
+	LastSeq      uint64             `json:"last_seq"`
+	Terminal     bool               `json:"terminal"`
+	TerminalType protocol.EventType `json:"terminal_type,omitempty"`
+	TerminalAt   float64            `json:"terminal_at,omitempty"`
+}
+
+// Log is the per-run append-only event log.
+type Log interface {
+	// Append journals e (Seq and EventID are assigned; CreatedAt is set when
+	// zero) and returns the stored envelope. The run must have begun
+	// (BeginRun). key, when not empty, makes the append idempotent: a retry
+	// with the same key returns the event stored the first time.
+	// Errors: ErrNotFound, ErrTerminal (with the existing terminal event
+	// returned), *protocol.Error for invalid or oversized events.
+	Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error)
+	// Read returns up to limit events of the run with seq > afterSeq, in seq
+	// order.
+	Read(ctx context.Context, runID string, afterSeq uint64, limit int) ([]protocol.Envelope, error)
+	// Run returns the run's meta.
+	Run(ctx context.Context, runID string) (RunMeta, error)
+}
+
+// Registry is the session registry.
+type Registry interface {
+	// CreateSession registers a new session (ErrExists if the id is taken).
+	CreateSession(ctx context.Context, s SessionMeta) error
+	// Session returns a session's meta.
+	Session(ctx context.Context, id string) (SessionMeta, error)
+	// Sessions lists the sessions of an owner, oldest first.
+	Sessions(ctx context.Context, owner string) ([]SessionMeta, error)
+	// BeginRun registers a run as its session's newest and active run. It is
+	// ErrConflict when the session already has an active run, ErrNotFound
+	// when the session does not exist, ErrExists when the run id is taken.
+	BeginRun(ctx context.Context, r RunMeta) error
+	// ActiveRuns lists every run without a terminal event.
+	ActiveRuns(ctx context.Context) ([]RunMeta, error)
+	// Trim deletes the events and meta of runs whose terminal event is older
+	// than before; active runs are never trimmed. It returns how many runs it
+	// trimmed.
+	Trim(ctx context.Context, before time.Time) (int, error)
+}
+
+// Bus delivers new events to subscribers after they are durable.
+type Bus interface {
+	// SubscribeRun calls fn with every event appended to runID from now on,
+	// in seq order. cancel stops delivery; after it returns fn is not called.
+	SubscribeRun(runID string, fn func(protocol.Envelope)) (cancel func())
+	// SubscribeFeed calls fn with every event of every session from now on,
+	// in seq order per run. The payload of delta events (EventType.IsDelta)
+	// may be omitted ("{}"): the feed is for status, not content.
+	SubscribeFeed(fn func(protocol.Envelope)) (cancel func())
+}
+
+// Store is a journal backend.
+type Store interface {
+	Log
+	Registry
+	Bus
+	// Close stops delivery and releases the backend. Calls after Close
+	// return ErrClosed.
+	Close() error
+}

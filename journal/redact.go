@@ -1,0 +1,133 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+)
+
+// Redacted replaces every secret the journal refuses to persist.
+const Redacted = "[REDACTED]"
+
+var (
+	// secret-looking substrings of any string value
+	reBearer = regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}`)
+	reAPIKey = regexp.MustCompile(`\b(sk|rk|pk)-(?:[a-z]+-)?[A-Za-z0-9_-]{16,}`)
+	reJWT    = regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`)
+	reGitHub = regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}`)
+	reAWS    = regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`)
+	reKV     = regexp.MustCompile(`(?i)\b(api[_-]?key|access[_-]?token|auth[_-]?token|secret|password|passwd)(["']?\s*[:=]\s*["']?)[^\s"'&,;]{4,}`)
+)
+
+// triggers are the lowercase substrings whose absence proves a payload has
+// nothing to redact (the fast path for token-rate appends).
+var triggers = []string{"bearer", "basic", "token", "sk-", "rk-", "pk-", "eyj", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "akia",
+	"key", "secret", "passw", "authorization", "cookie", "credential"}
+
+// RedactJSON returns payload with secrets replaced by Redacted: values of
+// fields named like credentials (api_key, token, password, secret,
+// authorization, cookie, …) and secret-looking substrings of any string
+// (bearer tokens, sk-… API keys, JWTs, GitHub and AWS keys, key=value
+// pairs). Payloads that cannot hold a secret are returned unchanged without
+// being parsed.
+func RedactJSON(payload json.RawMessage) json.RawMessage {
+	if !mayHoldSecret(payload) {
+		return payload
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return payload // invalid JSON never reaches here (Prepare validates first)
+	}
+	v, changed := redactValue(v)
+	if !changed {
+		return payload
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return payload
+	}
+	return out
+}
+
+// RedactString replaces secret-looking substrings of s.
+func RedactString(s string) string {
+	if !mayHoldSecret([]byte(s)) {
+		return s
+	}
+	s = reBearer.ReplaceAllString(s, "${1} "+Redacted)
+	s = reAPIKey.ReplaceAllString(s, Redacted)
+	s = reJWT.ReplaceAllString(s, Redacted)
+	s = reGitHub.ReplaceAllString(s, Redacted)
+	s = reAWS.ReplaceAllString(s, Redacted)
+	s = reKV.ReplaceAllString(s, "${1}${2}"+Redacted)
+	return s
+}
+
+func mayHoldSecret(b []byte) bool {
+	lower := bytes.ToLower(b)
+	for _, t := range triggers {
+		if bytes.Contains(lower, []byte(t)) {
+			return true
+		}
+	}
+	return false
+}
+
+func redactValue(v any) (any, bool) {
+	switch t := v.(type) {
+	case string:
+		r := RedactString(t)
+		return r, r != t
+	case map[string]any:
+		changed := false
+		for k, x := range t {
+			if SecretKey(k) {
+				if s, ok := x.(string); ok && s == Redacted {
+					continue
+				}
+				if x != nil {
+					t[k] = Redacted
+					changed = true
+				}
+				continue
+			}
+			if nx, c := redactValue(x); c {
+				t[k] = nx
+				changed = true
+			}
+		}
+		return t, changed
+	case []any:
+		changed := false
+		for i, x := range t {
+			if nx, c := redactValue(x); c {
+				t[i] = nx
+				changed = true
+			}
+		}
+		return t, changed
+	}
+	return v, false
+}
+
+// SecretKey reports whether a field name denotes a credential: api_key,
+// apiKey, x-api-key, token, access_token, github_token, password, secret,
+// client_secret, authorization, cookie, private_key, credentials. Counts
+// such as input_tokens or max_tokens are not secrets.
+func SecretKey(k string) bool {
+	n := strings.ToLower(k)
+	n = strings.NewReplacer("_", "", "-", "", ".", "", " ", "").Replace(n)
+	switch n {
+	case "authorization", "proxyauthorization", "cookie", "setcookie", "credentials", "credential", "privatekey", "auth":
+		return true
+	}
+	for _, suf := range []string{"apikey", "token", "password", "passwd", "secret", "privatekey", "accesskey", "sessionkey"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,147 @@
+package protocol
+
+import "encoding/json"
+
+// Attachment is a file reference passed with a start or queue request.
+type Attachment struct {
+	Name      string `json:"name"`
+	MediaType string `json:"media_type,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Size      int64  `json:"size,omitempty"`
+}
+
+// StartRunRequest starts a run in a session (a new one when SessionID is
+// empty on the WebSocket control path).
+type StartRunRequest struct {
+	SessionID   string          `json:"session_id,omitempty"`
+	Message     string          `json:"message"`
+	Attachments []Attachment    `json:"attachments,omitempty"`
+	Workspace   string          `json:"workspace,omitempty"`
+	Profile     string          `json:"profile,omitempty"`
+	Provider    string          `json:"provider,omitempty"`
+	Model       string          `json:"model,omitempty"`
+	Toolsets    []string        `json:"toolsets,omitempty"`
+	Source      string          `json:"source,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+}
+
+// RunStartResult answers a start.
+type RunStartResult struct {
+	RunID          string   `json:"run_id"`
+	SessionID      string   `json:"session_id"`
+	StreamID       string   `json:"stream_id"`
+	Status         Status   `json:"status"`
+	StartedAt      float64  `json:"started_at"`
+	Cursor         string   `json:"cursor"`
+	ActiveControls []string `json:"active_controls"`
+}
+
+// RunStatus is the state of one run.
+type RunStatus struct {
+	RunID             string   `json:"run_id"`
+	SessionID         string   `json:"session_id"`
+	Status            Status   `json:"status"`
+	LastSeq           uint64   `json:"last_seq"`
+	LastEventID       string   `json:"last_event_id"`
+	Terminal          bool     `json:"terminal"`
+	TerminalState     Status   `json:"terminal_state,omitempty"`
+	ActiveControls    []string `json:"active_controls"`
+	PendingApprovalID string   `json:"pending_approval_id,omitempty"`
+	PendingClarifyID  string   `json:"pending_clarify_id,omitempty"`
+}
+
+// ControlResult answers a control. Message is always safe to show a user.
+type ControlResult struct {
+	Accepted  bool   `json:"accepted"`
+	Status    string `json:"status"`
+	EventID   string `json:"event_id,omitempty"`
+	Message   string `json:"message,omitempty"`
+	RunID     string `json:"run_id,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+}
+
+// PendingApproval is an approval prompt waiting for a user.
+type PendingApproval struct {
+	ApprovalID string   `json:"approval_id"`
+	Summary    string   `json:"summary"`
+	Risk       string   `json:"risk,omitempty"`
+	Choices    []string `json:"choices"`
+}
+
+// PendingClarify is a clarify question waiting for a user.
+type PendingClarify struct {
+	ClarifyID string   `json:"clarify_id"`
+	Question  string   `json:"question"`
+	Choices   []string `json:"choices"`
+	InputMode string   `json:"input_mode,omitempty"`
+}
+
+// SessionStatus is what a watching tab sees of a session.
+type SessionStatus struct {
+	SessionID       string              `json:"session_id"`
+	Title           string              `json:"title"`
+	RunID           string              `json:"run_id"`
+	Status          Status              `json:"status"`
+	LastSeq         uint64              `json:"last_seq"`
+	LastEventID     string              `json:"last_event_id"`
+	Terminal        bool                `json:"terminal"`
+	TerminalState   Status              `json:"terminal_state,omitempty"`
+	ActiveControls  []string            `json:"active_controls"`
+	PendingApproval *PendingApproval    `json:"pending_approval"`
+	PendingClarify  *PendingClarify     `json:"pending_clarify"`
+	Progress        string              `json:"progress"`
+	Tokens          int64               `json:"tokens"`
+	Usage           *Usage              `json:"usage"`
+	QueueDepth      int                 `json:"queue_depth"`
+	Goal            *GoalUpdatedPayload `json:"goal"`
+	UpdatedAt       float64             `json:"updated_at"`
+}
+
+// CreateSessionRequest is the body of POST /v1/sessions.
+type CreateSessionRequest struct {
+	Title string `json:"title,omitempty"`
+}
+
+// CreateSessionResult answers POST /v1/sessions.
+type CreateSessionResult struct {
+	SessionID string `json:"session_id"`
+}
+
+// SessionList answers GET /v1/sessions.
+type SessionList struct {
+	Sessions []SessionStatus `json:"sessions"`
+}
+
+// EventPage answers GET /v1/runs/{rid}/events.
+type EventPage struct {
+	Events     []Envelope `json:"events"`
+	NextCursor string     `json:"next_cursor"`
+	Terminal   bool       `json:"terminal"`
+}
+
+// ApprovalRequest is the body of POST /v1/runs/{rid}/approvals/{aid}.
+type ApprovalRequest struct {
+	Choice string `json:"choice"`
+}
+
+// ClarifyRequest is the body of POST /v1/runs/{rid}/clarifications/{cid}.
+type ClarifyRequest struct {
+	Response string `json:"response"`
+}
+
+// QueueRequest is the body of POST /v1/sessions/{sid}/queue.
+type QueueRequest struct {
+	Message string `json:"message"`
+	Mode    string `json:"mode,omitempty"` // queue (default) or steer
+}
+
+// GoalRequest is the body of POST /v1/sessions/{sid}/goal.
+type GoalRequest struct {
+	Action string `json:"action"`
+	Text   string `json:"text,omitempty"`
+}
+
+// ErrorBody is every HTTP error answer: {"error": {code, message}}.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}

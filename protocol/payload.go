@@ -1,0 +1,77 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// DecodePayload decodes an envelope's payload into a value of type T.
+func DecodePayload[T any](e *Envelope) (T, error) {
+	var v T
+	if err := json.Unmarshal(e.Payload, &v); err != nil {
+		return v, fmt.Errorf("payload of %s %s: %w", e.Type, e.EventID, jsonError(err))
+	}
+	return v, nil
+}
+
+// requiredPayloadFields lists, per event type, the payload fields protocol v1
+// requires (the "minimum payload").
+var requiredPayloadFields = map[EventType][]string{
+	EventRunStarted:     {"message", "profile", "model", "provider", "workspace", "toolsets", "source"},
+	EventStatus:         {"status", "controls"},
+	EventTokenDelta:     {"message_id", "text"},
+	EventReasoningDelta: {"block_id", "text"},
+	EventReasoningDone:  {"block_id", "text"},
+	EventProgress:       {"text"},
+	EventToolStarted:    {"tool_call_id", "name", "args"},
+	EventToolUpdated:    {"tool_call_id", "stream"},
+	EventToolDone:       {"tool_call_id", "status", "duration_ms", "error", "result"},
+	EventApprovalReq:    {"approval_id", "summary", "risk", "choices"},
+	EventApprovalRes:    {"approval_id", "choice", "status"},
+	EventClarifyReq:     {"clarify_id", "question", "choices", "input_mode"},
+	EventClarifyRes:     {"clarify_id", "status"},
+	EventTitleUpdated:   {"title", "source"},
+	EventUsageUpdated:   {"input_tokens", "output_tokens", "model", "provider", "duration_ms"},
+	EventUsageFinal:     {"input_tokens", "output_tokens", "model", "provider", "duration_ms"},
+	EventQueueUpdated:   {"depth", "items"},
+	EventGoalUpdated:    {"state", "text"},
+	EventDone:           {"status", "usage"},
+	EventCancelled:      {"reason", "partial"},
+	EventError:          {"code", "message", "terminal"},
+}
+
+// ValidateEvent checks an unsequenced event before it is journaled: a known
+// type, ids, a JSON object payload within MaxPayloadBytes holding the
+// minimum fields of its type, and Terminal consistent with type and payload.
+func ValidateEvent(e *Envelope) error {
+	if !e.Type.Known() {
+		return fieldError(CodeBadRequest, "type", "unknown event type %q", truncate(string(e.Type), 40))
+	}
+	if err := firstErr(optID("run_id", e.RunID), optID("session_id", e.SessionID),
+		required("run_id", e.RunID), required("session_id", e.SessionID)); err != nil {
+		return err
+	}
+	if len(e.Payload) > MaxPayloadBytes {
+		return fieldError(CodeTooLarge, "payload", "is %d bytes, limit %d", len(e.Payload), MaxPayloadBytes)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Payload, &fields); err != nil || fields == nil {
+		return fieldError(CodeInvalidPayload, "payload", "must be a JSON object")
+	}
+	for _, f := range requiredPayloadFields[e.Type] {
+		if _, ok := fields[f]; !ok {
+			return fieldError(CodeInvalidPayload, "payload."+f, "is required for %s", e.Type)
+		}
+	}
+	if e.Type == EventToolUpdated {
+		_, hasText := fields["text"]
+		_, hasData := fields["data"]
+		if !hasText && !hasData {
+			return fieldError(CodeInvalidPayload, "payload.text", "tool.updated needs text or data")
+		}
+	}
+	if e.Terminal != IsTerminal(e.Type, e.Payload) {
+		return fieldError(CodeBadRequest, "terminal", "is %v but a %s event with this payload is %v", e.Terminal, e.Type, !e.Terminal)
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// Errors for illegal event sequences. Apply leaves the state unchanged when
+// it returns one of them.
+var (
+	ErrAfterTerminal  = errors.New("session: event after the run's terminal event")
+	ErrSeq            = errors.New("session: event out of sequence")
+	ErrUnknownPrompt  = errors.New("session: resolution of an unknown prompt")
+	ErrWrongRun       = errors.New("session: event of another run")
+	ErrInvalidPayload = errors.New("session: invalid payload")
+	ErrBadStatus      = errors.New("session: status event with an unknown or terminal status")
+)
+
+// Run is the folded state of one run.
+type Run struct {
+	RunID           string
+	SessionID       string
+	Status          protocol.Status
+	LastSeq         uint64
+	Terminal        bool
+	TerminalState   protocol.Status
+	ErrorCode       string // code of the terminal error, if any
+	PendingApproval *protocol.PendingApproval
+	PendingClarify  *protocol.PendingClarify
+	Progress        string
+	Tokens          int64 // token.delta events seen
+	Streamed        bool  // any output (tokens, reasoning, tool activity) streamed
+	Usage           *protocol.Usage
+	Title           string
+	Message         string // the user message from run.started
+	Source          string
+	QueueDepth      int
+	Goal            *protocol.GoalUpdatedPayload
+	StartedAt       float64
+	UpdatedAt       float64
+}
+
+// NewRun returns the state of a run that has no events yet: queued.
+func NewRun(runID, sessionID string) Run {
+	return Run{RunID: runID, SessionID: sessionID, Status: protocol.StatusQueued}
+}
+
+// Apply folds e into r. e must be the next event of this run (seq LastSeq+1).
+func (r *Run) Apply(e *protocol.Envelope) error {
+	if e.RunID != r.RunID {
+		return fmt.Errorf("%w: %s is not %s", ErrWrongRun, e.RunID, r.RunID)
+	}
+	if r.Terminal {
+		return fmt.Errorf("%w: %s %s", ErrAfterTerminal, e.Type, e.EventID)
+	}
+	if e.Seq != r.LastSeq+1 {
+		return fmt.Errorf("%w: seq %d after %d", ErrSeq, e.Seq, r.LastSeq)
+	}
+	next := *r
+	if err := next.apply(e); err != nil {
+		return err
+	}
+	next.LastSeq = e.Seq
+	next.UpdatedAt = e.CreatedAt
+	if next.StartedAt == 0 {
+		next.StartedAt = e.CreatedAt
+	}
+	*r = next
+	return nil
+}
+
+func decode[T any](e *protocol.Envelope) (T, error) {
+	v, err := protocol.DecodePayload[T](e)
+	if err != nil {
+		return v, fmt.Errorf("%w: %v", ErrInvalidPayload, err)
+	}
+	return v, nil
+}
+
+func (r *Run) apply(e *protocol.Envelope) error {
+	if r.Status == protocol.StatusQueued && e.Type != protocol.EventStatus && !e.Terminal {
+		r.Status = protocol.StatusRunning
+	}
+	switch e.Type {
+	case protocol.EventRunStarted:
+		p, err := decode[protocol.RunStartedPayload](e)
+		if err != nil {
+			return err
+		}
+		r.Message, r.Source = p.Message, p.Source
+		r.Progress = "started"
+	case protocol.EventStatus:
+		p, err := decode[protocol.StatusPayload](e)
+		if err != nil {
+			return err
+		}
+		if !p.Status.Known() || p.Status.Terminal() {
+			return fmt.Errorf("%w: %q", ErrBadStatus, p.Status)
+		}
+		r.Status = p.Status
+	case protocol.EventTokenDelta:
+		r.Tokens++
+		r.Streamed = true
+		r.Progress = "writing"
+	case protocol.EventReasoningDelta, protocol.EventReasoningDone:
+		r.Streamed = true
+		r.Progress = "thinking"
+	case protocol.EventProgress:
+		p, err := decode[protocol.ProgressPayload](e)
+		if err != nil {
+			return err
+		}
+		r.Progress = short(p.Text)
+	case protocol.EventToolStarted:
+		p, err := decode[protocol.ToolStartedPayload](e)
+		if err != nil {
+			return err
+		}
+		r.Streamed = true
+		r.Progress = short("tool " + p.Name)
+	case protocol.EventToolUpdated:
+		r.Streamed = true
+	case protocol.EventToolDone:
+		p, err := decode[protocol.ToolDonePayload](e)
+		if err != nil {
+			return err
+		}
+		r.Streamed = true
+		if p.Error {
+			r.Progress = "tool failed"
+		} else {
+			r.Progress = "tool done"
+		}
+	case protocol.EventApprovalReq:
+		p, err := decode[protocol.ApprovalRequestedPayload](e)
+		if err != nil {
+			return err
+		}
+		r.PendingApproval = &protocol.PendingApproval{ApprovalID: p.ApprovalID, Summary: p.Summary, Risk: p.Risk, Choices: p.Choices}
+		r.Progress = short("approval: " + p.Summary)
+		if r.Status != protocol.StatusCancelling {
+			r.Status = protocol.StatusAwaitingApproval
+		}
+	case protocol.EventApprovalRes:
+		p, err := decode[protocol.ApprovalResolvedPayload](e)
+		if err != nil {
+			return err
+		}
+		if r.PendingApproval == nil || r.PendingApproval.ApprovalID != p.ApprovalID {
+			return fmt.Errorf("%w: approval %q", ErrUnknownPrompt, p.ApprovalID)
+		}
+		r.PendingApproval = nil
+		r.Progress = short("approval " + p.Choice)
+		r.resume()
+	case protocol.EventClarifyReq:
+		p, err := decode[protocol.ClarifyRequestedPayload](e)
+		if err != nil {
+			return err
+		}
+		r.PendingClarify = &protocol.PendingClarify{ClarifyID: p.ClarifyID, Question: p.Question, Choices: p.Choices, InputMode: p.InputMode}
+		r.Progress = short("question: " + p.Question)
+		if r.Status != protocol.StatusCancelling {
+			r.Status = protocol.StatusAwaitingClarify
+		}
+	case protocol.EventClarifyRes:
+		p, err := decode[protocol.ClarifyResolvedPayload](e)
+		if err != nil {
+			return err
+		}
+		if r.PendingClarify == nil || r.PendingClarify.ClarifyID != p.ClarifyID {
+			return fmt.Errorf("%w: clarify %q", ErrUnknownPrompt, p.ClarifyID)
+		}
+		r.PendingClarify = nil
+		r.Progress = short("clarify " + p.Status)
+		r.resume()
+	case protocol.EventTitleUpdated:
+		p, err := decode[protocol.TitleUpdatedPayload](e)
+		if err != nil {
+			return err
+		}
+		r.Title = p.Title
+	case protocol.EventUsageUpdated, protocol.EventUsageFinal:
+		p, err := decode[protocol.Usage](e)
+		if err != nil {
+			return err
+		}
+		r.Usage = &p
+	case protocol.EventQueueUpdated:
+		p, err := decode[protocol.QueueUpdatedPayload](e)
+		if err != nil {
+			return err
+		}
+		r.QueueDepth = p.Depth
+	case protocol.EventGoalUpdated:
+		p, err := decode[protocol.GoalUpdatedPayload](e)
+		if err != nil {
+			return err
+		}
+		r.Goal = &p
+	case protocol.EventDone:
+		p, err := decode[protocol.DonePayload](e)
+		if err != nil {
+			return err
+		}
+		if p.Usage != nil {
+			r.Usage = p.Usage
+		}
+		r.finish(protocol.StatusCompleted, "completed")
+	case protocol.EventCancelled:
+		p, err := decode[protocol.CancelledPayload](e)
+		if err != nil {
+			return err
+		}
+		r.finish(protocol.StatusCancelled, short("cancelled: "+p.Reason))
+	case protocol.EventError:
+		p, err := decode[protocol.ErrorPayload](e)
+		if err != nil {
+			return err
+		}
+		if !e.Terminal {
+			r.Progress = short("error: " + p.Message)
+			return nil
+		}
+		r.ErrorCode = p.Code
+		switch p.Code {
+		case protocol.ErrorInterrupted:
+			r.finish(protocol.StatusInterrupted, short("interrupted: "+p.Message))
+		case protocol.ErrorTimeout:
+			r.finish(protocol.StatusExpired, short("timed out: "+p.Message))
+		default:
+			r.finish(protocol.StatusFailed, short("failed: "+p.Message))
+		}
+	default:
+		return fmt.Errorf("%w: unknown event type %q", ErrInvalidPayload, e.Type)
+	}
+	return nil
+}
+
+// resume returns the run to running after a prompt resolution, unless it is
+// being cancelled or still waits on the other kind of prompt.
+func (r *Run) resume() {
+	switch {
+	case r.Status == protocol.StatusCancelling:
+	case r.PendingApproval != nil:
+		r.Status = protocol.StatusAwaitingApproval
+	case r.PendingClarify != nil:
+		r.Status = protocol.StatusAwaitingClarify
+	default:
+		r.Status = protocol.StatusRunning
+	}
+}
+
+func (r *Run) finish(s protocol.Status, progress string) {
+	r.Status, r.TerminalState, r.Terminal = s, s, true
+	r.PendingApproval, r.PendingClarify = nil, nil
+	r.Progress = progress
+}
+
+// Controls lists the control ops valid for this run now.
+func (r *Run) Controls() []string {
+	if r.Terminal {
+		return []string{}
+	}
+	out := make([]string, 0, 4)
+	if r.Status != protocol.StatusCancelling {
+		out = append(out, protocol.OpCancel)
+	}
+	if r.PendingApproval != nil {
+		out = append(out, protocol.OpApprove)
+	}
+	if r.PendingClarify != nil {
+		out = append(out, protocol.OpClarify)
+	}
+	return out
+}
+
+// RunStatus is the HTTP view of the run.
+func (r *Run) RunStatus() protocol.RunStatus {
+	s := protocol.RunStatus{RunID: r.RunID, SessionID: r.SessionID, Status: r.Status,
+		LastSeq: r.LastSeq, Terminal: r.Terminal, TerminalState: r.TerminalState,
+		ActiveControls: r.Controls()}
+	if r.LastSeq > 0 {
+		s.LastEventID = protocol.EventID(r.RunID, r.LastSeq)
+	}
+	if r.PendingApproval != nil {
+		s.PendingApprovalID = r.PendingApproval.ApprovalID
+	}
+	if r.PendingClarify != nil {
+		s.PendingClarifyID = r.PendingClarify.ClarifyID
+	}
+	return s
+}
+
+const maxProgress = 120
+
+func short(s string) string {
+	if len(s) <= maxProgress {
+		return s
+	}
+	// cut on a rune boundary
+	i := maxProgress
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// Fold applies events in order to a fresh run state.
+func Fold(runID, sessionID string, events []protocol.Envelope) (Run, error) {
+	r := NewRun(runID, sessionID)
+	for i := range events {
+		if err := r.Apply(&events[i]); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}

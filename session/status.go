@@ -1,0 +1,98 @@
+package session
+
+import (
+	"fmt"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// Session is the folded state of a session: its latest run plus what
+// carries across runs (title, queue depth, goal).
+type Session struct {
+	ID         string
+	Title      string
+	Latest     *Run // nil before the first run
+	QueueDepth int
+	Goal       *protocol.GoalUpdatedPayload
+	UpdatedAt  float64
+}
+
+// NewSession returns a session with no runs.
+func NewSession(id, title string) Session { return Session{ID: id, Title: title} }
+
+// Apply folds an event of the session. An event of a run other than the
+// latest starts a new latest run when it is that run's first event; a later
+// event of an unseen run is ErrSeq (the caller must load the run's state);
+// an event of an older run is ErrWrongRun.
+func (s *Session) Apply(e *protocol.Envelope) error {
+	if e.SessionID != s.ID {
+		return fmt.Errorf("%w: session %s is not %s", ErrWrongRun, e.SessionID, s.ID)
+	}
+	if s.Latest == nil || e.RunID != s.Latest.RunID {
+		if e.Seq != 1 {
+			return fmt.Errorf("%w: first event of run %s has seq %d", ErrSeq, e.RunID, e.Seq)
+		}
+		r := NewRun(e.RunID, s.ID)
+		if err := r.Apply(e); err != nil {
+			return err
+		}
+		s.Latest = &r
+	} else if err := s.Latest.Apply(e); err != nil {
+		return err
+	}
+	s.absorb(s.Latest, e.Type)
+	s.UpdatedAt = e.CreatedAt
+	return nil
+}
+
+// SetLatest replaces the latest run with a state loaded elsewhere (e.g. folded
+// from the journal).
+func (s *Session) SetLatest(r Run) {
+	s.Latest = &r
+	if r.Title != "" {
+		s.Title = r.Title
+	}
+	if r.Goal != nil {
+		s.Goal = r.Goal
+	}
+	s.QueueDepth = r.QueueDepth
+	if r.UpdatedAt > s.UpdatedAt {
+		s.UpdatedAt = r.UpdatedAt
+	}
+}
+
+func (s *Session) absorb(r *Run, typ protocol.EventType) {
+	switch typ {
+	case protocol.EventTitleUpdated:
+		s.Title = r.Title
+	case protocol.EventQueueUpdated:
+		s.QueueDepth = r.QueueDepth
+	case protocol.EventGoalUpdated:
+		s.Goal = r.Goal
+	}
+}
+
+// Controls lists the control ops valid for the session now: those of its
+// active run, or start when it has none.
+func (s *Session) Controls() []string {
+	if s.Latest == nil || s.Latest.Terminal {
+		return []string{protocol.OpStart}
+	}
+	return s.Latest.Controls()
+}
+
+// Status derives the SessionStatus a watching tab sees.
+func (s *Session) Status() protocol.SessionStatus {
+	st := protocol.SessionStatus{SessionID: s.ID, Title: s.Title, Status: "",
+		ActiveControls: s.Controls(), QueueDepth: s.QueueDepth, Goal: s.Goal, UpdatedAt: s.UpdatedAt}
+	if r := s.Latest; r != nil {
+		st.RunID, st.Status, st.LastSeq = r.RunID, r.Status, r.LastSeq
+		st.Terminal, st.TerminalState = r.Terminal, r.TerminalState
+		st.PendingApproval, st.PendingClarify = r.PendingApproval, r.PendingClarify
+		st.Progress, st.Tokens, st.Usage = r.Progress, r.Tokens, r.Usage
+		if r.LastSeq > 0 {
+			st.LastEventID = protocol.EventID(r.RunID, r.LastSeq)
+		}
+	}
+	return st
+}
