@@ -25,6 +25,11 @@ const (
 // ignored (the protocol may grow); an unknown type, a missing required
 // field, a wrong JSON type or an oversized field is an *Error naming the
 // field.
+//
+// A focus whose cursor is malformed yields an *Error with CodeBadCursor
+// together with the decoded message (m.Focus set, its session valid), so the
+// hub can answer bad_cursor and still focus the session from its latest run
+// as protocol.md requires. Other errors leave the message unusable.
 func DecodeClient(data []byte) (ClientMessage, error) {
 	if len(data) > MaxClientMessageBytes {
 		return ClientMessage{}, Errorf(CodeTooLarge, "message is %d bytes, limit %d", len(data), MaxClientMessageBytes)
@@ -47,12 +52,15 @@ func DecodeClient(data []byte) (ClientMessage, error) {
 	case MsgHello:
 		m.Hello = &Hello{}
 		if err = unmarshalFields(data, m.Hello); err == nil {
-			err = firstErr(maxLen("token", m.Hello.Token, MaxTokenBytes), maxLen("client", m.Hello.Client, MaxShortBytes))
+			m.Hello.Type = typ
+			err = firstErr(maxLen("token", m.Hello.Token, MaxTokenBytes), required("client", m.Hello.Client),
+				maxLen("client", m.Hello.Client, MaxShortBytes))
 		}
 	case MsgWatch, MsgUnwatch:
 		m.Watch = &Watch{}
 		if err = unmarshalFields(data, m.Watch); err == nil {
-			err = validateWatch(fields, m.Watch)
+			m.Watch.Type = typ
+			err = validateWatch(m.Watch)
 		}
 	case MsgFocus:
 		m.Focus = &Focus{}
@@ -60,17 +68,20 @@ func DecodeClient(data []byte) (ClientMessage, error) {
 			return m, fieldError(CodeBadRequest, "session_id", "is required (null for no focus)")
 		}
 		if err = unmarshalFields(data, m.Focus); err == nil {
+			m.Focus.Type = typ
 			err = validateFocus(m.Focus)
 		}
 	case MsgControl:
 		m.Control = &Control{}
 		if err = unmarshalFields(data, m.Control); err == nil {
+			m.Control.Type = typ
 			err = ValidateControl(m.Control)
 		}
 	case MsgPing:
 		m.Ping = &Ping{}
 		if err = unmarshalFields(data, m.Ping); err == nil {
-			err = maxLen("id", m.Ping.ID, MaxShortBytes)
+			m.Ping.Type = typ
+			err = firstErr(required("id", m.Ping.ID), maxLen("id", m.Ping.ID, MaxShortBytes))
 		}
 	case "":
 		return m, fieldError(CodeBadRequest, "type", "is empty")
@@ -80,10 +91,9 @@ func DecodeClient(data []byte) (ClientMessage, error) {
 	return m, err
 }
 
-func validateWatch(fields map[string]json.RawMessage, w *Watch) error {
-	_, hasSessions := fields["sessions"]
-	if !hasSessions && !w.All {
-		return fieldError(CodeBadRequest, "sessions", "is required unless all is true")
+func validateWatch(w *Watch) error {
+	if len(w.Sessions) == 0 && !w.All {
+		return fieldError(CodeBadRequest, "sessions", "must name at least one session unless all is true")
 	}
 	if len(w.Sessions) > MaxWatchSessions {
 		return fieldError(CodeTooLarge, "sessions", "has %d ids, limit %d", len(w.Sessions), MaxWatchSessions)
@@ -107,7 +117,7 @@ func validateFocus(f *Focus) error {
 			return fieldError(CodeBadRequest, "cursor", "needs a session_id")
 		}
 		if _, err := ParseCursor(f.Cursor); err != nil {
-			return err
+			return fieldError(CodeBadCursor, "cursor", "%s", err.(*Error).Message)
 		}
 	}
 	return nil
@@ -159,6 +169,18 @@ func ValidateControl(c *Control) error {
 	if len(c.Toolsets) > MaxToolsets {
 		return fieldError(CodeTooLarge, "toolsets", "has %d items, limit %d", len(c.Toolsets), MaxToolsets)
 	}
+	for i, ts := range c.Toolsets {
+		if err := maxLen(fmt.Sprintf("toolsets[%d]", i), ts, MaxShortBytes); err != nil {
+			return err
+		}
+	}
+	for i, a := range c.Attachments {
+		f := fmt.Sprintf("attachments[%d].", i)
+		if err := firstErr(maxLen(f+"name", a.Name, MaxShortBytes*4), maxLen(f+"media_type", a.MediaType, MaxShortBytes),
+			maxLen(f+"url", a.URL, MaxTextBytes)); err != nil {
+			return err
+		}
+	}
 	switch c.Op {
 	case OpStart:
 		return required("message", c.Message)
@@ -169,7 +191,7 @@ func ValidateControl(c *Control) error {
 	case OpApprove:
 		return firstErr(required("run_id", c.RunID), required("approval_id", c.ApprovalID), required("choice", c.Choice))
 	case OpClarify:
-		return firstErr(required("run_id", c.RunID), required("clarify_id", c.ClarifyID))
+		return firstErr(required("run_id", c.RunID), required("clarify_id", c.ClarifyID), required("response", c.Response))
 	case OpQueue:
 		if err := firstErr(required("session_id", c.SessionID), required("message", c.Message)); err != nil {
 			return err
@@ -218,11 +240,10 @@ func unmarshalFields(data []byte, v any) error {
 func jsonError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "message"
+		if te.Field == "" {
+			return Errorf(CodeBadRequest, "message must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
 		}
-		return fieldError(CodeBadRequest, field, "must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
+		return fieldError(CodeBadRequest, te.Field, "must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
