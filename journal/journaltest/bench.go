@@ -1,0 +1,151 @@
+package journaltest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Benchmark shapes.
+const (
+	benchRuns       = 100    // concurrent runs in Append100Runs
+	benchReplay     = 10_000 // events in the replayed run
+	benchReplayPage = 1000   // Read limit while replaying
+	benchFillers    = 50     // writers filling the replayed run
+)
+
+// RunBenchmarks measures a backend on the journal's hot paths:
+//
+//   - AppendOneRun: one writer appending token deltas to one run, each
+//     append waiting for its durability (the latency of a lone append);
+//   - Append100Runs: 100 runs with one writer each appending at once (the
+//     aggregate throughput; reported as events/s);
+//   - Replay10k: reading a 10,000-event run in pages of 1000 (the catch-up
+//     cost of a focusing tab; ns/op is one whole replay).
+//
+// open must return a fresh, empty store and close it on cleanup.
+func RunBenchmarks(b *testing.B, open func(testing.TB) journal.Store) {
+	b.Run("AppendOneRun", func(b *testing.B) {
+		s := open(b)
+		sid, rid := benchRun(b, s, "one")
+		e := benchEvent(sid, rid)
+		ctx := context.Background()
+		b.ReportAllocs()
+		start := time.Now()
+		for b.Loop() {
+			if _, err := s.Append(ctx, e, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+	})
+
+	b.Run("Append100Runs", func(b *testing.B) {
+		s := open(b)
+		events := make([]protocol.Envelope, benchRuns)
+		for i := range events {
+			sid, rid := benchRun(b, s, fmt.Sprint(i))
+			events[i] = benchEvent(sid, rid)
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i, e := range events {
+			n := b.N / benchRuns
+			if i < b.N%benchRuns {
+				n++
+			}
+			wg.Go(func() {
+				for range n {
+					if _, err := s.Append(ctx, e, ""); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+	})
+
+	// The replayed run is filled once, outside the measured function.
+	s := open(b)
+	sid, rid := benchRun(b, s, "replay")
+	fillRun(b, s, sid, rid, benchReplay)
+	b.Run("Replay10k", func(b *testing.B) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			var after uint64
+			n := 0
+			for {
+				page, err := s.Read(ctx, rid, after, benchReplayPage)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page) == 0 {
+					break
+				}
+				n += len(page)
+				after = page[len(page)-1].Seq
+			}
+			if n != benchReplay {
+				b.Fatalf("replayed %d events, want %d", n, benchReplay)
+			}
+		}
+		b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/replay")
+	})
+}
+
+// benchRun creates a session with one active run.
+func benchRun(b *testing.B, s journal.Store, name string) (string, string) {
+	b.Helper()
+	ctx := context.Background()
+	sid, rid := "bench-sess-"+name, "bench-run-"+name
+	if err := s.CreateSession(ctx, journal.SessionMeta{ID: sid, Owner: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.BeginRun(ctx, journal.RunMeta{ID: rid, SessionID: sid}); err != nil {
+		b.Fatal(err)
+	}
+	return sid, rid
+}
+
+// benchEvent is a typical token delta.
+func benchEvent(sid, rid string) protocol.Envelope {
+	return rawEvent(sid, rid, protocol.EventTokenDelta, `{"message_id":"msg-1","text":" the quick brown fox jumps"}`)
+}
+
+// fillRun appends n token deltas to a run from benchFillers writers.
+func fillRun(b *testing.B, s journal.Store, sid, rid string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	e := benchEvent(sid, rid)
+	var wg sync.WaitGroup
+	for w := range benchFillers {
+		count := n / benchFillers
+		if w < n%benchFillers {
+			count++
+		}
+		wg.Go(func() {
+			for range count {
+				if _, err := s.Append(ctx, e, ""); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+}
