@@ -1,3 +1,29 @@
-// Package hub serves browser tabs: one WebSocket per tab carrying the status
-// of every watched session and every event of the one focused session.
+// Package hub serves browser tabs: ONE WebSocket per tab (GET /v1/ws,
+// subprotocol runhub.v1) carrying the status of every session the tab
+// watches and every event of the one session it focuses, plus the HTTP and
+// SSE API of protocol.md §3.
+//
+// Data flow inside a hub:
+//
+//   - the status tracker (status.go) tails the journal's feed, folds events
+//     into the SessionStatus of every watched session and, at most once per
+//     StatusInterval per session, encodes the status once and offers it to
+//     every watching socket, where the newest status per session replaces an
+//     unsent older one;
+//   - the focus router (router.go) tails the runs that some socket focuses,
+//     encodes each event once and offers the bytes to the focusing sockets;
+//   - each socket (conn.go) has one reader goroutine and one writer goroutine;
+//     the writer drains a bounded queue and batches what is waiting into one
+//     NDJSON frame, written with a deadline.
+//
+// A socket accepts an event only if it is the next seq of the run it is
+// delivering (focus.go). Anything else — a gap, a queue over its bound, a
+// focus change, a cursor — puts the socket in catch-up: its writer reads the
+// journal from the last delivered seq until it meets the live stream again.
+// Replay-then-live, reconnect and slow consumers are that one mechanism, so
+// a tab never sees a gap or a duplicate and a stalled tab costs bounded
+// memory. A tab whose writes stall past WriteTimeout is closed.
+//
+// Hub methods are safe for concurrent use. Close/Shutdown stop every
+// goroutine the hub started and wait for them.
 package hub

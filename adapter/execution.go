@@ -1,0 +1,211 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Driver produces one run. Execute emits the run's events through x and
+// returns when the run has finished: nil for success (the executor writes
+// done with the returned usage), a *DriverError for a failure, or ctx's
+// error when the run was cancelled or the executor is stopping. Execute must
+// not emit terminal events (done, cancelled, terminal error).
+type Driver interface {
+	Execute(ctx context.Context, x *Execution) (*protocol.Usage, error)
+}
+
+// Validator is an optional Driver capability: checking a start request
+// before the run begins, so bad input is refused without creating a run.
+type Validator interface {
+	Validate(req protocol.StartRunRequest) error
+}
+
+// Execution is a run as its driver sees it: the request, an emitter that
+// journals events, and the prompts that wait on a user.
+type Execution struct {
+	RunID     string
+	SessionID string
+	Request   protocol.StartRunRequest
+
+	log      journal.Log
+	now      func() time.Time
+	keySeq   atomic.Uint64
+	streamed atomic.Bool
+
+	mu         sync.Mutex
+	approval   *prompt
+	clarify    *prompt
+	closed     []*prompt // recently finished prompts, newest last
+	cancelling bool
+	lastSeq    uint64
+}
+
+// prompt is the one pending approval or clarify of an execution: the driver
+// waits on answer; the first response wins, later ones are not-active.
+type prompt struct {
+	id      string
+	answer  chan string // capacity 1; written once
+	done    bool        // answered, expired or abandoned
+	expired bool
+}
+
+// maxClosedPrompts bounds the memory of finished prompt ids per execution.
+const maxClosedPrompts = 32
+
+// Streamed reports whether any output (tokens, reasoning, tool activity)
+// was emitted.
+func (x *Execution) Streamed() bool { return x.streamed.Load() }
+
+// Emit journals one event of the run. Transient journal errors are retried
+// with the same idempotency key, so a retry never duplicates an event.
+func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload any) (protocol.Envelope, error) {
+	e, err := protocol.NewEvent(x.RunID, x.SessionID, typ, payload)
+	if err != nil {
+		return e, err
+	}
+	if e.Terminal {
+		return e, protocol.Errorf(protocol.CodeBadRequest, "drivers must not emit terminal events (%s)", typ)
+	}
+	switch typ {
+	case protocol.EventTokenDelta, protocol.EventReasoningDelta, protocol.EventToolStarted, protocol.EventToolUpdated, protocol.EventToolDone:
+		x.streamed.Store(true)
+	}
+	return x.append(ctx, e)
+}
+
+func (x *Execution) append(ctx context.Context, e protocol.Envelope) (protocol.Envelope, error) {
+	e.CreatedAt = protocol.Timestamp(x.now())
+	key := x.RunID + "/" + strconv.FormatUint(x.keySeq.Add(1), 10)
+	var err error
+	var out protocol.Envelope
+	for attempt := 0; attempt < 5; attempt++ {
+		out, err = x.log.Append(ctx, e, key)
+		if err == nil {
+			x.mu.Lock()
+			if out.Seq > x.lastSeq {
+				x.lastSeq = out.Seq
+			}
+			x.mu.Unlock()
+			return out, nil
+		}
+		if !transient(err) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
+	return out, err
+}
+
+// transient reports whether an append error may go away on retry.
+func transient(err error) bool {
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &pe), errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrNotFound),
+		errors.Is(err, journal.ErrClosed), errors.Is(err, context.Canceled):
+		return false
+	}
+	return true
+}
+
+// Approval journals approval.requested, waits for the user's choice (or ctx),
+// journals approval.resolved once and returns the choice.
+func (x *Execution) Approval(ctx context.Context, req protocol.ApprovalRequestedPayload) (string, error) {
+	p := &prompt{id: req.ApprovalID, answer: make(chan string, 1)}
+	x.mu.Lock()
+	x.approval = p
+	x.mu.Unlock()
+	defer x.clearPrompt(&x.approval, p)
+	if _, err := x.Emit(ctx, protocol.EventApprovalReq, req); err != nil {
+		return "", err
+	}
+	select {
+	case choice := <-p.answer:
+		_, err := x.Emit(ctx, protocol.EventApprovalRes, protocol.ApprovalResolvedPayload{ApprovalID: req.ApprovalID, Choice: choice, Status: "resolved"})
+		return choice, err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Clarify journals clarify.requested and waits for the user's response, at
+// most timeout (0: no limit). On expiry it journals clarify.resolved with
+// status expired and returns ("", false, nil); the driver decides how to go
+// on.
+func (x *Execution) Clarify(ctx context.Context, req protocol.ClarifyRequestedPayload, timeout time.Duration) (string, bool, error) {
+	p := &prompt{id: req.ClarifyID, answer: make(chan string, 1)}
+	x.mu.Lock()
+	x.clarify = p
+	x.mu.Unlock()
+	defer x.clearPrompt(&x.clarify, p)
+	if _, err := x.Emit(ctx, protocol.EventClarifyReq, req); err != nil {
+		return "", false, err
+	}
+	var expire <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	select {
+	case resp := <-p.answer:
+		_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: req.ClarifyID, Status: "resolved", Response: resp})
+		return resp, true, err
+	case <-expire:
+		x.mu.Lock()
+		p.done, p.expired = true, true // a response racing the expiry is answered expired
+		x.mu.Unlock()
+		_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: req.ClarifyID, Status: "expired"})
+		return "", false, err
+	case <-ctx.Done():
+		return "", false, ctx.Err()
+	}
+}
+
+func (x *Execution) clearPrompt(slot **prompt, p *prompt) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	p.done = true
+	if *slot == p {
+		*slot = nil
+	}
+	x.closed = append(x.closed, p)
+	if len(x.closed) > maxClosedPrompts {
+		x.closed = x.closed[1:]
+	}
+}
+
+// respond delivers a response to the pending prompt with id: accepted once,
+// then not-active (or expired when it timed out).
+func (x *Execution) respond(slot **prompt, id, answer string) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	p := *slot
+	if p == nil || p.id != id {
+		for _, c := range x.closed {
+			if c.id == id && c.expired {
+				return protocol.ResultExpired
+			}
+		}
+		return protocol.ResultNotActive
+	}
+	if p.expired {
+		return protocol.ResultExpired
+	}
+	if p.done || x.cancelling {
+		return protocol.ResultNotActive
+	}
+	p.done = true
+	p.answer <- answer
+	return protocol.ResultAccepted
+}

@@ -1,0 +1,420 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Store is what the in-process executor needs of the journal.
+type Store interface {
+	journal.Log
+	journal.Registry
+	journal.Bus
+}
+
+// Options configure an InProcess adapter.
+type Options struct {
+	// Drivers by name; a start picks req.Provider, else DefaultDriver.
+	Drivers map[string]Driver
+	// DefaultDriver names the driver of a start without a provider
+	// (default "sim").
+	DefaultDriver string
+	// ClarifyTimeout is how long a clarify prompt waits before it expires
+	// (default 120 s).
+	ClarifyTimeout time.Duration
+	// MaxRuns bounds the runs executing at once in this process (default
+	// 10,000); a start past it answers ErrBusy.
+	MaxRuns int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ErrBusy answers a start when MaxRuns runs are executing.
+var ErrBusy = errors.New("adapter: too many runs executing")
+
+// InProcess executes runs in goroutines it owns. Close cancels them, writes
+// each one terminal error (interrupted) and waits for them.
+type InProcess struct {
+	store Store
+	opts  Options
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	live   map[string]*live // executing runs
+	closed bool
+}
+
+type live struct {
+	x      *Execution
+	cancel context.CancelCauseFunc
+}
+
+var errUserCancel = errors.New("cancelled by user")
+
+// NewInProcess returns an adapter executing runs in this process.
+func NewInProcess(store Store, opts Options) *InProcess {
+	if opts.DefaultDriver == "" {
+		opts.DefaultDriver = "sim"
+	}
+	if opts.ClarifyTimeout == 0 {
+		opts.ClarifyTimeout = 120 * time.Second
+	}
+	if opts.MaxRuns == 0 {
+		opts.MaxRuns = 10000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &InProcess{store: store, opts: opts, ctx: ctx, cancel: cancel, live: map[string]*live{}}
+}
+
+// ClarifyTimeout is the configured clarify expiry, for drivers.
+func (a *InProcess) ClarifyTimeout() time.Duration { return a.opts.ClarifyTimeout }
+
+// NewID returns a new time-ordered identifier with the given prefix.
+func NewID(prefix string) string {
+	return prefix + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")
+}
+
+// Recover ends every run a previous process left without a terminal event:
+// each gets exactly one terminal error with code interrupted and the last
+// journaled seq. Call it once at start-up, before serving. The journal's
+// single-terminal rule makes it exactly-once across restarts.
+func (a *InProcess) Recover(ctx context.Context) (int, error) {
+	runs, err := a.store.ActiveRuns(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range runs {
+		a.mu.Lock()
+		_, mine := a.live[r.ID]
+		a.mu.Unlock()
+		if mine {
+			continue
+		}
+		if err := a.interrupt(ctx, r, "the hub restarted while the run was active"); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (a *InProcess) interrupt(ctx context.Context, r journal.RunMeta, why string) error {
+	e, err := protocol.NewEvent(r.ID, r.SessionID, protocol.EventError, protocol.ErrorPayload{
+		Code: protocol.ErrorInterrupted, Message: why, Terminal: true, LastSeq: r.LastSeq})
+	if err != nil {
+		return err
+	}
+	_, err = a.store.Append(ctx, e, r.ID+"/interrupted")
+	if errors.Is(err, journal.ErrTerminal) {
+		return nil
+	}
+	return err
+}
+
+// StartRun implements RuntimeAdapter.
+func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.StartRunRequest) (protocol.RunStartResult, error) {
+	driverName := req.Provider
+	if driverName == "" {
+		driverName = a.opts.DefaultDriver
+	}
+	drv, ok := a.opts.Drivers[driverName]
+	if !ok {
+		return protocol.RunStartResult{}, protocol.Errorf(protocol.CodeBadRequest, "provider: unknown runtime driver %q", driverName)
+	}
+	if v, ok := drv.(Validator); ok {
+		if err := v.Validate(req); err != nil {
+			return protocol.RunStartResult{}, err
+		}
+	}
+	if req.Source == "" {
+		req.Source = "user"
+	}
+	now := protocol.Timestamp(a.opts.Now())
+	if req.SessionID == "" {
+		req.SessionID = NewID("s_")
+		title := firstLine(req.Message, 80)
+		if err := a.store.CreateSession(ctx, journal.SessionMeta{ID: req.SessionID, Owner: owner, Title: title, CreatedAt: now}); err != nil {
+			return protocol.RunStartResult{}, err
+		}
+	} else {
+		meta, err := a.store.Session(ctx, req.SessionID)
+		if err != nil || meta.Owner != owner {
+			return protocol.RunStartResult{}, fmt.Errorf("%w: session %s", ErrNotFound, req.SessionID)
+		}
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return protocol.RunStartResult{}, ErrClosed
+	}
+	if len(a.live) >= a.opts.MaxRuns {
+		a.mu.Unlock()
+		return protocol.RunStartResult{}, ErrBusy
+	}
+	a.mu.Unlock()
+
+	runID := NewID("r_")
+	reqJSON, err := marshalRequest(req)
+	if err != nil {
+		return protocol.RunStartResult{}, err
+	}
+	if err := a.store.BeginRun(ctx, journal.RunMeta{ID: runID, SessionID: req.SessionID, Owner: owner, CreatedAt: now, Request: reqJSON}); err != nil {
+		if errors.Is(err, journal.ErrConflict) {
+			return protocol.RunStartResult{}, fmt.Errorf("%w: %s", ErrConflict, req.SessionID)
+		}
+		return protocol.RunStartResult{}, err
+	}
+	x := &Execution{RunID: runID, SessionID: req.SessionID, Request: req, log: a.store, now: a.opts.Now}
+	started, err := x.append(ctx, mustEvent(runID, req.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
+		Message: req.Message, Profile: req.Profile, Model: req.Model, Provider: driverName,
+		Workspace: req.Workspace, Toolsets: nonNil(req.Toolsets), Source: req.Source}))
+	if err != nil {
+		a.interrupt(context.WithoutCancel(ctx), journal.RunMeta{ID: runID, SessionID: req.SessionID}, "the run could not start")
+		return protocol.RunStartResult{}, err
+	}
+	if !a.launch(x, drv) {
+		a.interrupt(context.WithoutCancel(ctx), journal.RunMeta{ID: runID, SessionID: req.SessionID, LastSeq: started.Seq}, "the hub is shutting down")
+		return protocol.RunStartResult{}, ErrClosed
+	}
+	return protocol.RunStartResult{RunID: runID, SessionID: req.SessionID, StreamID: runID,
+		Status: protocol.StatusRunning, StartedAt: started.CreatedAt, Cursor: started.EventID,
+		ActiveControls: []string{protocol.OpCancel}}, nil
+}
+
+// launch starts the executor goroutine; false when the adapter is closed.
+func (a *InProcess) launch(x *Execution, drv Driver) bool {
+	ctx, cancel := context.WithCancelCause(a.ctx)
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		cancel(nil)
+		return false
+	}
+	a.live[x.RunID] = &live{x: x, cancel: cancel}
+	a.wg.Add(1)
+	a.mu.Unlock()
+	go func() {
+		defer a.wg.Done()
+		defer cancel(nil)
+		a.execute(ctx, x, drv)
+		a.mu.Lock()
+		delete(a.live, x.RunID)
+		a.mu.Unlock()
+	}()
+	return true
+}
+
+// execute runs the driver and writes the run's one terminal event.
+func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) {
+	usage, err := a.safeExecute(ctx, x, drv)
+	// The terminal append must happen even though ctx is cancelled.
+	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var typ protocol.EventType
+	var payload any
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errUserCancel):
+		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: x.Streamed()}
+	case ctx.Err() != nil:
+		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
+			Message: "the hub shut down while the run was active", Terminal: true, LastSeq: x.last()}
+	case err == nil:
+		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage}
+	default:
+		var de *DriverError
+		if !errors.As(err, &de) {
+			a.opts.Logger.Error("run failed", "run_id", x.RunID, "session_id", x.SessionID, "err", journal.RedactString(err.Error()))
+			de = &DriverError{Code: protocol.ErrorInternal, Message: "the runtime failed"}
+		}
+		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: de.Code, Message: journal.RedactString(de.Message), Terminal: true}
+	}
+	e := mustEvent(x.RunID, x.SessionID, typ, payload)
+	if _, err := x.append(tctx, e); err != nil && !errors.Is(err, journal.ErrTerminal) {
+		a.opts.Logger.Error("terminal event not journaled", "run_id", x.RunID, "err", err)
+	}
+}
+
+func (a *InProcess) safeExecute(ctx context.Context, x *Execution, drv Driver) (u *protocol.Usage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.opts.Logger.Error("driver panicked", "run_id", x.RunID, "panic", fmt.Sprint(r))
+			err = &DriverError{Code: protocol.ErrorInternal, Message: "the runtime failed"}
+		}
+	}()
+	return drv.Execute(ctx, x)
+}
+
+func (x *Execution) last() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lastSeq
+}
+
+// Close stops every executing run (each ends with one terminal interrupted
+// error) and waits for the executors.
+func (a *InProcess) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.cancel()
+	a.wg.Wait()
+	return nil
+}
+
+// ObserveRun implements RuntimeAdapter from the journal: replay then live.
+func (a *InProcess) ObserveRun(ctx context.Context, runID string, afterSeq uint64) iter.Seq2[protocol.Envelope, error] {
+	return Observe(ctx, a.store, runID, afterSeq)
+}
+
+// GetRun implements RuntimeAdapter.
+func (a *InProcess) GetRun(ctx context.Context, runID string) (protocol.RunStatus, error) {
+	meta, err := a.store.Run(ctx, runID)
+	if err != nil {
+		return protocol.RunStatus{}, notFound(err, "run "+runID)
+	}
+	r, err := journal.FoldRun(ctx, a.store, runID, meta.SessionID)
+	if err != nil {
+		return protocol.RunStatus{}, err
+	}
+	return r.RunStatus(), nil
+}
+
+// CancelRun implements RuntimeAdapter: the run moves to cancelling, its
+// executor stops and writes one terminal cancelled event.
+func (a *InProcess) CancelRun(ctx context.Context, runID string) (protocol.ControlResult, error) {
+	meta, err := a.store.Run(ctx, runID)
+	if err != nil {
+		return protocol.ControlResult{}, notFound(err, "run "+runID)
+	}
+	if meta.Terminal {
+		return Result(protocol.ResultNotActive, "the run has already ended", runID, meta.SessionID, ""), nil
+	}
+	a.mu.Lock()
+	l := a.live[runID]
+	a.mu.Unlock()
+	if l == nil {
+		// Not executing here (e.g. queued and not started): end it directly.
+		e := mustEvent(runID, meta.SessionID, protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: false})
+		out, err := a.store.Append(ctx, e, runID+"/cancel")
+		if errors.Is(err, journal.ErrTerminal) {
+			return Result(protocol.ResultNotActive, "the run has already ended", runID, meta.SessionID, ""), nil
+		}
+		if err != nil {
+			return protocol.ControlResult{}, err
+		}
+		return Result(protocol.ResultAccepted, "cancelled", runID, meta.SessionID, out.EventID), nil
+	}
+	x := l.x
+	x.mu.Lock()
+	if x.cancelling {
+		x.mu.Unlock()
+		return Result(protocol.ResultNotActive, "the run is already being cancelled", runID, meta.SessionID, ""), nil
+	}
+	x.cancelling = true
+	x.mu.Unlock()
+	st, err := x.append(ctx, mustEvent(runID, meta.SessionID, protocol.EventStatus, protocol.StatusPayload{Status: protocol.StatusCancelling, Controls: []string{}}))
+	if err != nil && !errors.Is(err, journal.ErrTerminal) {
+		a.opts.Logger.Warn("cancelling status not journaled", "run_id", runID, "err", err)
+	}
+	l.cancel(errUserCancel)
+	return Result(protocol.ResultAccepted, "cancelling", runID, meta.SessionID, st.EventID), nil
+}
+
+// RespondApproval implements RuntimeAdapter.
+func (a *InProcess) RespondApproval(ctx context.Context, runID, approvalID, choice string) (protocol.ControlResult, error) {
+	return a.respond(ctx, runID, approvalID, choice, true)
+}
+
+// RespondClarify implements RuntimeAdapter.
+func (a *InProcess) RespondClarify(ctx context.Context, runID, clarifyID, response string) (protocol.ControlResult, error) {
+	return a.respond(ctx, runID, clarifyID, response, false)
+}
+
+func (a *InProcess) respond(ctx context.Context, runID, promptID, answer string, approval bool) (protocol.ControlResult, error) {
+	meta, err := a.store.Run(ctx, runID)
+	if err != nil {
+		return protocol.ControlResult{}, notFound(err, "run "+runID)
+	}
+	a.mu.Lock()
+	l := a.live[runID]
+	a.mu.Unlock()
+	if l == nil || meta.Terminal {
+		return Result(protocol.ResultNotActive, "the run is not active", runID, meta.SessionID, ""), nil
+	}
+	slot := &l.x.clarify
+	if approval {
+		slot = &l.x.approval
+	}
+	status := l.x.respond(slot, promptID, answer)
+	msg := map[string]string{protocol.ResultAccepted: "delivered", protocol.ResultNotActive: "no such pending prompt", protocol.ResultExpired: "the prompt has expired"}[status]
+	return Result(status, msg, runID, meta.SessionID, ""), nil
+}
+
+// QueueMessage implements RuntimeAdapter (not yet supported in process).
+func (a *InProcess) QueueMessage(ctx context.Context, owner, sessionID string, req protocol.QueueRequest, key string) (protocol.ControlResult, error) {
+	return Result(protocol.ResultUnsupported, "queueing is not supported by this runtime yet", "", sessionID, ""), nil
+}
+
+// UpdateGoal implements RuntimeAdapter (not yet supported in process).
+func (a *InProcess) UpdateGoal(ctx context.Context, sessionID string, req protocol.GoalRequest) (protocol.ControlResult, error) {
+	return Result(protocol.ResultUnsupported, "goals are not supported by this runtime yet", "", sessionID, ""), nil
+}
+
+func notFound(err error, what string) error {
+	if errors.Is(err, journal.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	return err
+}
+
+func mustEvent(runID, sessionID string, typ protocol.EventType, p any) protocol.Envelope {
+	e, err := protocol.NewEvent(runID, sessionID, typ, p)
+	if err != nil {
+		panic(err) // only fixed payload types reach here
+	}
+	return e
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		i := n
+		for i > 0 && s[i]&0xC0 == 0x80 {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
+}

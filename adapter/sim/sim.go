@@ -1,0 +1,230 @@
+// Package sim is the scripted simulator driver (protocol.md §4): a run whose
+// every event is decided by metadata.sim on the start request, so tests,
+// demos and load tests can verify content ("w0 w1 …") end to end.
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Script is metadata.sim. Every field is optional.
+type Script struct {
+	Tokens    *int   `json:"tokens"`    // token.delta events (default 40)
+	TokenMS   *int   `json:"token_ms"`  // pause between tokens in ms (default 20)
+	Reasoning int    `json:"reasoning"` // reasoning.delta events before the answer
+	Tools     *int   `json:"tools"`     // tool calls (default 1)
+	Approval  bool   `json:"approval"`  // ask one approval before the tools
+	Clarify   bool   `json:"clarify"`   // ask one clarify question before the answer
+	Fail      string `json:"fail"`      // "error": terminal provider_error halfway
+	Title     string `json:"title"`     // title.updated text (default: from the message)
+}
+
+// Bounds keep a script from asking for unbounded work.
+const (
+	MaxTokens = 1_000_000
+	MaxTools  = 1000
+	MaxPause  = 60_000
+)
+
+// ParseScript reads metadata.sim from a start request's metadata and applies
+// the defaults.
+func ParseScript(metadata json.RawMessage) (Script, error) {
+	var md struct {
+		Sim *Script `json:"sim"`
+	}
+	s := Script{}
+	if len(metadata) > 0 && string(metadata) != "null" {
+		if err := json.Unmarshal(metadata, &md); err != nil {
+			return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim: %v", err)
+		}
+		if md.Sim != nil {
+			s = *md.Sim
+		}
+	}
+	def := func(p **int, v int) {
+		if *p == nil {
+			*p = &v
+		}
+	}
+	def(&s.Tokens, 40)
+	def(&s.TokenMS, 20)
+	def(&s.Tools, 1)
+	switch {
+	case *s.Tokens < 0 || *s.Tokens > MaxTokens:
+		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.tokens: must be 0..%d", MaxTokens)
+	case *s.TokenMS < 0 || *s.TokenMS > MaxPause:
+		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.token_ms: must be 0..%d", MaxPause)
+	case *s.Tools < 0 || *s.Tools > MaxTools:
+		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.tools: must be 0..%d", MaxTools)
+	case s.Reasoning < 0 || s.Reasoning > MaxTokens:
+		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.reasoning: must be 0..%d", MaxTokens)
+	case s.Fail != "" && s.Fail != "error":
+		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.fail: must be \"\" or \"error\"")
+	}
+	return s, nil
+}
+
+// TokenText is the text of token i: "w<i> ".
+func TokenText(i int) string { return "w" + strconv.Itoa(i) + " " }
+
+// Text is the full answer of a run with n tokens.
+func Text(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteString(TokenText(i))
+	}
+	return b.String()
+}
+
+// Driver is the simulator. Its zero value is ready; ClarifyTimeout bounds
+// clarify prompts (0: wait until cancelled).
+type Driver struct {
+	ClarifyTimeout time.Duration
+}
+
+// Validate checks a start request's script before the run begins.
+func (d *Driver) Validate(req protocol.StartRunRequest) error {
+	_, err := ParseScript(req.Metadata)
+	return err
+}
+
+// Execute implements adapter.Driver.
+func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+	s, err := ParseScript(x.Request.Metadata)
+	if err != nil {
+		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: err.Error()}
+	}
+	begin := time.Now()
+	pause := time.Duration(*s.TokenMS) * time.Millisecond
+	title := s.Title
+	if title == "" {
+		title = titleOf(x.Request.Message)
+	}
+	if _, err := x.Emit(ctx, protocol.EventTitleUpdated, protocol.TitleUpdatedPayload{Title: title, Source: "sim"}); err != nil {
+		return nil, err
+	}
+	for i := 0; i < s.Reasoning; i++ {
+		if _, err := x.Emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: "b1", Text: "r" + strconv.Itoa(i) + " "}); err != nil {
+			return nil, err
+		}
+		if err := sleep(ctx, pause); err != nil {
+			return nil, err
+		}
+	}
+	if s.Reasoning > 0 {
+		if _, err := x.Emit(ctx, protocol.EventReasoningDone, protocol.ReasoningPayload{BlockID: "b1", Text: ""}); err != nil {
+			return nil, err
+		}
+	}
+	denied := false
+	if s.Approval {
+		choice, err := x.Approval(ctx, protocol.ApprovalRequestedPayload{
+			ApprovalID: "a_" + x.RunID[len(x.RunID)-8:], Summary: fmt.Sprintf("run %d simulated tool call(s)", *s.Tools),
+			Risk: "medium", Choices: []string{"once", "session", "always", "deny"}})
+		if err != nil {
+			return nil, err
+		}
+		denied = choice == "deny"
+	}
+	for i := 0; i < *s.Tools; i++ {
+		if err := d.tool(ctx, x, i, denied, pause); err != nil {
+			return nil, err
+		}
+	}
+	if s.Clarify {
+		if _, _, err := x.Clarify(ctx, protocol.ClarifyRequestedPayload{
+			ClarifyID: "c_" + x.RunID[len(x.RunID)-8:], Question: "Which format should the answer use?",
+			Choices: []string{"short", "detailed"}, InputMode: "choice"}, d.ClarifyTimeout); err != nil {
+			return nil, err
+		}
+	}
+	n := *s.Tokens
+	for i := 0; i < n; i++ {
+		if s.Fail == "error" && i == n/2 {
+			return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
+		}
+		if _, err := x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: TokenText(i)}); err != nil {
+			return nil, err
+		}
+		if i < n-1 {
+			if err := sleep(ctx, pause); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.Fail == "error" {
+		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
+	}
+	u := &protocol.Usage{InputTokens: int64(len(strings.Fields(x.Request.Message))), OutputTokens: int64(n),
+		Model: "sim-1", Provider: "sim", DurationMS: time.Since(begin).Milliseconds()}
+	if _, err := x.Emit(ctx, protocol.EventUsageFinal, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func (d *Driver) tool(ctx context.Context, x *adapter.Execution, i int, denied bool, pause time.Duration) error {
+	id := "t" + strconv.Itoa(i+1)
+	start := time.Now()
+	args, _ := json.Marshal(map[string]any{"step": i + 1})
+	if _, err := x.Emit(ctx, protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: id, Name: "sim.echo", Args: args}); err != nil {
+		return err
+	}
+	out := fmt.Sprintf("step %d\n", i+1)
+	if denied {
+		out = "denied by user\n"
+	}
+	if _, err := x.Emit(ctx, protocol.EventToolUpdated, protocol.ToolUpdatedPayload{ToolCallID: id, Stream: "stdout", Text: out}); err != nil {
+		return err
+	}
+	if err := sleep(ctx, pause); err != nil {
+		return err
+	}
+	status, result := "ok", json.RawMessage(`{"ok":true}`)
+	if denied {
+		status, result = "denied", json.RawMessage(`{"ok":false,"reason":"denied"}`)
+	}
+	_, err := x.Emit(ctx, protocol.EventToolDone, protocol.ToolDonePayload{ToolCallID: id, Status: status,
+		DurationMS: time.Since(start).Milliseconds(), Error: denied, Result: result})
+	return err
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func titleOf(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 60 {
+		i := 60
+		for i > 0 && msg[i]&0xC0 == 0x80 {
+			i--
+		}
+		msg = msg[:i] + "…"
+	}
+	if msg == "" {
+		return "Simulated run"
+	}
+	return msg
+}

@@ -1,0 +1,313 @@
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// maxBodyBytes bounds an HTTP request body.
+const maxBodyBytes = 1 << 20
+
+// Routes registers the WebSocket endpoint and the HTTP API of protocol.md
+// §3 on e.
+func (h *Hub) Routes(e *echo.Echo) {
+	e.GET("/v1/ws", echo.WrapHandler(http.HandlerFunc(h.ServeWS)))
+	g := e.Group("/v1")
+	g.POST("/sessions", h.createSession)
+	g.GET("/sessions", h.listSessions)
+	g.GET("/sessions/:sid", h.getSession)
+	g.POST("/sessions/:sid/runs", h.startRun)
+	g.POST("/sessions/:sid/queue", h.queue)
+	g.POST("/sessions/:sid/goal", h.goal)
+	g.GET("/runs/:rid", h.getRun)
+	g.GET("/runs/:rid/events", h.events)
+	g.POST("/runs/:rid/cancel", h.cancelRun)
+	g.POST("/runs/:rid/approvals/:aid", h.approve)
+	g.POST("/runs/:rid/clarifications/:cid", h.clarify)
+}
+
+// subject is the caller's identity (authentication arrives with the
+// security work; until then the hub runs open as "local").
+func (h *Hub) subject(c echo.Context) string { return "local" }
+
+// HTTPStatus maps a protocol error code to its HTTP status.
+func HTTPStatus(code protocol.Code) int {
+	switch code {
+	case protocol.CodeBadRequest, protocol.CodeInvalidPayload, protocol.CodeBadCursor, protocol.CodeProtocol:
+		return http.StatusBadRequest
+	case protocol.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case protocol.CodeNotFound:
+		return http.StatusNotFound
+	case protocol.CodeConflict, protocol.CodeNotActive, protocol.CodeTerminal:
+		return http.StatusConflict
+	case protocol.CodeUnauthorized:
+		return http.StatusUnauthorized
+	case protocol.CodeForbidden:
+		return http.StatusForbidden
+	case protocol.CodeRateLimited, protocol.CodeLimitExceeded:
+		return http.StatusTooManyRequests
+	case protocol.CodeUnsupported:
+		return http.StatusNotImplemented
+	case protocol.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// ErrorHandler renders every error as a JSON body {error:{code,message}}.
+func ErrorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var pe *protocol.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &pe):
+	case errors.As(err, &he):
+		code := protocol.CodeInternal
+		switch he.Code {
+		case http.StatusNotFound:
+			code = protocol.CodeNotFound
+		case http.StatusMethodNotAllowed, http.StatusBadRequest:
+			code = protocol.CodeBadRequest
+		case http.StatusRequestEntityTooLarge:
+			code = protocol.CodeTooLarge
+		case http.StatusUnauthorized:
+			code = protocol.CodeUnauthorized
+		case http.StatusForbidden:
+			code = protocol.CodeForbidden
+		case http.StatusServiceUnavailable:
+			code = protocol.CodeUnavailable
+		}
+		pe = &protocol.Error{Code: code, Message: fmt.Sprint(he.Message)}
+		c.JSON(he.Code, protocol.ErrorBody{Error: pe})
+		return
+	default:
+		pe = protocol.Errorf(protocol.CodeInternal, "internal error")
+	}
+	c.JSON(HTTPStatus(pe.Code), protocol.ErrorBody{Error: pe})
+}
+
+func writeJSONError(w http.ResponseWriter, status int, pe *protocol.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(protocol.ErrorBody{Error: pe})
+}
+
+// bind decodes a JSON body strictly into v: a bounded size, one object, the
+// right field types.
+func bind(c echo.Context, v any) error {
+	body := http.MaxBytesReader(c.Response(), c.Request().Body, maxBodyBytes)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return protocol.Errorf(protocol.CodeTooLarge, "body is over %d bytes", maxBodyBytes)
+		}
+		return protocol.Errorf(protocol.CodeBadRequest, "could not read the body")
+	}
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &protocol.Error{Code: protocol.CodeBadRequest, Field: te.Field, Message: te.Field + ": has the wrong JSON type"}
+		}
+		return protocol.Errorf(protocol.CodeBadRequest, "malformed JSON body")
+	}
+	return nil
+}
+
+// controlResult answers a ControlResult with the status protocol.md gives.
+func controlResult(c echo.Context, res protocol.ControlResult, err error, okStatus int) error {
+	if err != nil {
+		return err
+	}
+	status := okStatus
+	switch res.Status {
+	case protocol.ResultNotActive, protocol.ResultExpired, protocol.ResultConflict:
+		status = http.StatusConflict
+	case protocol.ResultUnsupported:
+		status = http.StatusNotImplemented
+	}
+	return c.JSON(status, res)
+}
+
+func (h *Hub) createSession(c echo.Context) error {
+	var req protocol.CreateSessionRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if len(req.Title) > 512 {
+		return &protocol.Error{Code: protocol.CodeTooLarge, Field: "title", Message: "title: is over 512 bytes"}
+	}
+	meta := journal.SessionMeta{ID: adapter.NewID("s_"), Owner: h.subject(c), Title: req.Title,
+		CreatedAt: protocol.Timestamp(h.now())}
+	if err := h.store.CreateSession(c.Request().Context(), meta); err != nil {
+		return publicError(err)
+	}
+	h.tracker.sessionCreated(meta)
+	return c.JSON(http.StatusCreated, protocol.CreateSessionResult{SessionID: meta.ID})
+}
+
+func (h *Hub) listSessions(c echo.Context) error {
+	ctx := c.Request().Context()
+	metas, err := h.store.Sessions(ctx, h.subject(c))
+	if err != nil {
+		return publicError(err)
+	}
+	out := protocol.SessionList{Sessions: make([]protocol.SessionStatus, 0, len(metas))}
+	for _, m := range metas {
+		st, err := h.sessionStatus(c, m.ID)
+		if err != nil {
+			return err
+		}
+		out.Sessions = append(out.Sessions, st)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *Hub) sessionStatus(c echo.Context, sid string) (protocol.SessionStatus, error) {
+	if st, ok := h.tracker.status(sid); ok {
+		return st, nil
+	}
+	st, _, err := journal.FoldSession(c.Request().Context(), h.store, sid)
+	if err != nil {
+		return protocol.SessionStatus{}, publicError(err)
+	}
+	return st.Status(), nil
+}
+
+func (h *Hub) getSession(c echo.Context) error {
+	sid := c.Param("sid")
+	if _, err := h.ownSession(c.Request().Context(), h.subject(c), sid); err != nil {
+		return publicError(err)
+	}
+	st, err := h.sessionStatus(c, sid)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+func (h *Hub) startRun(c echo.Context) error {
+	var req protocol.StartRunRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	m := protocol.Control{Type: protocol.MsgControl, ID: "http", Op: protocol.OpStart, SessionID: c.Param("sid"),
+		Message: req.Message, Attachments: req.Attachments, Workspace: req.Workspace, Profile: req.Profile,
+		Provider: req.Provider, Model: req.Model, Toolsets: req.Toolsets, Metadata: req.Metadata}
+	if err := protocol.ValidateControl(&m); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := h.ownSession(ctx, h.subject(c), m.SessionID); err != nil {
+		return publicError(err)
+	}
+	sreq := m.StartRequest()
+	if req.Source != "" {
+		sreq.Source = req.Source
+	}
+	r, err := h.runtime.StartRun(ctx, h.subject(c), sreq)
+	if errors.Is(err, adapter.ErrConflict) {
+		return c.JSON(http.StatusConflict, adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""))
+	}
+	if err != nil {
+		return publicError(err)
+	}
+	return c.JSON(http.StatusAccepted, r)
+}
+
+func (h *Hub) getRun(c echo.Context) error {
+	ctx := c.Request().Context()
+	rid := c.Param("rid")
+	if _, err := h.ownRun(ctx, h.subject(c), rid); err != nil {
+		return publicError(err)
+	}
+	st, err := h.runtime.GetRun(ctx, rid)
+	if err != nil {
+		return publicError(err)
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+func (h *Hub) cancelRun(c echo.Context) error {
+	m := protocol.Control{ID: "http", Op: protocol.OpCancel, RunID: c.Param("rid")}
+	return h.httpControl(c, &m, http.StatusOK)
+}
+
+func (h *Hub) approve(c echo.Context) error {
+	var req protocol.ApprovalRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	m := protocol.Control{ID: "http", Op: protocol.OpApprove, RunID: c.Param("rid"), ApprovalID: c.Param("aid"), Choice: req.Choice}
+	return h.httpControl(c, &m, http.StatusOK)
+}
+
+func (h *Hub) clarify(c echo.Context) error {
+	var req protocol.ClarifyRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	m := protocol.Control{ID: "http", Op: protocol.OpClarify, RunID: c.Param("rid"), ClarifyID: c.Param("cid"), Response: req.Response}
+	return h.httpControl(c, &m, http.StatusOK)
+}
+
+func (h *Hub) queue(c echo.Context) error {
+	var req protocol.QueueRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	m := protocol.Control{ID: "http", Op: protocol.OpQueue, SessionID: c.Param("sid"), Message: req.Message, Mode: req.Mode}
+	return h.httpControl(c, &m, http.StatusOK)
+}
+
+func (h *Hub) goal(c echo.Context) error {
+	var req protocol.GoalRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	m := protocol.Control{ID: "http", Op: protocol.OpGoal, SessionID: c.Param("sid"), Action: req.Action, Text: req.Text}
+	return h.httpControl(c, &m, http.StatusOK)
+}
+
+// httpControl validates and executes a control from an HTTP request. The
+// Idempotency-Key header is the control's key.
+func (h *Hub) httpControl(c echo.Context, m *protocol.Control, okStatus int) error {
+	m.Type = protocol.MsgControl
+	if err := protocol.ValidateControl(m); err != nil {
+		return err
+	}
+	key := c.Request().Header.Get("Idempotency-Key")
+	if len(key) > protocol.MaxShortBytes {
+		return &protocol.Error{Code: protocol.CodeTooLarge, Field: "Idempotency-Key", Message: "Idempotency-Key: is too long"}
+	}
+	res, err := h.Control(c.Request().Context(), h.subject(c), m, key)
+	return controlResult(c, res, err, okStatus)
+}
+
+// parseUint reads an optional non-negative integer query parameter.
+func parseUint(c echo.Context, name string, def uint64) (uint64, error) {
+	s := c.QueryParam(name)
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, &protocol.Error{Code: protocol.CodeBadRequest, Field: name, Message: name + ": must be a non-negative integer"}
+	}
+	return v, nil
+}

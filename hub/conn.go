@@ -1,0 +1,220 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/protocol"
+)
+
+// conn is one tab socket. The reader goroutine (serve) decodes and handles
+// client messages; the writer goroutine drains the outbound queues. Both
+// stop when ctx ends.
+type conn struct {
+	h       *Hub
+	ws      *websocket.Conn
+	id      string
+	subject string
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wake    chan struct{} // capacity 1: the writer has work
+
+	// mu guards everything below.
+	mu          sync.Mutex
+	msgs        [][]byte          // control results, errors, pongs, welcome
+	statuses    map[string][]byte // newest unsent status per session
+	statusOrder []string          // sessions with an unsent status, in arrival order
+	events      [][]byte          // focused events and replay markers, in order
+	focus       focusState
+	closing     bool
+	closeCode   websocket.StatusCode
+	closeReason string
+	hello       bool
+	watchAll    bool
+	watched     map[string]struct{}
+
+	routerSID string // focused session as the router knows it; guarded by router.mu
+}
+
+func newConn(h *Hub, ws *websocket.Conn, subject string) *conn {
+	ctx, cancel := context.WithCancel(h.ctx)
+	return &conn{h: h, ws: ws, id: adapter.NewID("c_"), subject: subject, ctx: ctx, cancel: cancel,
+		wake: make(chan struct{}, 1), statuses: map[string][]byte{}, watched: map[string]struct{}{}}
+}
+
+// serve runs the reader on the calling goroutine and the writer on another,
+// and returns when both have stopped.
+func (c *conn) serve() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.writeLoop()
+	}()
+	c.readLoop()
+	c.cancel()
+	wg.Wait()
+	c.ws.CloseNow()
+}
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) readLoop() {
+	for {
+		typ, data, err := c.ws.Read(c.ctx)
+		if err != nil {
+			return // read limit (1009), peer close, hub stop: the socket is done
+		}
+		if typ != websocket.MessageText {
+			c.sendError(protocol.CodeBadRequest, "frames must be UTF-8 text", "")
+			continue
+		}
+		for _, line := range protocol.SplitBatch(data) {
+			if !c.handle(line) {
+				return
+			}
+		}
+	}
+}
+
+// handle processes one client message; false ends the socket.
+func (c *conn) handle(line []byte) bool {
+	m, err := protocol.DecodeClient(line)
+	if err != nil {
+		c.sendError(protocol.CodeOf(err), errMessage(err), refOf(line))
+		return true
+	}
+	c.mu.Lock()
+	hello := c.hello
+	c.mu.Unlock()
+	if !hello {
+		if m.Type != protocol.MsgHello {
+			c.sendError(protocol.CodeProtocol, "the first message must be hello", m.Type)
+			c.closeWith(protocol.CloseProtocol, "hello required")
+			return true
+		}
+		c.mu.Lock()
+		c.hello = true
+		c.mu.Unlock()
+		c.send(protocol.Welcome{Type: protocol.MsgWelcome, Protocol: protocol.SubprotocolV1, ConnID: c.id,
+			HubID: c.h.cfg.HubID, Subject: c.subject, Limits: protocol.Limits{
+				MaxFrameBytes: int(c.h.cfg.MaxFrameBytes), MaxWatch: c.h.cfg.MaxWatch,
+				MaxMessageBytes: protocol.MaxTextBytes, StatusIntervalMS: int(c.h.cfg.StatusInterval / time.Millisecond)}})
+		return true
+	}
+	switch m.Type {
+	case protocol.MsgHello:
+		// A fresh hello refreshes credentials (with auth); answer welcome again.
+		c.send(protocol.Welcome{Type: protocol.MsgWelcome, Protocol: protocol.SubprotocolV1, ConnID: c.id, HubID: c.h.cfg.HubID, Subject: c.subject})
+	case protocol.MsgWatch:
+		c.watch(m.Watch)
+	case protocol.MsgUnwatch:
+		c.unwatch(m.Watch)
+	case protocol.MsgFocus:
+		c.setFocus(m.Focus)
+	case protocol.MsgControl:
+		c.control(m.Control)
+	case protocol.MsgPing:
+		c.send(protocol.Pong{Type: protocol.MsgPong, ID: m.Ping.ID, Time: protocol.Timestamp(time.Now())})
+	}
+	return true
+}
+
+// send queues a non-event message. A socket that lets QueueMessages pile up
+// is closed with 1008.
+func (c *conn) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.h.log.Error("encode message", "conn_id", c.id, "err", err)
+		return
+	}
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.msgs) >= c.h.cfg.QueueMessages {
+		c.mu.Unlock()
+		c.closeWith(protocol.ClosePolicy, "too many unanswered messages")
+		return
+	}
+	c.msgs = append(c.msgs, b)
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *conn) sendError(code protocol.Code, msg, ref string) {
+	c.send(protocol.ErrorMessage{Type: protocol.MsgError, Code: code, Message: msg, Ref: ref})
+}
+
+// offerStatus queues a session's status; an unsent older one is replaced.
+func (c *conn) offerStatus(sid string, frame []byte) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if _, ok := c.statuses[sid]; !ok {
+		c.statusOrder = append(c.statusOrder, sid)
+	}
+	c.statuses[sid] = frame
+	c.mu.Unlock()
+	c.signal()
+}
+
+// closeWith makes the writer flush queued messages, then close the socket
+// with code.
+func (c *conn) closeWith(code int, reason string) {
+	c.mu.Lock()
+	if !c.closing {
+		c.closing, c.closeCode, c.closeReason = true, websocket.StatusCode(code), reason
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+// goaway tells the tab to reconnect elsewhere and closes with 1012.
+func (c *conn) goaway(reason string, after time.Duration) {
+	c.send(protocol.Goaway{Type: protocol.MsgGoaway, Reason: reason, ReconnectAfterMS: int(after / time.Millisecond)})
+	c.closeWith(protocol.CloseServiceRestart, reason)
+}
+
+// abort drops the socket at once.
+func (c *conn) abort() {
+	c.cancel()
+	c.ws.CloseNow()
+}
+
+func errMessage(err error) string {
+	if pe, ok := err.(*protocol.Error); ok {
+		return pe.Message
+	}
+	return err.Error()
+}
+
+// refOf extracts a message's id (or else type) for error refs, best effort.
+func refOf(line []byte) string {
+	var head struct {
+		ID   any    `json:"id"`
+		Type any    `json:"type"`
+	}
+	if json.Unmarshal(line, &head) != nil {
+		return ""
+	}
+	if s, ok := head.ID.(string); ok && s != "" && len(s) <= protocol.MaxShortBytes {
+		return s
+	}
+	if s, ok := head.Type.(string); ok && len(s) <= protocol.MaxShortBytes {
+		return s
+	}
+	return ""
+}

@@ -1,0 +1,216 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// controlTimeout bounds one control's trip through the runtime.
+const controlTimeout = 15 * time.Second
+
+// watch handles a watch message.
+func (c *conn) watch(w *protocol.Watch) {
+	if w.All {
+		metas, err := c.h.store.Sessions(c.ctx, c.subject)
+		if err != nil {
+			c.sendError(protocol.CodeInternal, "could not list sessions", protocol.MsgWatch)
+			return
+		}
+		c.mu.Lock()
+		c.watchAll = true
+		c.mu.Unlock()
+		c.h.tracker.watchOwner(c, c.subject, metas)
+	}
+	for _, sid := range w.Sessions {
+		c.mu.Lock()
+		_, already := c.watched[sid]
+		full := len(c.watched) >= c.h.cfg.MaxWatch
+		c.mu.Unlock()
+		if already {
+			continue
+		}
+		if full {
+			c.sendError(protocol.CodeLimitExceeded, "watching more than the limit of sessions; unwatch some first", protocol.MsgWatch)
+			return
+		}
+		meta, err := c.h.store.Session(c.ctx, sid)
+		if err != nil || meta.Owner != c.subject {
+			if err != nil && !errors.Is(err, journal.ErrNotFound) {
+				c.sendError(protocol.CodeInternal, "could not load session "+sid, protocol.MsgWatch)
+				continue
+			}
+			c.sendError(protocol.CodeNotFound, "no such session: "+sid, protocol.MsgWatch)
+			continue
+		}
+		c.mu.Lock()
+		c.watched[sid] = struct{}{}
+		c.mu.Unlock()
+		c.h.tracker.watch(c, meta)
+	}
+}
+
+// unwatch handles an unwatch message.
+func (c *conn) unwatch(w *protocol.Watch) {
+	c.mu.Lock()
+	sids := w.Sessions
+	if w.All {
+		sids = sids[:0:0]
+		for sid := range c.watched {
+			sids = append(sids, sid)
+		}
+		c.watchAll = false
+	}
+	for _, sid := range sids {
+		delete(c.watched, sid)
+		delete(c.statuses, sid) // an unsent status of an unwatched session is void
+	}
+	c.mu.Unlock()
+	c.h.tracker.unwatch(c, sids)
+	if w.All {
+		c.h.tracker.unwatchOwner(c, c.subject)
+	}
+}
+
+// control handles a control message and answers control_result.
+func (c *conn) control(m *protocol.Control) {
+	ctx, cancel := context.WithTimeout(c.ctx, controlTimeout)
+	defer cancel()
+	res, err := c.h.Control(ctx, c.subject, m, m.ID)
+	if err != nil {
+		c.sendError(protocol.CodeOf(err), safeMessage(err), m.ID)
+		res = protocol.ControlResult{Status: protocol.ResultNotActive, Message: safeMessage(err)}
+	}
+	c.send(protocol.ControlResultMessage{Type: protocol.MsgControlResult, ID: m.ID, ControlResult: res})
+}
+
+// Control executes one control for subject through the runtime. Errors are
+// *protocol.Error values safe to show; a ControlResult carries every bounded
+// outcome (accepted, not-active, expired, conflict, unsupported).
+func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, key string) (protocol.ControlResult, error) {
+	switch m.Op {
+	case protocol.OpStart:
+		r, err := h.runtime.StartRun(ctx, subject, m.StartRequest())
+		switch {
+		case errors.Is(err, adapter.ErrConflict):
+			return adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""), nil
+		case err != nil:
+			return protocol.ControlResult{}, publicError(err)
+		}
+		return protocol.ControlResult{Accepted: true, Status: protocol.ResultAccepted, EventID: r.Cursor,
+			RunID: r.RunID, SessionID: r.SessionID, Message: "started"}, nil
+	case protocol.OpCancel:
+		runID, err := h.runOf(ctx, subject, m.RunID, m.SessionID)
+		if err != nil {
+			return notActive(err, m)
+		}
+		res, err := h.runtime.CancelRun(ctx, runID)
+		return res, publicError(err)
+	case protocol.OpApprove:
+		if _, err := h.ownRun(ctx, subject, m.RunID); err != nil {
+			return notActive(err, m)
+		}
+		res, err := h.runtime.RespondApproval(ctx, m.RunID, m.ApprovalID, m.Choice)
+		return res, publicError(err)
+	case protocol.OpClarify:
+		if _, err := h.ownRun(ctx, subject, m.RunID); err != nil {
+			return notActive(err, m)
+		}
+		res, err := h.runtime.RespondClarify(ctx, m.RunID, m.ClarifyID, m.Response)
+		return res, publicError(err)
+	case protocol.OpQueue:
+		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
+			return notActive(err, m)
+		}
+		res, err := h.runtime.QueueMessage(ctx, subject, m.SessionID, protocol.QueueRequest{Message: m.Message, Mode: m.Mode}, key)
+		return res, publicError(err)
+	case protocol.OpGoal:
+		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
+			return notActive(err, m)
+		}
+		res, err := h.runtime.UpdateGoal(ctx, m.SessionID, protocol.GoalRequest{Action: m.Action, Text: m.Text})
+		return res, publicError(err)
+	}
+	return adapter.Result(protocol.ResultUnsupported, "unknown op", m.RunID, m.SessionID, ""), nil
+}
+
+// errUnknown is the one answer for a run or session that does not exist or
+// is not the caller's: it never tells which.
+var errUnknown = protocol.Errorf(protocol.CodeNotFound, "no such run or session")
+
+func notActive(err error, m *protocol.Control) (protocol.ControlResult, error) {
+	if errors.Is(err, errUnknown) {
+		return protocol.ControlResult{}, errUnknown
+	}
+	return protocol.ControlResult{}, publicError(err)
+}
+
+// ownSession loads a session the subject owns.
+func (h *Hub) ownSession(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
+	meta, err := h.store.Session(ctx, sid)
+	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
+		return meta, errUnknown
+	}
+	return meta, err
+}
+
+// ownRun loads a run the subject owns.
+func (h *Hub) ownRun(ctx context.Context, subject, runID string) (journal.RunMeta, error) {
+	meta, err := h.store.Run(ctx, runID)
+	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
+		return meta, errUnknown
+	}
+	return meta, err
+}
+
+// runOf resolves a control's run: the run id, or the session's active run.
+func (h *Hub) runOf(ctx context.Context, subject, runID, sid string) (string, error) {
+	if runID != "" {
+		_, err := h.ownRun(ctx, subject, runID)
+		return runID, err
+	}
+	meta, err := h.ownSession(ctx, subject, sid)
+	if err != nil {
+		return "", err
+	}
+	if meta.ActiveRun == "" {
+		if latest := meta.LatestRun(); latest != "" {
+			return latest, nil // answered not-active by the runtime
+		}
+		return "", protocol.Errorf(protocol.CodeNotActive, "the session has no run")
+	}
+	return meta.ActiveRun, nil
+}
+
+// publicError maps internal errors to safe protocol errors.
+func publicError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &pe):
+		return pe
+	case errors.Is(err, adapter.ErrNotFound), errors.Is(err, journal.ErrNotFound):
+		return errUnknown
+	case errors.Is(err, adapter.ErrBusy):
+		return protocol.Errorf(protocol.CodeLimitExceeded, "too many runs are executing; try again later")
+	case errors.Is(err, adapter.ErrClosed), errors.Is(err, journal.ErrClosed):
+		return protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down")
+	case errors.Is(err, context.DeadlineExceeded):
+		return protocol.Errorf(protocol.CodeUnavailable, "the runtime did not answer in time")
+	}
+	return protocol.Errorf(protocol.CodeInternal, "internal error")
+}
+
+func safeMessage(err error) string {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.Message
+	}
+	return "internal error"
+}

@@ -1,0 +1,105 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Event page bounds of GET /v1/runs/{rid}/events.
+const (
+	defaultPage = 100
+	maxPage     = 1000
+)
+
+func (h *Hub) now() time.Time { return time.Now() }
+
+// events answers GET /v1/runs/{rid}/events: a JSON page, or with
+// Accept: text/event-stream an SSE stream (id = event_id, event = type)
+// that honours Last-Event-ID and ends after the terminal event.
+func (h *Hub) events(c echo.Context) error {
+	ctx := c.Request().Context()
+	rid := c.Param("rid")
+	meta, err := h.ownRun(ctx, h.subject(c), rid)
+	if err != nil {
+		return publicError(err)
+	}
+	after, err := parseUint(c, "after_seq", 0)
+	if err != nil {
+		return err
+	}
+	if strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream") {
+		if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
+			cur, err := protocol.ParseCursor(last)
+			if err != nil {
+				return err
+			}
+			if cur.RunID != rid {
+				return protocol.Errorf(protocol.CodeBadCursor, "Last-Event-ID %s is not of run %s", last, rid)
+			}
+			after = cur.Seq
+		}
+		return h.streamSSE(c, rid, after)
+	}
+	limit, err := parseUint(c, "limit", defaultPage)
+	if err != nil {
+		return err
+	}
+	if limit == 0 || limit > maxPage {
+		return &protocol.Error{Code: protocol.CodeBadRequest, Field: "limit", Message: "limit: must be 1..1000"}
+	}
+	events, err := h.store.Read(ctx, rid, after, int(limit))
+	if err != nil {
+		return publicError(err)
+	}
+	page := protocol.EventPage{Events: events, NextCursor: protocol.EventID(rid, after), Terminal: meta.Terminal}
+	if n := len(events); n > 0 {
+		page.NextCursor = events[n-1].EventID
+	}
+	if page.Events == nil {
+		page.Events = []protocol.Envelope{}
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+// streamSSE writes the run's events after `after`, then live ones, until the
+// terminal event, the client leaving or the hub stopping.
+func (h *Hub) streamSSE(c echo.Context, rid string, after uint64) error {
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	defer cancel()
+	stop := context.AfterFunc(h.ctx, cancel)
+	defer stop()
+	w := c.Response()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	buf := make([]byte, 0, 1024)
+	for e, err := range h.runtime.ObserveRun(ctx, rid, after) {
+		if err != nil {
+			return nil // the client left or the hub stops; the stream just ends
+		}
+		data, err := json.Marshal(&e)
+		if err != nil {
+			return nil
+		}
+		buf = append(buf[:0], "id: "...)
+		buf = append(buf, e.EventID...)
+		buf = append(buf, "\nevent: "...)
+		buf = append(buf, e.Type...)
+		buf = append(buf, "\ndata: "...)
+		buf = append(buf, data...)
+		buf = append(buf, "\n\n"...)
+		if _, err := w.Write(buf); err != nil {
+			return nil
+		}
+		w.Flush()
+	}
+	return nil
+}

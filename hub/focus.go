@@ -1,0 +1,231 @@
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// focusState is what a socket delivers of its focused session. The
+// invariant: the socket has sent every event of the session's runs up to
+// (runID, next-1), in order, and accepts only (runID, next) — or seq 1 of a
+// later run once runID's terminal event was sent.
+type focusState struct {
+	gen           uint64 // bumped on every focus change; stale catch-up reads are discarded
+	sid           string // "" = no focus
+	runID         string // run being delivered ("" = the session has no run yet)
+	next          uint64 // next seq of runID to send
+	runDone       bool   // runID's terminal event was sent (or there is no run)
+	resolve       bool   // runID must be set to the session's latest run first
+	lagging       bool   // live events are ignored until the journal is read
+	verify        bool   // one more journal read after catching up closes the race
+	replayPending bool   // `replayed` is due when the first catch-up ends
+	replayed      int
+}
+
+// setFocus handles a focus message.
+func (c *conn) setFocus(f *protocol.Focus) {
+	c.h.router.unfocus(c)
+	if f.SessionID == nil {
+		c.mu.Lock()
+		c.focus = focusState{gen: c.focus.gen + 1}
+		c.events = c.events[:0]
+		c.mu.Unlock()
+		return
+	}
+	sid := *f.SessionID
+	meta, err := c.h.store.Session(c.ctx, sid)
+	if err != nil || meta.Owner != c.subject {
+		if err != nil && !errors.Is(err, journal.ErrNotFound) {
+			c.sendError(protocol.CodeInternal, "could not load the session", "focus")
+			return
+		}
+		c.sendError(protocol.CodeNotFound, "no such session: "+sid, "focus")
+		return
+	}
+	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true}
+	if f.Cursor != "" {
+		if cur, ok := c.checkCursor(sid, f.Cursor, &meta); ok {
+			st.resolve = false
+			st.runID, st.next = cur.RunID, cur.Seq+1
+		}
+	}
+	c.mu.Lock()
+	st.gen = c.focus.gen + 1
+	c.focus = st
+	clear(c.events)
+	c.events = c.events[:0] // the previous focus's undelivered events are void
+	c.mu.Unlock()
+	c.h.router.focus(c, sid)
+	c.signal()
+}
+
+// checkCursor validates a focus cursor against the session; a bad one is
+// answered with bad_cursor and the replay falls back to the latest run.
+func (c *conn) checkCursor(sid, raw string, meta *journal.SessionMeta) (protocol.Cursor, bool) {
+	cur, err := protocol.ParseCursor(raw)
+	if err != nil {
+		c.sendError(protocol.CodeBadCursor, errMessage(err)+"; replaying the latest run", "focus")
+		return cur, false
+	}
+	if !slices.Contains(meta.Runs, cur.RunID) {
+		c.sendError(protocol.CodeBadCursor, "cursor "+raw+" is not of session "+sid+"; replaying the latest run", "focus")
+		return cur, false
+	}
+	run, err := c.h.store.Run(c.ctx, cur.RunID)
+	if err != nil || cur.Seq > run.LastSeq {
+		c.sendError(protocol.CodeBadCursor, "cursor "+raw+" is past the run's last event; replaying the latest run", "focus")
+		return cur, false
+	}
+	return cur, true
+}
+
+// offerEvent is called by the router with a live event of a focused session
+// and its encoded frame (shared by every socket).
+func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := &c.focus
+	if f.sid != e.SessionID || f.lagging || f.resolve || c.closing {
+		return
+	}
+	if e.RunID != f.runID {
+		if !f.runDone || e.Seq != 1 {
+			f.lagging = true // a run we have not finished, or a gap: read the journal
+			c.signal()
+			return
+		}
+		f.runID, f.next, f.runDone = e.RunID, 1, false
+	}
+	switch {
+	case e.Seq < f.next:
+		return // already sent
+	case e.Seq > f.next || len(c.events) >= c.h.cfg.QueueEvents:
+		f.lagging = true // a gap, or the tab is not keeping up: drop, catch up later
+		c.signal()
+		return
+	}
+	c.events = append(c.events, frame)
+	f.next++
+	f.runDone = e.Terminal
+	c.signal()
+}
+
+// kick makes a socket focused on sid re-read the journal (the router calls
+// it when the session's tailed run changes).
+func (c *conn) kick(sid string) {
+	c.mu.Lock()
+	if c.focus.sid == sid {
+		c.focus.lagging = true
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *conn) needsCatchUp() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := &c.focus
+	return f.sid != "" && (f.lagging || f.verify || f.resolve) && !c.closing
+}
+
+// catchUp does one step of reading the journal for the focus: resolve the
+// latest run, move to a later run, or read one page. It is called by the
+// writer only when the event queue is empty.
+func (c *conn) catchUp() error {
+	c.mu.Lock()
+	f := c.focus
+	c.mu.Unlock()
+	if f.resolve || f.runDone || f.runID == "" {
+		meta, err := c.h.store.Session(c.ctx, f.sid)
+		if err != nil {
+			return err
+		}
+		target := ""
+		if f.resolve {
+			target = meta.LatestRun()
+		} else if i := slices.Index(meta.Runs, f.runID); f.runID == "" || i >= 0 {
+			if f.runID == "" && len(meta.Runs) > 0 {
+				target = meta.Runs[0]
+			} else if i >= 0 && i+1 < len(meta.Runs) {
+				target = meta.Runs[i+1]
+			}
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		cur := &c.focus
+		if cur.gen != f.gen || cur.runID != f.runID || cur.next != f.next {
+			return nil // focus moved meanwhile; look again
+		}
+		switch {
+		case f.resolve:
+			cur.resolve = false
+			cur.runID, cur.next, cur.runDone = target, 1, target == ""
+		case target != "":
+			cur.runID, cur.next, cur.runDone = target, 1, false
+		default:
+			c.caughtUp(cur)
+		}
+		return nil
+	}
+	page := c.h.cfg.ReplayPage
+	events, err := c.h.store.Read(c.ctx, f.runID, f.next-1, page)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := &c.focus
+	if cur.gen != f.gen || cur.runID != f.runID {
+		return nil
+	}
+	for i := range events {
+		e := &events[i]
+		if e.Seq != cur.next {
+			continue
+		}
+		if len(c.events) >= c.h.cfg.QueueEvents {
+			cur.lagging = true
+			return nil
+		}
+		frame, err := protocol.EncodeEvent(nil, e)
+		if err != nil {
+			return err
+		}
+		c.events = append(c.events, frame)
+		cur.next++
+		cur.runDone = e.Terminal
+		if cur.replayPending {
+			cur.replayed++
+		}
+	}
+	if len(events) < page && !cur.runDone {
+		c.caughtUp(cur)
+	}
+	return nil
+}
+
+// caughtUp ends a catch-up pass: the first pass after lagging turns live
+// delivery back on and asks for one verifying read (an event journaled
+// before live delivery resumed but published while lagging would otherwise
+// be lost); the verifying pass ends catch-up. The replay marker goes out the
+// first time. Called with c.mu held.
+func (c *conn) caughtUp(f *focusState) {
+	if f.lagging {
+		f.lagging, f.verify = false, true
+	} else {
+		f.verify = false
+	}
+	if f.replayPending {
+		f.replayPending = false
+		cursor := ""
+		if f.runID != "" && f.next > 1 {
+			cursor = protocol.EventID(f.runID, f.next-1)
+		}
+		b, _ := json.Marshal(protocol.Replayed{Type: protocol.MsgReplayed, SessionID: f.sid, Cursor: cursor, Count: f.replayed})
+		c.events = append(c.events, b)
+	}
+}

@@ -1,0 +1,217 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Store is what the hub needs of the journal.
+type Store interface {
+	journal.Log
+	journal.Registry
+	journal.Bus
+}
+
+// Config configures a Hub. Zero fields take the documented defaults.
+type Config struct {
+	// HubID names this replica in welcome messages (default: a new id).
+	HubID string
+	// MaxFrameBytes bounds one client frame; larger frames close the socket
+	// with 1009 (default 1 MiB).
+	MaxFrameBytes int64
+	// MaxWatch bounds the sessions one socket watches by id (default 1000).
+	MaxWatch int
+	// QueueEvents bounds the events queued for one socket; past it the socket
+	// drops live events and catches up from the journal (default 1024).
+	QueueEvents int
+	// QueueMessages bounds other queued messages (control results, errors,
+	// pongs); past it the socket is closed with 1008 (default 256).
+	QueueMessages int
+	// MaxBatchBytes bounds one outgoing NDJSON frame (default 256 KiB).
+	MaxBatchBytes int
+	// StatusInterval is the least time between two status messages of one
+	// session (default 100 ms).
+	StatusInterval time.Duration
+	// WriteTimeout bounds one frame write; a socket whose write exceeds it is
+	// closed (default 10 s). Danger: too small closes tabs on slow links.
+	WriteTimeout time.Duration
+	// ReplayPage is the journal page size of catch-up reads (default 256).
+	ReplayPage int
+	// GoawayReconnect is the reconnect_after_ms sent in goaway (default 1000).
+	GoawayReconnect time.Duration
+	// OriginPatterns are extra allowed WebSocket origins (host patterns, see
+	// websocket.AcceptOptions). Same-origin is always allowed.
+	OriginPatterns []string
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.HubID == "" {
+		c.HubID = adapter.NewID("h_")
+	}
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = 1 << 20
+	}
+	if c.MaxWatch == 0 {
+		c.MaxWatch = 1000
+	}
+	if c.QueueEvents == 0 {
+		c.QueueEvents = 1024
+	}
+	if c.QueueMessages == 0 {
+		c.QueueMessages = 256
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = 256 << 10
+	}
+	if c.StatusInterval == 0 {
+		c.StatusInterval = 100 * time.Millisecond
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.ReplayPage == 0 {
+		c.ReplayPage = 256
+	}
+	if c.GoawayReconnect == 0 {
+		c.GoawayReconnect = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Hub serves tabs. Create it with New, serve ServeWS and Routes, stop it
+// with Shutdown.
+type Hub struct {
+	cfg     Config
+	store   Store
+	runtime adapter.RuntimeAdapter
+	log     *slog.Logger
+
+	tracker *tracker
+	router  *router
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the hub owns, sockets included
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	draining bool
+}
+
+// New starts a hub over a journal and a runtime.
+func New(cfg Config, store Store, runtime adapter.RuntimeAdapter) *Hub {
+	cfg.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Hub{cfg: cfg, store: store, runtime: runtime, log: cfg.Logger,
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}}
+	h.router = newRouter(h)
+	h.tracker = newTracker(h)
+	h.tracker.start()
+	h.router.start()
+	return h
+}
+
+// ID returns the hub's replica id.
+func (h *Hub) ID() string { return h.cfg.HubID }
+
+// Draining reports whether Shutdown has begun.
+func (h *Hub) Draining() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.draining
+}
+
+// ServeWS upgrades GET /v1/ws to a tab socket.
+func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
+	if h.Draining() {
+		writeJSONError(w, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down"))
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:   []string{protocol.SubprotocolV1},
+		OriginPatterns: h.cfg.OriginPatterns,
+	})
+	if err != nil {
+		return // Accept has written the HTTP error
+	}
+	if ws.Subprotocol() != protocol.SubprotocolV1 {
+		ws.Close(websocket.StatusPolicyViolation, "subprotocol runhub.v1 required")
+		return
+	}
+	ws.SetReadLimit(h.cfg.MaxFrameBytes)
+	c := newConn(h, ws, "local")
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		ws.Close(websocket.StatusServiceRestart, "shutting down")
+		return
+	}
+	h.conns[c] = struct{}{}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	defer h.wg.Done()
+	c.serve()
+	h.mu.Lock()
+	delete(h.conns, c)
+	h.mu.Unlock()
+	h.tracker.unwatchAll(c)
+	h.router.unfocus(c)
+}
+
+// Conns returns the number of open sockets.
+func (h *Hub) Conns() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}
+
+// Shutdown sends goaway to every socket, closes them with 1012 and stops the
+// hub's goroutines. Runs are not touched: the runtime decides their fate.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.draining = true
+	conns := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.goaway("server shutting down", h.cfg.GoawayReconnect)
+	}
+	done := make(chan struct{})
+	go func() {
+		h.wg.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		for _, c := range conns {
+			c.abort()
+		}
+	}
+	h.tracker.stop()
+	h.router.stop()
+	h.cancel()
+	h.wg.Wait()
+	return err
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, context.Canceled) || websocket.CloseStatus(err) != -1
+}

@@ -1,0 +1,195 @@
+package hub
+
+import (
+	"sync"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// router tails the runs that sockets focus: one journal subscription per
+// focused session (on its latest run), each event encoded once and offered
+// to every focusing socket.
+type router struct {
+	h *Hub
+
+	mu      sync.RWMutex
+	feeds   map[string]*sessionFeed // by session id
+	refresh map[string]struct{}     // sessions whose tailed run must be re-resolved
+	wake    chan struct{}
+	quit    chan struct{}
+	wg      sync.WaitGroup
+}
+
+type sessionFeed struct {
+	sid    string
+	conns  map[*conn]struct{}
+	runID  string // the run tailed
+	cancel func()
+}
+
+func newRouter(h *Hub) *router {
+	return &router{h: h, feeds: map[string]*sessionFeed{}, refresh: map[string]struct{}{},
+		wake: make(chan struct{}, 1), quit: make(chan struct{})}
+}
+
+func (r *router) start() {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.loop()
+	}()
+}
+
+func (r *router) stop() {
+	close(r.quit)
+	r.wg.Wait()
+	r.mu.Lock()
+	feeds := r.feeds
+	r.feeds = map[string]*sessionFeed{}
+	r.mu.Unlock()
+	for _, f := range feeds {
+		if f.cancel != nil {
+			f.cancel()
+		}
+	}
+}
+
+// focus registers c as focusing sid.
+func (r *router) focus(c *conn, sid string) {
+	r.mu.Lock()
+	f := r.feeds[sid]
+	if f == nil {
+		f = &sessionFeed{sid: sid, conns: map[*conn]struct{}{}}
+		r.feeds[sid] = f
+		r.refresh[sid] = struct{}{}
+	}
+	f.conns[c] = struct{}{}
+	c.routerSID = sid
+	r.mu.Unlock()
+	r.signal()
+}
+
+// unfocus removes c from its focused session; the last one out stops the
+// tail.
+func (r *router) unfocus(c *conn) {
+	r.mu.Lock()
+	sid := c.routerSID
+	c.routerSID = ""
+	f := r.feeds[sid]
+	var cancel func()
+	if f != nil {
+		delete(f.conns, c)
+		if len(f.conns) == 0 {
+			delete(r.feeds, sid)
+			delete(r.refresh, sid)
+			cancel = f.cancel
+		}
+	}
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// newRun tells the router that sid has a new latest run. It never blocks
+// (the tracker calls it from the journal's delivery goroutine).
+func (r *router) newRun(sid string) {
+	r.mu.Lock()
+	_, focused := r.feeds[sid]
+	if focused {
+		r.refresh[sid] = struct{}{}
+	}
+	r.mu.Unlock()
+	if focused {
+		r.signal()
+	}
+}
+
+func (r *router) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *router) loop() {
+	for {
+		select {
+		case <-r.quit:
+			return
+		case <-r.wake:
+		}
+		r.mu.Lock()
+		todo := make([]string, 0, len(r.refresh))
+		for sid := range r.refresh {
+			todo = append(todo, sid)
+		}
+		clear(r.refresh)
+		r.mu.Unlock()
+		for _, sid := range todo {
+			r.resubscribe(sid)
+		}
+	}
+}
+
+// resubscribe points sid's tail at its latest run and kicks the focusing
+// sockets so they read whatever the tail did not see.
+func (r *router) resubscribe(sid string) {
+	meta, err := r.h.store.Session(r.h.ctx, sid)
+	if err != nil {
+		r.h.log.Warn("router: load session", "session_id", sid, "err", err)
+		return
+	}
+	latest := meta.LatestRun()
+	r.mu.RLock()
+	f := r.feeds[sid]
+	same := f == nil || f.runID == latest
+	r.mu.RUnlock()
+	if same {
+		return
+	}
+	var cancel func()
+	if latest != "" {
+		cancel = r.h.store.SubscribeRun(latest, func(e protocol.Envelope) { r.deliver(sid, &e) })
+	}
+	r.mu.Lock()
+	f = r.feeds[sid]
+	if f == nil || f.runID == latest {
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		return
+	}
+	old := f.cancel
+	f.runID, f.cancel = latest, cancel
+	conns := make([]*conn, 0, len(f.conns))
+	for c := range f.conns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	for _, c := range conns {
+		c.kick(sid)
+	}
+}
+
+// deliver encodes a live event once and offers it to every focusing socket.
+func (r *router) deliver(sid string, e *protocol.Envelope) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	f := r.feeds[sid]
+	if f == nil || len(f.conns) == 0 {
+		return
+	}
+	frame, err := protocol.EncodeEvent(nil, e)
+	if err != nil {
+		r.h.log.Error("encode event", "run_id", e.RunID, "err", err)
+		return
+	}
+	for c := range f.conns {
+		c.offerEvent(e, frame)
+	}
+}

@@ -1,0 +1,370 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+	"github.com/runhub/runhub/session"
+)
+
+// tracker keeps the SessionStatus of every session some socket watches,
+// folded from the journal's feed, and sends each changed status at most
+// once per StatusInterval, encoded once for all watchers.
+type tracker struct {
+	h *Hub
+
+	mu       sync.Mutex
+	sessions map[string]*tracked
+	owners   map[string]map[*conn]struct{} // watch-all sockets by owner
+	dirty    map[string]*tracked
+	loads    map[string]struct{} // sessions to (re)load from the journal
+	loadWake chan struct{}
+
+	cancelFeed func()
+	quit       chan struct{}
+	wg         sync.WaitGroup
+}
+
+// tracked is one session's folded status and its watchers.
+type tracked struct {
+	id       string
+	owner    string
+	state    session.Session
+	loaded   bool
+	pending  []protocol.Envelope // feed events that arrived while loading
+	overflow bool                // pending hit its bound: reload after this load
+	watchers map[*conn]struct{}  // watching by id
+}
+
+// maxPending bounds the feed events buffered for a session being loaded.
+const maxPending = 4096
+
+func newTracker(h *Hub) *tracker {
+	return &tracker{h: h, sessions: map[string]*tracked{}, owners: map[string]map[*conn]struct{}{},
+		dirty: map[string]*tracked{}, loads: map[string]struct{}{}, loadWake: make(chan struct{}, 1),
+		quit: make(chan struct{})}
+}
+
+func (t *tracker) start() {
+	t.cancelFeed = t.h.store.SubscribeFeed(t.onFeed)
+	t.wg.Add(2)
+	go func() {
+		defer t.wg.Done()
+		t.flushLoop()
+	}()
+	go func() {
+		defer t.wg.Done()
+		t.loadLoop()
+	}()
+}
+
+func (t *tracker) stop() {
+	t.cancelFeed()
+	close(t.quit)
+	t.wg.Wait()
+}
+
+// onFeed folds one journaled event. It runs on the journal's delivery
+// goroutine and never blocks on I/O.
+func (t *tracker) onFeed(e protocol.Envelope) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.Type == protocol.EventRunStarted {
+		t.h.router.newRun(e.SessionID)
+	}
+	s := t.sessions[e.SessionID]
+	if s == nil {
+		if e.Type == protocol.EventRunStarted && len(t.owners) > 0 {
+			t.scheduleLoad(e.SessionID) // maybe a new session of a watch-all owner
+		}
+		return
+	}
+	if !s.loaded {
+		if len(s.pending) < maxPending {
+			s.pending = append(s.pending, e)
+		} else {
+			s.overflow = true
+		}
+		return
+	}
+	t.apply(s, &e)
+}
+
+// apply folds e into a loaded session; anything out of sequence that is not
+// a duplicate schedules a reload from the journal. Called with t.mu held.
+func (t *tracker) apply(s *tracked, e *protocol.Envelope) {
+	if err := s.state.Apply(e); err != nil {
+		if l := s.state.Latest; l != nil && e.RunID == l.RunID && e.Seq <= l.LastSeq {
+			return // already folded
+		}
+		s.loaded = false
+		t.scheduleLoad(s.id)
+		return
+	}
+	t.dirty[s.id] = s
+}
+
+func (t *tracker) scheduleLoad(sid string) {
+	t.loads[sid] = struct{}{}
+	select {
+	case t.loadWake <- struct{}{}:
+	default:
+	}
+}
+
+func (t *tracker) loadLoop() {
+	for {
+		select {
+		case <-t.quit:
+			return
+		case <-t.loadWake:
+		}
+		for {
+			t.mu.Lock()
+			var sid string
+			for id := range t.loads {
+				sid = id
+				break
+			}
+			delete(t.loads, sid)
+			t.mu.Unlock()
+			if sid == "" {
+				break
+			}
+			t.load(sid)
+		}
+	}
+}
+
+// load folds a session from the journal and installs it, replaying the feed
+// events that arrived meanwhile.
+func (t *tracker) load(sid string) {
+	ctx, cancel := context.WithTimeout(t.h.ctx, 30*time.Second)
+	defer cancel()
+	st, meta, err := journal.FoldSession(ctx, t.h.store, sid)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.sessions[sid]
+	if err != nil {
+		if s != nil && !errors.Is(err, journal.ErrNotFound) {
+			t.h.log.Warn("status: load session", "session_id", sid, "err", err)
+			return
+		}
+		if s != nil && len(s.watchers) == 0 {
+			delete(t.sessions, sid)
+		}
+		return
+	}
+	if s == nil {
+		if len(t.owners[meta.Owner]) == 0 {
+			return // nobody watches it
+		}
+		s = &tracked{id: sid, owner: meta.Owner, watchers: map[*conn]struct{}{}}
+		t.sessions[sid] = s
+	}
+	s.owner = meta.Owner
+	s.state, s.loaded = st, true
+	pending, overflow := s.pending, s.overflow
+	s.pending, s.overflow = nil, false
+	if overflow {
+		s.loaded = false
+		t.scheduleLoad(sid)
+		return
+	}
+	for i := range pending {
+		t.apply(s, &pending[i])
+		if !s.loaded {
+			return
+		}
+	}
+	t.dirty[sid] = s
+}
+
+func (t *tracker) flushLoop() {
+	tick := time.NewTicker(t.h.cfg.StatusInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.quit:
+			return
+		case <-tick.C:
+			t.flush()
+		}
+	}
+}
+
+type delivery struct {
+	sid   string
+	frame []byte
+	conns []*conn
+}
+
+// flush sends every changed status, encoded once, to its watchers.
+func (t *tracker) flush() {
+	t.mu.Lock()
+	if len(t.dirty) == 0 {
+		t.mu.Unlock()
+		return
+	}
+	out := make([]delivery, 0, len(t.dirty))
+	for sid, s := range t.dirty {
+		delete(t.dirty, sid)
+		if !s.loaded {
+			continue
+		}
+		frame, err := encodeStatus(&s.state)
+		if err != nil {
+			t.h.log.Error("encode status", "session_id", sid, "err", err)
+			continue
+		}
+		d := delivery{sid: sid, frame: frame}
+		for c := range s.watchers {
+			d.conns = append(d.conns, c)
+		}
+		for c := range t.owners[s.owner] {
+			if _, dup := s.watchers[c]; !dup {
+				d.conns = append(d.conns, c)
+			}
+		}
+		out = append(out, d)
+	}
+	t.mu.Unlock()
+	for _, d := range out {
+		for _, c := range d.conns {
+			c.offerStatus(d.sid, d.frame)
+		}
+	}
+}
+
+func encodeStatus(s *session.Session) ([]byte, error) {
+	st := s.Status()
+	return json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
+}
+
+// watch adds c as a watcher of a session the caller has checked it may see;
+// c gets the current status at once when it is known, else after the load.
+func (t *tracker) watch(c *conn, meta journal.SessionMeta) {
+	t.mu.Lock()
+	s := t.ensure(meta)
+	s.watchers[c] = struct{}{}
+	var frame []byte
+	if s.loaded {
+		frame, _ = encodeStatus(&s.state)
+	}
+	t.mu.Unlock()
+	if frame != nil {
+		c.offerStatus(meta.ID, frame)
+	}
+}
+
+// ensure returns the tracked entry of a session, creating it (and
+// scheduling its load) when missing. Called with t.mu held.
+func (t *tracker) ensure(meta journal.SessionMeta) *tracked {
+	s := t.sessions[meta.ID]
+	if s == nil {
+		s = &tracked{id: meta.ID, owner: meta.Owner, watchers: map[*conn]struct{}{}}
+		t.sessions[meta.ID] = s
+		t.scheduleLoad(meta.ID)
+	}
+	return s
+}
+
+// watchOwner makes c watch every session of owner, now and future.
+func (t *tracker) watchOwner(c *conn, owner string, metas []journal.SessionMeta) {
+	var snaps []delivery
+	t.mu.Lock()
+	set := t.owners[owner]
+	if set == nil {
+		set = map[*conn]struct{}{}
+		t.owners[owner] = set
+	}
+	set[c] = struct{}{}
+	for _, m := range metas {
+		s := t.ensure(m)
+		if s.loaded {
+			if frame, err := encodeStatus(&s.state); err == nil {
+				snaps = append(snaps, delivery{sid: m.ID, frame: frame})
+			}
+		}
+	}
+	t.mu.Unlock()
+	for _, d := range snaps {
+		c.offerStatus(d.sid, d.frame)
+	}
+}
+
+// sessionCreated makes a session created on this hub visible to its owner's
+// watch-all sockets before its first run.
+func (t *tracker) sessionCreated(meta journal.SessionMeta) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.owners[meta.Owner]) > 0 {
+		t.ensure(meta)
+	}
+}
+
+// unwatch removes c as a watcher of sids.
+func (t *tracker) unwatch(c *conn, sids []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, sid := range sids {
+		if s := t.sessions[sid]; s != nil {
+			delete(s.watchers, c)
+			t.gc(s)
+		}
+	}
+}
+
+// unwatchOwner ends c's watch-all.
+func (t *tracker) unwatchOwner(c *conn, owner string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if set := t.owners[owner]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(t.owners, owner)
+			for _, s := range t.sessions {
+				t.gc(s)
+			}
+		}
+	}
+}
+
+// unwatchAll forgets c entirely (socket closed).
+func (t *tracker) unwatchAll(c *conn) {
+	c.mu.Lock()
+	sids := make([]string, 0, len(c.watched))
+	for sid := range c.watched {
+		sids = append(sids, sid)
+	}
+	all := c.watchAll
+	c.mu.Unlock()
+	t.unwatch(c, sids)
+	if all {
+		t.unwatchOwner(c, c.subject)
+	}
+}
+
+// gc drops a session nobody watches. Called with t.mu held.
+func (t *tracker) gc(s *tracked) {
+	if len(s.watchers) == 0 && len(t.owners[s.owner]) == 0 {
+		delete(t.sessions, s.id)
+		delete(t.dirty, s.id)
+	}
+}
+
+// status returns the folded status of a tracked, loaded session.
+func (t *tracker) status(sid string) (protocol.SessionStatus, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.sessions[sid]
+	if s == nil || !s.loaded {
+		return protocol.SessionStatus{}, false
+	}
+	return s.state.Status(), true
+}

@@ -1,0 +1,124 @@
+package hub
+
+import (
+	"context"
+	"errors"
+
+	"github.com/coder/websocket"
+)
+
+// writeLoop drains the socket's queues: everything waiting goes out as one
+// NDJSON frame (up to MaxBatchBytes); when nothing waits and the focus needs
+// catching up, it reads the journal; then it sleeps until signalled.
+func (c *conn) writeLoop() {
+	buf := make([]byte, 0, 4096)
+	for {
+		var done bool
+		buf, done = c.take(buf[:0])
+		if len(buf) > 0 {
+			if err := c.write(buf); err != nil {
+				c.cancel()
+				return
+			}
+			continue
+		}
+		if done {
+			c.finish()
+			return
+		}
+		if c.needsCatchUp() {
+			if err := c.catchUp(); err != nil {
+				if !errors.Is(err, context.Canceled) {
+					c.h.log.Warn("focus catch-up failed", "conn_id", c.id, "err", err)
+					c.sendError("internal", "could not read the journal; refocus to retry", "focus")
+					c.mu.Lock()
+					c.focus.lagging, c.focus.verify = false, false
+					c.mu.Unlock()
+				}
+			}
+			continue
+		}
+		select {
+		case <-c.wake:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// take moves what is waiting into buf as NDJSON: messages, then statuses,
+// then events. done reports a requested close with nothing left to send.
+func (c *conn) take(buf []byte) ([]byte, bool) {
+	limit := c.h.cfg.MaxBatchBytes
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for ; n < len(c.msgs) && (len(buf) == 0 || len(buf)+len(c.msgs[n]) < limit); n++ {
+		buf = appendLine(buf, c.msgs[n])
+		c.msgs[n] = nil
+	}
+	c.msgs = compact(c.msgs, n)
+	if c.closing {
+		// Closing: only the remaining messages (goaway, errors) matter.
+		return trimNL(buf), len(c.msgs) == 0 && len(buf) == 0
+	}
+	n = 0
+	for ; n < len(c.statusOrder) && (len(buf) == 0 || len(buf)+len(c.statuses[c.statusOrder[n]]) < limit); n++ {
+		sid := c.statusOrder[n]
+		buf = appendLine(buf, c.statuses[sid])
+		delete(c.statuses, sid)
+	}
+	c.statusOrder = compactStrings(c.statusOrder, n)
+	n = 0
+	for ; n < len(c.events) && (len(buf) == 0 || len(buf)+len(c.events[n]) < limit); n++ {
+		buf = appendLine(buf, c.events[n])
+		c.events[n] = nil
+	}
+	c.events = compact(c.events, n)
+	return trimNL(buf), false
+}
+
+func appendLine(buf, line []byte) []byte {
+	buf = append(buf, line...)
+	return append(buf, '\n')
+}
+
+func trimNL(buf []byte) []byte {
+	if len(buf) > 0 && buf[len(buf)-1] == '\n' {
+		return buf[:len(buf)-1]
+	}
+	return buf
+}
+
+// compact drops the first n entries, reusing the backing array.
+func compact(q [][]byte, n int) [][]byte {
+	if n == 0 {
+		return q
+	}
+	m := copy(q, q[n:])
+	clear(q[m:])
+	return q[:m]
+}
+
+func compactStrings(q []string, n int) []string {
+	if n == 0 {
+		return q
+	}
+	m := copy(q, q[n:])
+	return q[:m]
+}
+
+func (c *conn) write(frame []byte) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.h.cfg.WriteTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, frame)
+}
+
+// finish closes the socket with the requested code.
+func (c *conn) finish() {
+	c.mu.Lock()
+	code, reason := c.closeCode, c.closeReason
+	c.mu.Unlock()
+	c.ws.Close(code, reason)
+	c.cancel()
+}
