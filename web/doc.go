@@ -1,0 +1,24 @@
+// Package web is runhub's browser workbench: plain static files (HTML, CSS
+// and ES modules, no build step and no runtime dependencies) embedded in the
+// binary and served by Handler.
+//
+// The files under static/:
+//
+//   - index.html, app.js, style.css: the workbench. A session list on the
+//     left with a live status badge per session (watch {all:true}); the
+//     focused session's transcript on the right (user message, assistant
+//     text, reasoning, tool cards, approval and clarify prompts, terminal
+//     banner) with the controls the session's active_controls allow, a start
+//     form carrying the simulator options as metadata.sim, and queue and goal
+//     inputs.
+//   - runhub-client.js: the reusable protocol v1 client (no DOM code): one
+//     WebSocket per tab to /v1/ws with subprotocol runhub.v1, hello/welcome,
+//     watch, focus with a resume cursor, controls as Promises, NDJSON frame
+//     parsing, dedupe by run_id+seq, reconnect with backoff and jitter.
+//
+// Elements the browser tests drive carry data-testid attributes; window.runhub
+// is the client instance.
+//
+// Handler is safe for concurrent use; the embedded files never change at run
+// time.
+package web

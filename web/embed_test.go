@@ -1,0 +1,77 @@
+package web
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestHandler_ServesWorkbenchFiles(t *testing.T) {
+	srv := httptest.NewServer(Handler())
+	defer srv.Close()
+
+	tests := []struct {
+		path     string
+		wantType string
+		wantBody string
+	}{
+		{"/", "text/html; charset=utf-8", `data-testid="transcript"`},
+		{"/app.js", "text/javascript; charset=utf-8", "new RunhubClient("},
+		{"/runhub-client.js", "text/javascript; charset=utf-8", "export class RunhubClient"},
+		{"/transcript.js", "text/javascript; charset=utf-8", "export class SessionView"},
+		{"/dom.js", "text/javascript; charset=utf-8", "export function h("},
+		{"/style.css", "text/css; charset=utf-8", ":root"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			resp, err := http.Get(srv.URL + tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d, want 200", resp.StatusCode)
+			}
+			if got := resp.Header.Get("Content-Type"); got != tt.wantType {
+				t.Errorf("Content-Type %q, want %q", got, tt.wantType)
+			}
+			if resp.Header.Get("ETag") == "" {
+				t.Error("no ETag")
+			}
+			if !strings.Contains(string(body), tt.wantBody) {
+				t.Errorf("body lacks %q", tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestHandler_RevalidatesWithETag(t *testing.T) {
+	h := Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/app.js", nil))
+	tag := rec.Header().Get("ETag")
+	req := httptest.NewRequest(http.MethodGet, "/app.js", nil)
+	req.Header.Set("If-None-Match", tag)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotModified {
+		t.Fatalf("status %d, want 304", rec.Code)
+	}
+}
+
+func TestHandler_RejectsOtherMethodsAndUnknownFiles(t *testing.T) {
+	h := Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: status %d, want 405", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/nope.js", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("GET /nope.js: status %d, want 404", rec.Code)
+	}
+}

@@ -1,0 +1,585 @@
+// transcript.js — renders one session's events as a transcript: one section
+// per run, in the order the runs arrive. Events are queued by push and
+// applied in one go by flush (called from the workbench's animation frame),
+// so a burst of token deltas costs one layout.
+//
+// A SessionView outlives its focus: when the session is focused again the
+// client resumes after the last event it delivered, and the view keeps
+// appending.
+
+import { h, statusLabel, fmtDuration, fmtCount, fmtClock, shortId, pretty, oneLine } from "./dom.js";
+
+// Tool output kept per card; older output is cut so a chatty tool cannot
+// grow the page without bound.
+const MAX_TOOL_OUTPUT = 256 * 1024;
+
+const APPROVAL_LABELS = {
+  once: "Allow once",
+  session: "Allow for session",
+  always: "Always allow",
+  deny: "Deny",
+};
+
+export class SessionView {
+  // ctx: { status(): SessionStatus|undefined, approve(run, card, choice),
+  //        clarify(run, card, response) }
+  constructor(sessionId, ctx) {
+    this.sessionId = sessionId;
+    this.ctx = ctx;
+    this.el = h("div", { class: "session-transcript", "data-session-id": sessionId });
+    this.runs = new Map();
+    this.pending = [];
+    this.goal = null;
+    this.queue = null;
+  }
+
+  push(e) {
+    this.pending.push(e);
+  }
+
+  clear() {
+    this.pending = [];
+    this.runs.clear();
+    this.el.replaceChildren();
+  }
+
+  // flush applies the queued events; it reports whether anything changed.
+  flush() {
+    if (!this.pending.length) return false;
+    const batch = this.pending;
+    this.pending = [];
+    for (const e of batch) {
+      let run = this.runs.get(e.run_id);
+      if (!run) {
+        run = new RunView(this, e.run_id);
+        this.runs.set(e.run_id, run);
+        this.el.append(run.el);
+      }
+      try {
+        run.apply(e);
+      } catch (err) {
+        console.error("runhub: cannot render event", e, err);
+      }
+    }
+    this.refreshControls(this.ctx.status());
+    return true;
+  }
+
+  // refreshControls shows the prompt controls the session's active_controls
+  // allow, on the prompts of its latest run only.
+  refreshControls(st) {
+    const controls = new Set((st && st.active_controls) || []);
+    for (const run of this.runs.values()) {
+      const latest = st && st.run_id === run.id && !run.terminal;
+      for (const card of run.approvals.values()) {
+        const waiting = st && st.pending_approval && st.pending_approval.approval_id === card.id;
+        card.setActionable(latest && controls.has("approve") && (waiting || !st.pending_approval));
+      }
+      for (const card of run.clarifies.values()) {
+        const waiting = st && st.pending_clarify && st.pending_clarify.clarify_id === card.id;
+        card.setActionable(latest && controls.has("clarify") && (waiting || !st.pending_clarify));
+      }
+    }
+  }
+}
+
+class RunView {
+  constructor(view, runId) {
+    this.view = view;
+    this.id = runId;
+    this.status = "queued";
+    this.terminal = null;
+    this.lastSeq = 0;
+    this.streamed = false;
+    this.messages = new Map();
+    this.reasoning = new Map();
+    this.tools = new Map();
+    this.approvals = new Map();
+    this.clarifies = new Map();
+    this.streamingEl = null;
+
+    this.chip = h("span", { class: "run-chip", "data-status": "queued", text: "queued" });
+    this.timeEl = h("span", { class: "dim" });
+    this.metaEl = h("span", { class: "run-meta dim" });
+    this.usageEl = h("span", { class: "run-usage mono dim", testid: "run-usage" });
+    this.head = h("div", { class: "run-head" }, this.chip, h("span", { class: "mono dim", title: runId, text: shortId(runId) }), this.timeEl, this.metaEl, this.usageEl);
+    this.body = h("div", { class: "run-body" });
+    this.activityText = h("span", { class: "activity-text", text: "waiting for the agent…" });
+    this.activity = h("div", { class: "activity", testid: "activity" }, h("span", { class: "spinner", "aria-hidden": "true" }), this.activityText);
+    this.el = h("section", { class: "run active", testid: "run", "data-run-id": runId, "data-status": "queued" }, this.head, this.body, this.activity);
+  }
+
+  setStatus(status) {
+    this.status = status;
+    this.chip.dataset.status = status;
+    this.chip.textContent = statusLabel(status);
+    this.el.dataset.status = status;
+  }
+
+  // add appends a transcript item; a new item ends the streaming caret of
+  // the previous text.
+  add(node) {
+    this.stopCaret();
+    this.body.append(node);
+    return node;
+  }
+
+  stopCaret() {
+    if (this.streamingEl) {
+      this.streamingEl.classList.remove("streaming");
+      this.streamingEl = null;
+    }
+  }
+
+  apply(e) {
+    const p = e.payload || {};
+    this.lastSeq = e.seq;
+    this.el.dataset.lastSeq = String(e.seq);
+    if (this.status === "queued" && e.type !== "status" && !e.terminal) this.setStatus("running");
+    switch (e.type) {
+      case "run.started":
+        return this.started(e, p);
+      case "status":
+        if (p.status) this.setStatus(p.status);
+        if (p.status === "cancelling") this.activityText.textContent = "cancelling…";
+        return;
+      case "token.delta":
+        return this.token(p);
+      case "reasoning.delta":
+        return this.reasoningDelta(p, false);
+      case "reasoning.done":
+        return this.reasoningDelta(p, true);
+      case "progress": {
+        const tool = p.tool_call_id && this.tools.get(p.tool_call_id);
+        if (tool) tool.progress(p.text || "");
+        else this.activityText.textContent = p.text || "";
+        return;
+      }
+      case "tool.started":
+        return this.toolStarted(p);
+      case "tool.updated": {
+        const tool = this.tools.get(p.tool_call_id) || this.toolStarted({ tool_call_id: p.tool_call_id, name: "tool" });
+        tool.output(p);
+        return;
+      }
+      case "tool.done": {
+        const tool = this.tools.get(p.tool_call_id) || this.toolStarted({ tool_call_id: p.tool_call_id, name: "tool" });
+        tool.done(p);
+        this.activityText.textContent = p.error ? "tool failed" : "working…";
+        return;
+      }
+      case "approval.requested": {
+        const card = new ApprovalCard(this, p);
+        this.approvals.set(card.id, card);
+        this.add(card.el);
+        this.activityText.textContent = "waiting for your approval";
+        return;
+      }
+      case "approval.resolved": {
+        const card = this.approvals.get(p.approval_id);
+        if (card) card.resolved(p);
+        this.activityText.textContent = "working…";
+        return;
+      }
+      case "clarify.requested": {
+        const card = new ClarifyCard(this, p);
+        this.clarifies.set(card.id, card);
+        this.add(card.el);
+        this.activityText.textContent = "waiting for your answer";
+        return;
+      }
+      case "clarify.resolved": {
+        const card = this.clarifies.get(p.clarify_id);
+        if (card) card.resolved(p);
+        this.activityText.textContent = "working…";
+        return;
+      }
+      case "title.updated":
+        return;
+      case "usage.updated":
+      case "usage.final":
+        this.usageEl.textContent = usageText(p);
+        return;
+      case "queue.updated":
+        this.view.queue = p;
+        if (p.depth > 0) this.note(`queue: ${p.depth} waiting${p.items && p.items.length ? ` — next: “${p.items[0].preview || p.items[0].id}”` : ""}`, "queue");
+        return;
+      case "goal.updated":
+        this.view.goal = p;
+        this.note(`goal ${p.state}${p.text ? `: ${p.text}` : ""}${p.reason ? ` (${p.reason})` : ""}`, "goal");
+        return;
+      case "done":
+        return this.finish("completed", e, p);
+      case "cancelled":
+        return this.finish("cancelled", e, p);
+      case "error":
+        if (!e.terminal) {
+          this.note(`${p.code || "error"}: ${p.message || ""}`, "warn");
+          return;
+        }
+        return this.finish(p.code === "interrupted" ? "interrupted" : p.code === "timeout" ? "expired" : "failed", e, p);
+      default:
+        return; // unknown event types are allowed to appear
+    }
+  }
+
+  started(e, p) {
+    this.timeEl.textContent = fmtClock(e.created_at);
+    const meta = [p.profile, p.model, p.provider, p.workspace && `in ${p.workspace}`, p.source && p.source !== "user" && `via ${p.source}`].filter(Boolean);
+    this.metaEl.textContent = meta.join(" · ");
+    const user = h("div", { class: "msg user", testid: "user-message" }, h("div", { class: "msg-text", text: p.message || "" }));
+    this.stopCaret();
+    this.body.prepend(user);
+    this.activityText.textContent = "thinking…";
+  }
+
+  token(p) {
+    const id = p.message_id || "_";
+    let m = this.messages.get(id);
+    if (!m) {
+      const text = document.createTextNode("");
+      const textEl = h("div", { class: "assistant-text", testid: "assistant-text", "data-message-id": id }, text);
+      const el = h("div", { class: "msg assistant" }, textEl);
+      m = { el, textEl, text };
+      this.messages.set(id, m);
+      this.add(el);
+    }
+    if (p.text) m.text.appendData(p.text);
+    this.streamed = true;
+    if (this.streamingEl !== m.textEl && !this.terminal) {
+      this.stopCaret();
+      this.streamingEl = m.textEl;
+      m.textEl.classList.add("streaming");
+    }
+    this.activityText.textContent = "writing…";
+  }
+
+  reasoningDelta(p, done) {
+    const id = p.block_id || "_";
+    let r = this.reasoning.get(id);
+    if (!r) {
+      const text = document.createTextNode("");
+      const label = h("span", { class: "reasoning-label", text: "Thinking…" });
+      const el = h("details", { class: "reasoning", testid: "reasoning", "data-block-id": id, open: true }, h("summary", null, label), h("pre", { class: "reasoning-text" }, text));
+      r = { el, text, label, touched: false, done: false };
+      // A user's own toggle wins over the automatic collapse on done.
+      el.querySelector("summary").addEventListener("click", () => (r.touched = true));
+      this.reasoning.set(id, r);
+      this.add(el);
+      this.activityText.textContent = "thinking…";
+    }
+    const t = p.text || "";
+    if (!done) {
+      r.text.appendData(t);
+    } else {
+      // reasoning.done carries the full text or a last chunk.
+      if (t && t.startsWith(r.text.data)) r.text.data = t;
+      else if (t && !r.text.data.endsWith(t)) r.text.appendData(t);
+      r.done = true;
+      const words = r.text.data.trim().split(/\s+/).filter(Boolean).length;
+      r.label.textContent = `Reasoning · ${words} word${words === 1 ? "" : "s"}`;
+      r.el.classList.add("done");
+      if (!r.touched) r.el.open = false;
+    }
+    this.streamed = true;
+  }
+
+  toolStarted(p) {
+    const card = new ToolCard(p);
+    this.tools.set(card.id, card);
+    this.add(card.el);
+    this.activityText.textContent = `running ${p.name || "tool"}…`;
+    return card;
+  }
+
+  note(text, kind) {
+    this.add(h("div", { class: `note note-${kind}`, testid: "note", "data-kind": kind, text }));
+  }
+
+  finish(state, e, p) {
+    if (this.terminal) return;
+    this.terminal = state;
+    this.stopCaret();
+    this.setStatus(state);
+    this.el.classList.remove("active");
+    for (const t of this.tools.values()) t.abandon(state);
+    for (const c of this.approvals.values()) c.close(state);
+    for (const c of this.clarifies.values()) c.close(state);
+    if (p.usage) this.usageEl.textContent = usageText(p.usage);
+
+    let icon;
+    let title;
+    let detail = "";
+    switch (state) {
+      case "completed":
+        icon = "✓";
+        title = "Completed";
+        detail = p.usage ? usageText(p.usage) : "";
+        break;
+      case "cancelled":
+        icon = "■";
+        title = "Cancelled";
+        detail = [p.reason, p.partial ? "partial output above was kept" : "stopped before any output"].filter(Boolean).join(" — ");
+        break;
+      case "interrupted":
+        icon = "⚡";
+        title = "Interrupted";
+        detail = `${p.message || "the run's executor went away"} — this is the last journaled state${p.last_seq ? ` (seq ${p.last_seq})` : ""}; the run is no longer executing.`;
+        break;
+      case "expired":
+        icon = "⏱";
+        title = "Timed out";
+        detail = p.message || "";
+        break;
+      default:
+        icon = "✕";
+        title = "Failed";
+        detail = [p.code, p.message].filter(Boolean).join(": ");
+    }
+    const banner = h(
+      "div",
+      { class: `banner banner-${state}`, testid: "terminal-banner", "data-state": state, "data-code": p.code || null, role: "status" },
+      h("span", { class: "banner-icon", "aria-hidden": "true", text: icon }),
+      h("span", { class: "banner-title", text: title }),
+      detail ? h("span", { class: "banner-detail", text: detail }) : null,
+      h("span", { class: "banner-time dim", text: fmtClock(e.created_at) }),
+    );
+    this.body.append(banner);
+  }
+}
+
+function usageText(u) {
+  if (!u) return "";
+  const parts = [];
+  if (u.input_tokens || u.output_tokens) parts.push(`${fmtCount(u.input_tokens)} in · ${fmtCount(u.output_tokens)} out`);
+  if (u.duration_ms) parts.push(fmtDuration(u.duration_ms));
+  if (u.model) parts.push(u.model);
+  return parts.join(" · ");
+}
+
+class ToolCard {
+  constructor(p) {
+    this.id = p.tool_call_id || `t${Math.random()}`;
+    this.size = 0;
+    this.lastStream = null;
+    this.lastText = null;
+    this.statusEl = h("span", { class: "tool-status", testid: "tool-status", text: "running" });
+    this.durationEl = h("span", { class: "tool-duration mono dim" });
+    this.progressEl = h("div", { class: "tool-progress dim", hidden: true });
+    this.outputEl = h("pre", { class: "tool-output", testid: "tool-output", hidden: true });
+    this.resultPre = h("pre", { class: "tool-result-text" });
+    this.resultEl = h("details", { class: "tool-result", hidden: true }, h("summary", { text: "result" }), this.resultPre);
+    const args = p.args;
+    const hasArgs = args !== undefined && args !== null && !(typeof args === "object" && Object.keys(args).length === 0);
+    const head = h(
+      "div",
+      { class: "tool-head" },
+      h("span", { class: "tool-icon", "aria-hidden": "true" }),
+      h("span", { class: "tool-name", testid: "tool-name", text: p.name || "tool" }),
+      hasArgs ? h("code", { class: "tool-args-preview", text: oneLine(args) }) : null,
+      h("span", { class: "spacer" }),
+      this.durationEl,
+      this.statusEl,
+    );
+    head.addEventListener("click", () => this.el.classList.toggle("collapsed"));
+    this.el = h(
+      "div",
+      { class: "tool", testid: "tool-card", "data-tool-call-id": this.id, "data-state": "running" },
+      head,
+      h(
+        "div",
+        { class: "tool-body" },
+        this.progressEl,
+        hasArgs ? h("details", { class: "tool-args" }, h("summary", { text: "arguments" }), h("pre", { text: pretty(args) })) : null,
+        this.outputEl,
+        this.resultEl,
+      ),
+    );
+  }
+
+  progress(text) {
+    this.progressEl.hidden = !text;
+    this.progressEl.textContent = text;
+  }
+
+  output(p) {
+    const stream = p.stream || "stdout";
+    let text = p.text;
+    if (text === undefined || text === null) text = p.data !== undefined ? `${oneLine(p.data, 4000)}\n` : "";
+    if (!text) return;
+    if (this.size > MAX_TOOL_OUTPUT) return;
+    this.size += text.length;
+    if (this.size > MAX_TOOL_OUTPUT) text += "\n… output truncated in the browser\n";
+    this.outputEl.hidden = false;
+    if (this.lastStream === stream && this.lastText) {
+      this.lastText.appendData(text);
+    } else {
+      this.lastText = document.createTextNode(text);
+      this.outputEl.append(h("span", { class: `stream-${stream}` }, this.lastText));
+      this.lastStream = stream;
+    }
+  }
+
+  done(p) {
+    const state = p.error ? "error" : "done";
+    this.el.dataset.state = state;
+    this.statusEl.textContent = p.status || state;
+    if (p.duration_ms !== undefined) this.durationEl.textContent = fmtDuration(p.duration_ms);
+    this.progress("");
+    const r = p.result;
+    if (r !== undefined && r !== null && r !== "") {
+      this.resultPre.textContent = pretty(r);
+      this.resultEl.hidden = false;
+      if (p.error) this.resultEl.open = true;
+    }
+  }
+
+  // abandon marks a card that never got its tool.done when the run ended.
+  abandon(runState) {
+    if (this.el.dataset.state !== "running") return;
+    this.el.dataset.state = "abandoned";
+    this.statusEl.textContent = runState === "completed" ? "no result" : runState;
+  }
+}
+
+class ApprovalCard {
+  constructor(run, p) {
+    this.run = run;
+    this.id = p.approval_id;
+    this.sending = false;
+    this.buttons = (p.choices && p.choices.length ? p.choices : ["once", "deny"]).map((choice) =>
+      h("button", {
+        type: "button",
+        class: `btn btn-small ${choice === "deny" ? "btn-danger-ghost" : "btn-approve"}`,
+        testid: "approval-choice",
+        "data-choice": choice,
+        text: APPROVAL_LABELS[choice] || choice,
+        onclick: () => this.choose(choice),
+      }),
+    );
+    this.choicesEl = h("div", { class: "choices", hidden: true }, this.buttons);
+    this.waitEl = h("div", { class: "card-wait dim", text: "waiting for the hub…" });
+    this.resultEl = h("div", { class: "card-result", hidden: true });
+    this.el = h(
+      "div",
+      { class: "card approval", testid: "approval-card", "data-approval-id": this.id, "data-state": "pending" },
+      h("div", { class: "card-title" }, h("span", { text: "Approval needed" }), p.risk ? h("span", { class: `risk risk-${p.risk}`, text: p.risk }) : null),
+      h("div", { class: "card-summary", text: p.summary || "" }),
+      this.choicesEl,
+      this.waitEl,
+      this.resultEl,
+    );
+  }
+
+  setActionable(on) {
+    if (this.el.dataset.state !== "pending") on = false;
+    this.choicesEl.hidden = !on;
+    this.waitEl.hidden = on || this.el.dataset.state !== "pending";
+  }
+
+  async choose(choice) {
+    if (this.sending) return;
+    this.sending = true;
+    for (const b of this.buttons) b.disabled = true;
+    try {
+      await this.run.view.ctx.approve(this.run, this, choice);
+    } finally {
+      this.sending = false;
+      if (this.el.dataset.state === "pending") for (const b of this.buttons) b.disabled = false;
+    }
+  }
+
+  // close ends a prompt still pending when its run ended.
+  close(runState) {
+    this.setActionable(false);
+    if (this.el.dataset.state !== "pending") return;
+    this.el.dataset.state = "closed";
+    this.waitEl.hidden = true;
+    this.resultEl.hidden = false;
+    this.resultEl.textContent = `not answered — run ${runState}`;
+  }
+
+  resolved(p) {
+    this.el.dataset.state = p.status || "resolved";
+    this.el.dataset.choice = p.choice || "";
+    this.choicesEl.hidden = true;
+    this.waitEl.hidden = true;
+    this.resultEl.hidden = false;
+    const label = APPROVAL_LABELS[p.choice] || p.choice || "";
+    this.resultEl.textContent = p.status && p.status !== "resolved" ? `${p.status}${label ? ` · ${label}` : ""}` : `→ ${label}`;
+    this.el.classList.toggle("denied", p.choice === "deny");
+  }
+}
+
+class ClarifyCard {
+  constructor(run, p) {
+    this.run = run;
+    this.id = p.clarify_id;
+    this.sending = false;
+    const choices = p.choices || [];
+    this.buttons = choices.map((c) =>
+      h("button", { type: "button", class: "btn btn-small btn-approve", testid: "clarify-choice", "data-choice": c, text: c, onclick: () => this.answer(c) }),
+    );
+    this.input = h("input", { type: "text", testid: "clarify-input", placeholder: "Your answer…" });
+    this.submit = h("button", { type: "submit", class: "btn btn-small btn-primary", testid: "clarify-submit", text: "Answer" });
+    const textMode = p.input_mode !== "choice" || !choices.length;
+    this.form = h("form", { class: "clarify-form", hidden: !textMode }, this.input, this.submit);
+    this.form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const v = this.input.value.trim();
+      if (v) this.answer(v);
+    });
+    this.controls = h("div", { class: "clarify-controls", hidden: true }, choices.length ? h("div", { class: "choices" }, this.buttons) : null, this.form);
+    this.waitEl = h("div", { class: "card-wait dim", text: "waiting for the hub…" });
+    this.resultEl = h("div", { class: "card-result", hidden: true });
+    this.el = h(
+      "div",
+      { class: "card clarify", testid: "clarify-card", "data-clarify-id": this.id, "data-state": "pending" },
+      h("div", { class: "card-title" }, h("span", { text: "Question" })),
+      h("div", { class: "card-summary", text: p.question || "" }),
+      this.controls,
+      this.waitEl,
+      this.resultEl,
+    );
+    this.sentResponse = "";
+  }
+
+  setActionable(on) {
+    if (this.el.dataset.state !== "pending") on = false;
+    this.controls.hidden = !on;
+    this.waitEl.hidden = on || this.el.dataset.state !== "pending";
+  }
+
+  async answer(response) {
+    if (this.sending) return;
+    this.sending = true;
+    this.sentResponse = response;
+    const all = [...this.buttons, this.input, this.submit];
+    for (const b of all) b.disabled = true;
+    try {
+      await this.run.view.ctx.clarify(this.run, this, response);
+    } finally {
+      this.sending = false;
+      if (this.el.dataset.state === "pending") for (const b of all) b.disabled = false;
+    }
+  }
+
+  // close ends a prompt still pending when its run ended.
+  close(runState) {
+    this.setActionable(false);
+    if (this.el.dataset.state !== "pending") return;
+    this.el.dataset.state = "closed";
+    this.waitEl.hidden = true;
+    this.resultEl.hidden = false;
+    this.resultEl.textContent = `not answered — run ${runState}`;
+  }
+
+  resolved(p) {
+    this.el.dataset.state = p.status || "resolved";
+    this.controls.hidden = true;
+    this.waitEl.hidden = true;
+    this.resultEl.hidden = false;
+    const resp = p.response || this.sentResponse;
+    this.resultEl.textContent = p.status && p.status !== "resolved" ? p.status : `→ ${resp || "answered"}`;
+  }
+}
