@@ -1,0 +1,213 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// feedTail is the Store's one status feed reader: a goroutine that reads
+// every feed shard (and the wake stream, so Close is prompt) with XREAD
+// BLOCK on one dedicated connection, from the shards' heads at the first
+// SubscribeFeed on, and hands each record to every feed subscriber.
+type feedTail struct {
+	s *Store
+
+	mu      sync.Mutex
+	subs    []*feedSub
+	started bool
+}
+
+type feedSub struct {
+	fn        func(protocol.Envelope)
+	mu        sync.Mutex // held while fn runs, so cancel waits for it
+	cancelled bool
+}
+
+func (t *feedTail) init(s *Store) { t.s = s }
+
+func (t *feedTail) isStarted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.started
+}
+
+// SubscribeFeed calls fn with every event of every session journaled after
+// SubscribeFeed returns, in seq order per run. Delta events
+// (EventType.IsDelta) carry the payload "{}". The first subscription
+// records the head of every shard (one round trip) and starts the feed
+// tail there; later ones join the running tail.
+//
+// fn runs on the Store's feed tail goroutine and must not block. cancel may
+// be called from any goroutine but fn's own (it waits for a running fn).
+func (s *Store) SubscribeFeed(fn func(protocol.Envelope)) (cancel func()) {
+	if s.closed.Load() {
+		return func() {}
+	}
+	t := &s.feed
+	sub := &feedSub{fn: fn}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.subs = append(t.subs, sub)
+	if !t.started {
+		t.started = true
+		heads, err := s.feedHeads()
+		if err != nil && !s.closed.Load() {
+			// Redis is unreachable, so nothing is being journaled either:
+			// the tail takes the heads once it reconnects.
+			s.opts.Logger.Warn("journal/redis: feed: reading the shard heads", "err", err)
+		}
+		if !s.goTail(func() { t.loop(heads) }) {
+			return func() {}
+		}
+	}
+	return func() { t.remove(sub) }
+}
+
+// feedHeads returns the id of the newest entry of every shard ("0-0" for
+// an empty one).
+func (s *Store) feedHeads() ([]string, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
+	defer cancel()
+	cmds := make([]*goredis.XMessageSliceCmd, s.opts.Shards)
+	if _, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range cmds {
+			cmds[i] = p.XRevRangeN(ctx, s.k.feed(i), "+", "-", 1)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	heads := make([]string, s.opts.Shards)
+	for i, c := range cmds {
+		heads[i] = "0-0"
+		if v := c.Val(); len(v) > 0 {
+			heads[i] = v[0].ID
+		}
+	}
+	return heads, nil
+}
+
+func (t *feedTail) remove(sub *feedSub) {
+	sub.mu.Lock()
+	sub.cancelled = true
+	sub.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i := slices.Index(t.subs, sub); i >= 0 {
+		t.subs = slices.Delete(t.subs, i, i+1)
+	}
+}
+
+// loop is the feed tail goroutine; heads is the position in each shard,
+// nil when it must be read first.
+func (t *feedTail) loop(heads []string) {
+	s := t.s
+	n := s.opts.Shards
+	keys := make([]string, 0, n+1)
+	for i := range n {
+		keys = append(keys, s.k.feed(i))
+	}
+	keys = append(keys, s.runs.wakeKey)
+	shard := make(map[string]int, n+1)
+	for i, k := range keys {
+		shard[k] = i
+	}
+	var conn *goredis.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	bo := backoff{min: s.opts.MinBackoff, max: s.opts.MaxBackoff}
+	var ids []string
+	if heads != nil {
+		ids = append(heads, "0-0")
+	}
+	for s.ctx.Err() == nil {
+		if ids == nil {
+			heads, err := s.feedHeads()
+			if err != nil {
+				if !bo.wait(s.ctx) {
+					return
+				}
+				continue
+			}
+			ids = append(heads, "0-0")
+		}
+		if conn == nil {
+			conn = s.rdb.Conn()
+		}
+		streams := append(slices.Clone(keys), ids...)
+		res, err := conn.XRead(s.ctx, &goredis.XReadArgs{Streams: streams, Count: s.opts.ReadCount, Block: s.opts.Block}).Result()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			if s.ctx.Err() != nil {
+				return
+			}
+			s.opts.Logger.Warn("journal/redis: feed tail: read failed; reconnecting", "err", err)
+			_ = conn.Close()
+			conn = nil
+			if !bo.wait(s.ctx) {
+				return
+			}
+			continue
+		}
+		bo.reset()
+		for _, st := range res {
+			i, ok := shard[st.Stream]
+			if !ok || len(st.Messages) == 0 {
+				continue
+			}
+			ids[i] = st.Messages[len(st.Messages)-1].ID
+			if i < n {
+				t.deliver(st.Messages)
+			}
+		}
+	}
+}
+
+func (t *feedTail) deliver(msgs []goredis.XMessage) {
+	t.mu.Lock()
+	subs := slices.Clone(t.subs)
+	t.mu.Unlock()
+	if len(subs) == 0 {
+		return
+	}
+	for _, m := range msgs {
+		e, err := decodeFeedRecord(m.Values)
+		if err != nil {
+			t.s.opts.Logger.Error("journal/redis: feed tail: undecodable record; skipping it", "id", m.ID, "err", err)
+			continue
+		}
+		for _, sub := range subs {
+			sub.call(e)
+		}
+	}
+}
+
+func (sub *feedSub) call(e protocol.Envelope) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if !sub.cancelled {
+		sub.fn(e)
+	}
+}
+
+// decodeFeedRecord rebuilds an envelope from a feed record: the fields of
+// a run stream entry plus r (run id) and q (seq).
+func decodeFeedRecord(f map[string]any) (protocol.Envelope, error) {
+	runID, _ := f["r"].(string)
+	q, _ := f["q"].(string)
+	seq, err := strconv.ParseUint(q, 10, 64)
+	if err != nil || runID == "" {
+		return protocol.Envelope{}, fmt.Errorf("feed record without run or seq: r=%q q=%q", runID, q)
+	}
+	return decodeEvent(runID, seq, f)
+}

@@ -1,0 +1,33 @@
+-- begin_run.lua: register a run as its session's newest and active run.
+--
+-- KEYS[1] session hash   KEYS[2] session run list
+-- KEYS[3] run meta hash  KEYS[4] active-runs set
+--
+-- ARGV[1] run id  ARGV[2] session id  ARGV[3] owner ("" = the session's)
+-- ARGV[4] created_at  ARGV[5] request (redacted JSON, may be "")
+--
+-- Replies "ok", "notfound" (no session), "exists" (run id taken) or
+-- "conflict" (the session has an active run). The session's active_run is
+-- cleared by append.lua in the same script that journals the terminal
+-- event, so a set active_run always names a run without one.
+
+local sess = redis.call('HMGET', KEYS[1], 'owner', 'active_run')
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 'notfound'
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  return 'exists'
+end
+if sess[2] and sess[2] ~= '' then
+  return 'conflict'
+end
+local owner = ARGV[3]
+if owner == '' then
+  owner = sess[1] or ''
+end
+redis.call('HSET', KEYS[3], 'id', ARGV[1], 'session_id', ARGV[2], 'owner', owner,
+  'created_at', ARGV[4], 'request', ARGV[5], 'last_seq', 0)
+redis.call('HSET', KEYS[1], 'active_run', ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('SADD', KEYS[4], ARGV[1])
+return 'ok'

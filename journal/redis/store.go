@@ -1,0 +1,261 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/runhub/runhub/journal"
+)
+
+// Options configures a Store. The zero value of every field but URL/Client
+// means its default.
+type Options struct {
+	// URL locates the server (redis://, rediss://, unix://…), parsed with
+	// goredis.ParseURL; used when Client is nil. The Store closes the client
+	// it makes.
+	URL string
+	// Client is a client to use instead of URL; the Store does not close
+	// it. While they run, the two tails (run and feed) each hold one of its
+	// pooled connections in a blocking read: size PoolSize for that. Danger:
+	// with ContextTimeoutEnabled the tails still work, but they rely on
+	// bounded reads either way.
+	Client *goredis.Client
+	// Prefix starts every key. Default "rh:". Stores with the same prefix on
+	// the same server share one journal (that is how replicas scale out);
+	// different prefixes are fully separate journals.
+	Prefix string
+	// Shards is the number of status feed streams (<prefix>bus:0 …). A
+	// session's events all go to one shard, chosen by a hash of its id.
+	// Default 8. Danger: every store on one prefix must use the same value,
+	// or some feed events go to shards a replica does not read.
+	Shards int
+	// FeedMaxLen bounds each feed shard stream (approximate XADD MAXLEN ~).
+	// Default 10000. A feed reader further behind than this (a replica cut
+	// off from Redis for long) misses status records and must re-fold the
+	// runs it cares about from the journal.
+	FeedMaxLen int64
+	// Block is how long one tail read (XREAD BLOCK) waits for new entries
+	// before looping. Default 1s. go-redis cannot interrupt a blocked read,
+	// so this bounds how long a tail may take to see Close when its wake-up
+	// write fails (Redis down) and how long a run whose last subscriber left
+	// stays in the multiplexed read.
+	Block time.Duration
+	// ReadCount caps the entries one tail read returns per stream. Default
+	// 512.
+	ReadCount int64
+	// Timeout bounds the Redis calls the Store makes on its own behalf
+	// (SubscribeRun's position lookup, wake-ups, Close). Default 5s.
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound a tail's delay between reconnection
+	// attempts after a Redis error; it doubles from MinBackoff (default
+	// 50ms) up to MaxBackoff (default 2s).
+	MinBackoff, MaxBackoff time.Duration
+	// Now is the clock that fills created_at when it is zero. Default
+	// time.Now.
+	Now func() time.Time
+	// Logger receives tail errors and reconnections. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.Prefix == "" {
+		o.Prefix = "rh:"
+	}
+	if o.Shards <= 0 {
+		o.Shards = 8
+	}
+	if o.FeedMaxLen <= 0 {
+		o.FeedMaxLen = 10000
+	}
+	if o.Block <= 0 {
+		o.Block = time.Second
+	}
+	if o.ReadCount <= 0 {
+		o.ReadCount = 512
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 50 * time.Millisecond
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(2*time.Second, o.MinBackoff)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Store is the Redis Streams journal. Its methods are safe for concurrent
+// use.
+type Store struct {
+	opts      Options
+	rdb       *goredis.Client
+	ownClient bool
+	k         keyspace
+
+	ctx    context.Context // cancelled by Close; stops the tails
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the tails
+
+	mu     sync.Mutex // guards closed transitions and tail starts
+	closed atomic.Bool
+
+	runs runTail
+	feed feedTail
+}
+
+var _ journal.Store = (*Store)(nil)
+
+// Open connects to Redis, checks it answers and loads the scripts.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	opts.setDefaults()
+	s := &Store{opts: opts, k: keyspace{prefix: opts.Prefix, shards: opts.Shards}}
+	if opts.Client != nil {
+		s.rdb = opts.Client
+	} else {
+		if opts.URL == "" {
+			return nil, errors.New("journal/redis: Options needs URL or Client")
+		}
+		copt, err := goredis.ParseURL(opts.URL)
+		if err != nil {
+			return nil, fmt.Errorf("journal/redis: %w", err)
+		}
+		s.rdb, s.ownClient = goredis.NewClient(copt), true
+	}
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		s.closeClient()
+		return nil, fmt.Errorf("journal/redis: ping: %w", err)
+	}
+	for _, sc := range allScripts {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			s.closeClient()
+			return nil, fmt.Errorf("journal/redis: loading scripts: %w", err)
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.runs.init(s)
+	s.feed.init(s)
+	return s, nil
+}
+
+// Client returns the go-redis client the Store uses.
+func (s *Store) Client() *goredis.Client { return s.rdb }
+
+// Close stops both tails, waits for them, removes this Store's wake stream
+// and closes the client if the Store made it. Calls after the first return
+// nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed.Store(true)
+	s.mu.Unlock()
+	s.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+	defer cancel()
+	if s.runs.isStarted() || s.feed.isStarted() {
+		s.wake(ctx) // both tails read the wake stream: they return at once
+	}
+	s.wg.Wait()
+	_ = s.rdb.Del(ctx, s.runs.wakeKey).Err()
+	s.closeClient()
+	return nil
+}
+
+func (s *Store) closeClient() {
+	if s.ownClient {
+		_ = s.rdb.Close()
+	}
+}
+
+// goTail starts a tail goroutine unless the store is closed.
+func (s *Store) goTail(loop func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		loop()
+	}()
+	return true
+}
+
+// wake appends to the wake stream so that blocked tails return and re-read
+// their key sets.
+func (s *Store) wake(ctx context.Context) {
+	pipe := s.rdb.Pipeline()
+	pipe.XAdd(ctx, &goredis.XAddArgs{Stream: s.runs.wakeKey, MaxLen: 16, Approx: true, Values: []any{"w", "1"}})
+	pipe.Expire(ctx, s.runs.wakeKey, 24*time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil && !s.closed.Load() {
+		s.opts.Logger.Warn("journal/redis: wake", "err", err)
+	}
+}
+
+// check returns ErrClosed once the store is closed.
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return journal.ErrClosed
+	}
+	return nil
+}
+
+// fail maps a client error: ErrClosed when the store (or its client) closed.
+func (s *Store) fail(op string, err error) error {
+	if errors.Is(err, goredis.ErrClosed) || s.closed.Load() {
+		return fmt.Errorf("journal/redis: %s: %w", op, journal.ErrClosed)
+	}
+	return fmt.Errorf("journal/redis: %s: %w", op, err)
+}
+
+// newToken returns a random attempt token for a keyless append.
+func newToken() string {
+	return strconv.FormatUint(rand.Uint64(), 36)
+}
+
+// formatTime renders a created_at value so that it parses back exactly.
+func formatTime(ts float64) string {
+	return strconv.FormatFloat(ts, 'f', -1, 64)
+}
+
+// backoff is a tail's reconnection delay.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// wait sleeps the next delay; false when ctx ends first.
+func (b *backoff) wait(ctx context.Context) bool {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	t := time.NewTimer(b.cur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
