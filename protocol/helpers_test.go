@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -46,10 +47,8 @@ var knownCodes = map[protocol.Code]bool{
 	protocol.CodeSlowConsumer: true, protocol.CodeInvalidPayload: true,
 }
 
-func ids(n int, prefix string) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = prefix + strings.Repeat("x", i%5) + string(rune('a'+i%26))
-	}
-	return out
-}
+var errPlain = errors.New("plain")
+
+func fmtErr(err error) error { return fmt.Errorf("context: %w", err) }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

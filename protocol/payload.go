@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -70,8 +71,85 @@ func ValidateEvent(e *Envelope) error {
 			return fieldError(CodeInvalidPayload, "payload.text", "tool.updated needs text or data")
 		}
 	}
+	if err := checkPayloadValues(e.Type, e.Payload); err != nil {
+		return err
+	}
 	if e.Terminal != IsTerminal(e.Type, e.Payload) {
 		return fieldError(CodeBadRequest, "terminal", "is %v but a %s event with this payload is %v", e.Terminal, e.Type, !e.Terminal)
+	}
+	return nil
+}
+
+// typedPayload returns a pointer to the typed payload of t, nil for an
+// unknown type.
+func typedPayload(t EventType) any {
+	switch t {
+	case EventRunStarted:
+		return &RunStartedPayload{}
+	case EventStatus:
+		return &StatusPayload{}
+	case EventTokenDelta:
+		return &TokenDeltaPayload{}
+	case EventReasoningDelta, EventReasoningDone:
+		return &ReasoningPayload{}
+	case EventProgress:
+		return &ProgressPayload{}
+	case EventToolStarted:
+		return &ToolStartedPayload{}
+	case EventToolUpdated:
+		return &ToolUpdatedPayload{}
+	case EventToolDone:
+		return &ToolDonePayload{}
+	case EventApprovalReq:
+		return &ApprovalRequestedPayload{}
+	case EventApprovalRes:
+		return &ApprovalResolvedPayload{}
+	case EventClarifyReq:
+		return &ClarifyRequestedPayload{}
+	case EventClarifyRes:
+		return &ClarifyResolvedPayload{}
+	case EventTitleUpdated:
+		return &TitleUpdatedPayload{}
+	case EventUsageUpdated, EventUsageFinal:
+		return &Usage{}
+	case EventQueueUpdated:
+		return &QueueUpdatedPayload{}
+	case EventGoalUpdated:
+		return &GoalUpdatedPayload{}
+	case EventDone:
+		return &DonePayload{}
+	case EventCancelled:
+		return &CancelledPayload{}
+	case EventError:
+		return &ErrorPayload{}
+	}
+	return nil
+}
+
+// checkPayloadValues decodes the payload into its typed form, so a field of
+// the wrong JSON type is rejected here rather than by every reader of the
+// journal, and checks the values protocol v1 enumerates.
+func checkPayloadValues(t EventType, raw json.RawMessage) error {
+	v := typedPayload(t)
+	if v == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fieldError(CodeInvalidPayload, "payload."+te.Field, "must be %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)
+		}
+		return fieldError(CodeInvalidPayload, "payload", "%v", err)
+	}
+	switch p := v.(type) {
+	case *StatusPayload:
+		if !p.Status.Known() || p.Status.Terminal() {
+			return fieldError(CodeInvalidPayload, "payload.status", "%q is not a non-terminal run status", truncate(string(p.Status), 40))
+		}
+	case *DonePayload:
+		if p.Status != string(StatusCompleted) {
+			return fieldError(CodeInvalidPayload, "payload.status", "must be %q", StatusCompleted)
+		}
 	}
 	return nil
 }

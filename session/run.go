@@ -52,11 +52,17 @@ func (r *Run) Apply(e *protocol.Envelope) error {
 	if e.RunID != r.RunID {
 		return fmt.Errorf("%w: %s is not %s", ErrWrongRun, e.RunID, r.RunID)
 	}
+	if r.SessionID != "" && e.SessionID != r.SessionID {
+		return fmt.Errorf("%w: %s is in session %s, not %s", ErrWrongRun, e.RunID, e.SessionID, r.SessionID)
+	}
 	if r.Terminal {
 		return fmt.Errorf("%w: %s %s", ErrAfterTerminal, e.Type, e.EventID)
 	}
 	if e.Seq != r.LastSeq+1 {
 		return fmt.Errorf("%w: seq %d after %d", ErrSeq, e.Seq, r.LastSeq)
+	}
+	if e.Terminal != protocol.IsTerminal(e.Type, e.Payload) {
+		return fmt.Errorf("%w: %s %s has terminal %v, its type and payload say %v", ErrInvalidPayload, e.Type, e.EventID, e.Terminal, !e.Terminal)
 	}
 	next := *r
 	if err := next.apply(e); err != nil {
