@@ -26,10 +26,9 @@ const (
 // field, a wrong JSON type or an oversized field is an *Error naming the
 // field.
 //
-// A focus whose cursor is malformed yields an *Error with CodeBadCursor
-// together with the decoded message (m.Focus set, its session valid), so the
-// hub can answer bad_cursor and still focus the session from its latest run
-// as protocol.md requires. Other errors leave the message unusable.
+// A focus cursor is only bounded here, not parsed: protocol.md answers a
+// malformed cursor with bad_cursor and still focuses the session (the replay
+// falls back to its latest run), so the hub parses it with ParseCursor.
 func DecodeClient(data []byte) (ClientMessage, error) {
 	if len(data) > MaxClientMessageBytes {
 		return ClientMessage{}, Errorf(CodeTooLarge, "message is %d bytes, limit %d", len(data), MaxClientMessageBytes)
@@ -116,8 +115,8 @@ func validateFocus(f *Focus) error {
 		if f.SessionID == nil {
 			return fieldError(CodeBadRequest, "cursor", "needs a session_id")
 		}
-		if _, err := ParseCursor(f.Cursor); err != nil {
-			return fieldError(CodeBadCursor, "cursor", "%s", err.(*Error).Message)
+		if err := maxLen("cursor", f.Cursor, MaxShortBytes); err != nil {
+			return err
 		}
 	}
 	return nil

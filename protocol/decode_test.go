@@ -91,9 +91,14 @@ func TestDecodeClient(t *testing.T) {
 		{name: "focus session_id oversized", in: `{"type":"focus","session_id":"` + long(protocol.MaxIDLen+1) + `"}`, code: protocol.CodeTooLarge, field: "session_id"},
 		{name: "focus cursor without session", in: `{"type":"focus","session_id":null,"cursor":"r1:1"}`, code: protocol.CodeBadRequest, field: "cursor"},
 		{name: "focus cursor number", in: `{"type":"focus","session_id":"s1","cursor":7}`, code: protocol.CodeBadRequest, field: "cursor"},
-		{name: "focus cursor malformed", in: `{"type":"focus","session_id":"s1","cursor":"r1"}`, code: protocol.CodeBadCursor, field: "cursor"},
-		{name: "focus cursor leading zero", in: `{"type":"focus","session_id":"s1","cursor":"r1:01"}`, code: protocol.CodeBadCursor, field: "cursor"},
-		{name: "focus cursor oversized", in: `{"type":"focus","session_id":"s1","cursor":"` + long(4096) + `:1"}`, code: protocol.CodeBadCursor, field: "cursor"},
+		// A malformed cursor still focuses: the hub answers bad_cursor and
+		// replays the latest run (protocol.md), so it passes the decoder.
+		{name: "focus cursor malformed", in: `{"type":"focus","session_id":"s1","cursor":"r1"}`,
+			want: protocol.ClientMessage{Type: "focus", Focus: &protocol.Focus{Type: "focus", SessionID: str("s1"), Cursor: "r1"}}},
+		{name: "focus cursor leading zero", in: `{"type":"focus","session_id":"s1","cursor":"r1:01"}`,
+			want: protocol.ClientMessage{Type: "focus", Focus: &protocol.Focus{Type: "focus", SessionID: str("s1"), Cursor: "r1:01"}}},
+		{name: "focus cursor at the bound", in: `{"type":"focus","session_id":"s1","cursor":"` + long(protocol.MaxShortBytes) + `"}`},
+		{name: "focus cursor oversized", in: `{"type":"focus","session_id":"s1","cursor":"` + long(protocol.MaxShortBytes-1) + `:1"}`, code: protocol.CodeTooLarge, field: "cursor"},
 
 		// control (the per-op rules are in TestValidateControl)
 		{name: "control start", in: `{"type":"control","id":"c1","op":"start","message":"hi","toolsets":["web"],"metadata":{"sim":{"tokens":3}}}`,
@@ -183,14 +188,12 @@ func TestDecodeClient_TypeFieldIsTheMessageType(t *testing.T) {
 	}
 }
 
-// A focus with a malformed cursor is answered with bad_cursor, but the hub
-// still gets the session to focus (protocol.md: the replay falls back to the
-// latest run).
-func TestDecodeClient_FocusBadCursorKeepsSession(t *testing.T) {
-	m, err := protocol.DecodeClient([]byte(`{"type":"focus","session_id":"s1","cursor":"nope"}`))
-	wantError(t, err, protocol.CodeBadCursor, "cursor")
-	if m.Focus == nil || m.Focus.SessionID == nil || *m.Focus.SessionID != "s1" {
-		t.Fatalf("got %s, want the focus of s1 alongside the error", dump(m))
+// Every valid cursor fits the decoder's bound on the cursor field.
+func TestDecodeClient_LongestValidCursor(t *testing.T) {
+	c := protocol.Cursor{RunID: strings.Repeat("r", protocol.MaxIDLen), Seq: 1<<64 - 1}
+	m, err := protocol.DecodeClient([]byte(`{"type":"focus","session_id":"s1","cursor":"` + c.String() + `"}`))
+	if err != nil || m.Focus.Cursor != c.String() {
+		t.Fatalf("longest valid cursor: %v", err)
 	}
 }
 

@@ -198,7 +198,9 @@ func TestValidateEvent_TypedPayloads(t *testing.T) {
 }
 
 func TestValidateEvent_Rejects(t *testing.T) {
-	valid := func(t *testing.T) protocol.Envelope { return event(t, protocol.EventTokenDelta, minimum[protocol.EventTokenDelta]) }
+	valid := func(t *testing.T) protocol.Envelope {
+		return event(t, protocol.EventTokenDelta, minimum[protocol.EventTokenDelta])
+	}
 	tests := []struct {
 		name   string
 		mutate func(*protocol.Envelope)

@@ -19,7 +19,7 @@ func TestDecodeServer(t *testing.T) {
 		&protocol.StatusMessage{Type: "status", Session: &protocol.SessionStatus{SessionID: "s1", Title: "t", RunID: "r1",
 			Status: protocol.StatusAwaitingApproval, LastSeq: 7, LastEventID: "r1:7", ActiveControls: []string{"cancel", "approve"},
 			PendingApproval: &protocol.PendingApproval{ApprovalID: "a1", Summary: "s", Choices: []string{"once"}},
-			Progress: "approval: s", Tokens: 5, Usage: usage, QueueDepth: 2,
+			Progress:        "approval: s", Tokens: 5, Usage: usage, QueueDepth: 2,
 			Goal: &protocol.GoalUpdatedPayload{State: "active", Text: "g"}, UpdatedAt: 1778750000.5}},
 		&protocol.EventMessage{Type: "event", Event: env},
 		&protocol.Replayed{Type: "replayed", SessionID: "s1", Cursor: "r1:2", Count: 2},
