@@ -1,11 +1,16 @@
 package web
 
 import (
+	"context"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHandler_ServesWorkbenchFiles(t *testing.T) {
@@ -73,5 +78,32 @@ func TestHandler_RejectsOtherMethodsAndUnknownFiles(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/nope.js", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("GET /nope.js: status %d, want 404", rec.Code)
+	}
+}
+
+// TestClientJS runs the JS client's tests (jstest/) and a syntax check of
+// every workbench module with node, when node is installed.
+func TestClientJS(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	entries, err := fs.Glob(FS(), "*.js")
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no js files: %v", err)
+	}
+	for _, name := range entries {
+		if out, err := exec.CommandContext(ctx, node, "--check", filepath.Join("static", name)).CombinedOutput(); err != nil {
+			t.Errorf("node --check %s: %v\n%s", name, err, out)
+		}
+	}
+	out, err := exec.CommandContext(ctx, node, "--test", filepath.Join("jstest", "runhub-client.test.mjs")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	if testing.Verbose() {
+		t.Logf("%s", out)
 	}
 }

@@ -123,9 +123,11 @@ function render() {
   const atBottom = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48;
   let grew = false;
   for (const v of views.values()) if (v.flush()) grew = grew || v.sessionId === focused;
+  const statusChanged = dirtyItems.size > 0;
   for (const sid of dirtyItems) renderItem(sid);
   dirtyItems.clear();
   if (orderDirty) reorder();
+  if (statusChanged) renderTitle();
   if (paneDirty) renderPane();
   if (grew) {
     if (stickToBottom || atBottom) {
@@ -241,6 +243,17 @@ function renderItem(sid) {
   applyFilter(it, sid, s);
 }
 
+// renderTitle puts the sessions waiting on the user and the focused session
+// in the tab title.
+function renderTitle() {
+  let waiting = 0;
+  for (const s of rh.sessions.values()) if (s.status === "awaiting_approval" || s.status === "awaiting_clarify") waiting++;
+  const s = focused && rh.sessions.get(focused);
+  const name = focused ? (s && s.title) || "session" : "workbench";
+  const t = `${waiting ? `(${waiting}) ` : ""}${name} · runhub`;
+  if (document.title !== t) document.title = t;
+}
+
 function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
 }
@@ -293,7 +306,11 @@ function focusSession(sid, force = false) {
     } else {
       v = new SessionView(sid, viewCtx(sid));
       views.set(sid, v);
-      rh.focus(sid, { cursor: null }); // a full replay of the latest run
+      // A full replay: of every run when the hub lists the session's runs
+      // (a cursor before the first event of the first run), else of the
+      // latest run.
+      const runs = rh.sessions.get(sid) && rh.sessions.get(sid).runs;
+      rh.focus(sid, { cursor: Array.isArray(runs) && runs.length > 1 ? `${runs[0]}:0` : null });
       evictViews();
     }
     els.transcript.replaceChildren(v.el);
@@ -340,7 +357,8 @@ function renderPane() {
   setText(els.status, statusLabel(s && s.status));
   els.status.dataset.status = status;
   els.status.hidden = !focused;
-  setText(els.progress, (s && s.progress) || "");
+  const progress = (s && s.progress) || "";
+  setText(els.progress, progress === status || progress === statusLabel(status) ? "" : progress);
   setText(els.tokens, s && s.tokens ? `${fmtCount(s.tokens)} tokens` : "");
   setText(els.run, s && s.run_id ? shortId(s.run_id) : "");
   els.run.title = (s && s.run_id) || "";
@@ -369,6 +387,7 @@ function renderPane() {
   }
 
   els.startSubmit.textContent = !focused || els.startNew.checked ? "Start in new session" : "Start run";
+  renderTitle();
   els.startForm.classList.toggle("busy", !!(s && controls.has("cancel")));
 
   const v = focused && views.get(focused);

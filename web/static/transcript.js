@@ -520,10 +520,10 @@ class ClarifyCard {
     this.buttons = choices.map((c) =>
       h("button", { type: "button", class: "btn btn-small btn-approve", testid: "clarify-choice", "data-choice": c, text: c, onclick: () => this.answer(c) }),
     );
-    this.input = h("input", { type: "text", testid: "clarify-input", placeholder: "Your answer…" });
+    // Free text is always possible; with choices it is the "other" answer.
+    this.input = h("input", { type: "text", testid: "clarify-input", placeholder: choices.length ? "…or type another answer" : "Your answer…" });
     this.submit = h("button", { type: "submit", class: "btn btn-small btn-primary", testid: "clarify-submit", text: "Answer" });
-    const textMode = p.input_mode !== "choice" || !choices.length;
-    this.form = h("form", { class: "clarify-form", hidden: !textMode }, this.input, this.submit);
+    this.form = h("form", { class: "clarify-form" }, this.input, this.submit);
     this.form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const v = this.input.value.trim();
