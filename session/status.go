@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/runhub/runhub/protocol"
 )
@@ -15,6 +16,8 @@ type Session struct {
 	QueueDepth int
 	Goal       *protocol.GoalUpdatedPayload
 	UpdatedAt  float64
+
+	earlier []string // ids of the runs before Latest, oldest first
 }
 
 // NewSession returns a session with no runs.
@@ -23,12 +26,17 @@ func NewSession(id, title string) Session { return Session{ID: id, Title: title}
 // Apply folds an event of the session. An event of a run other than the
 // latest starts a new latest run when it is that run's first event; a later
 // event of an unseen run is ErrSeq (the caller must load the run's state);
-// an event of an older run is ErrWrongRun.
+// an event of an earlier run (one this Session saw before the latest, by
+// Apply or SetLatest) is ErrWrongRun, so a replayed old run never becomes
+// the latest again.
 func (s *Session) Apply(e *protocol.Envelope) error {
 	if e.SessionID != s.ID {
 		return fmt.Errorf("%w: session %s is not %s", ErrWrongRun, e.SessionID, s.ID)
 	}
 	if s.Latest == nil || e.RunID != s.Latest.RunID {
+		if slices.Contains(s.earlier, e.RunID) {
+			return fmt.Errorf("%w: %s is an earlier run of session %s", ErrWrongRun, e.RunID, s.ID)
+		}
 		if e.Seq != 1 {
 			return fmt.Errorf("%w: first event of run %s has seq %d", ErrSeq, e.RunID, e.Seq)
 		}
@@ -36,6 +44,7 @@ func (s *Session) Apply(e *protocol.Envelope) error {
 		if err := r.Apply(e); err != nil {
 			return err
 		}
+		s.retire()
 		s.Latest = &r
 	} else if err := s.Latest.Apply(e); err != nil {
 		return err
@@ -48,6 +57,9 @@ func (s *Session) Apply(e *protocol.Envelope) error {
 // SetLatest replaces the latest run with a state loaded elsewhere (e.g. folded
 // from the journal).
 func (s *Session) SetLatest(r Run) {
+	if s.Latest == nil || s.Latest.RunID != r.RunID {
+		s.retire()
+	}
 	s.Latest = &r
 	if r.Title != "" {
 		s.Title = r.Title
@@ -58,6 +70,14 @@ func (s *Session) SetLatest(r Run) {
 	s.QueueDepth = r.QueueDepth
 	if r.UpdatedAt > s.UpdatedAt {
 		s.UpdatedAt = r.UpdatedAt
+	}
+}
+
+// retire remembers the latest run as an earlier one. The slice is clipped so
+// that copies of a Session never share appends.
+func (s *Session) retire() {
+	if s.Latest != nil {
+		s.earlier = append(slices.Clip(s.earlier), s.Latest.RunID)
 	}
 }
 
