@@ -189,6 +189,12 @@ rh.on("goaway", (m) => toast(`Hub is going away (${m.reason || "restart"}); reco
 rh.on("error", (m, info) => {
   if (m.code === "client_bad_frame" || m.code === "client_hello_timeout") console.warn("runhub:", m);
   if (m.code === "bad_cursor") return; // handled by reset: the hub replays from the start
+  if (m.code === "not_found" && m.ref === "focus" && focused && String(m.message).includes(focused)) {
+    // A stale link (#/s/…) or a session that is gone.
+    const v = views.get(focused);
+    if (v && !v.runs.size) views.delete(focused);
+    focusSession(null);
+  }
   if (info && info.settled) return; // the control's own promise reports it
   toast(`${m.code}: ${m.message || ""}`, "error");
 });

@@ -173,12 +173,14 @@ class RunView {
         this.approvals.set(card.id, card);
         this.add(card.el);
         this.activityText.textContent = "waiting for your approval";
+        if (this.status !== "cancelling") this.setStatus("awaiting_approval");
         return;
       }
       case "approval.resolved": {
         const card = this.approvals.get(p.approval_id);
         if (card) card.resolved(p);
         this.activityText.textContent = "working…";
+        this.resume();
         return;
       }
       case "clarify.requested": {
@@ -186,12 +188,14 @@ class RunView {
         this.clarifies.set(card.id, card);
         this.add(card.el);
         this.activityText.textContent = "waiting for your answer";
+        if (this.status !== "cancelling") this.setStatus("awaiting_clarify");
         return;
       }
       case "clarify.resolved": {
         const card = this.clarifies.get(p.clarify_id);
         if (card) card.resolved(p);
         this.activityText.textContent = "working…";
+        this.resume();
         return;
       }
       case "title.updated":
@@ -221,6 +225,16 @@ class RunView {
       default:
         return; // unknown event types are allowed to appear
     }
+  }
+
+  // resume returns the run chip to running after a prompt is resolved,
+  // unless another prompt still waits or the run is being cancelled.
+  resume() {
+    if (this.status === "cancelling") return;
+    const waiting = (m) => [...m.values()].some((c) => c.el.dataset.state === "pending");
+    if (waiting(this.approvals)) this.setStatus("awaiting_approval");
+    else if (waiting(this.clarifies)) this.setStatus("awaiting_clarify");
+    else this.setStatus("running");
   }
 
   started(e, p) {
@@ -319,7 +333,7 @@ class RunView {
       case "cancelled":
         icon = "■";
         title = "Cancelled";
-        detail = [p.reason, p.partial ? "partial output above was kept" : "stopped before any output"].filter(Boolean).join(" — ");
+        detail = [p.partial ? "partial output above was kept" : "stopped before any output", p.reason && `reason: ${p.reason}`].filter(Boolean).join(" · ");
         break;
       case "interrupted":
         icon = "⚡";
