@@ -146,7 +146,7 @@ rh.on("state", ({ state, delay_ms: delay }) => {
   const text = {
     idle: "idle",
     connecting: "connecting…",
-    open: "live",
+    open: "connected",
     reconnecting: delay ? `reconnecting in ${Math.max(1, Math.round(delay / 1000))}s` : "reconnecting…",
     unauthorized: "unauthorized",
     closed: "offline",
@@ -299,6 +299,12 @@ function focusSession(sid, force = false) {
   sid = sid || null;
   if (sid === focused && !force) return;
   if (focused && items.has(focused)) items.get(focused).el.classList.remove("focused");
+  const prev = focused && views.get(focused);
+  if (prev) {
+    // Come back to the same place, or to the end if the user was following it.
+    const sc = els.scroll;
+    prev.scrollTop = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48 ? null : sc.scrollTop;
+  }
   focused = sid;
   stopping = null;
   stickToBottom = true;
@@ -320,6 +326,12 @@ function focusSession(sid, force = false) {
       evictViews();
     }
     els.transcript.replaceChildren(v.el);
+    if (v.scrollTop != null) {
+      els.scroll.scrollTop = v.scrollTop;
+      stickToBottom = false;
+    } else {
+      els.scroll.scrollTop = els.scroll.scrollHeight;
+    }
     if (items.has(sid)) items.get(sid).el.classList.add("focused");
   } else {
     rh.focus(null);
@@ -381,7 +393,10 @@ function renderPane() {
   for (const el of [...els.queueForm.elements, ...els.goalForm.elements]) el.disabled = !focused;
   setText(els.queueDepth, String((s && s.queue_depth) || 0));
   els.queueDepth.parentElement.classList.toggle("nonzero", !!(s && s.queue_depth));
-  const goal = s && s.goal;
+  const v = focused && views.get(focused);
+  const q = v && v.queue;
+  els.queueDepth.parentElement.title = q && q.items && q.items.length ? q.items.map((i) => `• ${i.preview || i.id}`).join("\n") : "messages waiting";
+  const goal = (s && s.goal) || (v && v.goal);
   const gstate = (goal && goal.state) || "none";
   setText(els.goalState, gstate);
   els.goalState.dataset.state = gstate;
@@ -396,7 +411,6 @@ function renderPane() {
   renderTitle();
   els.startForm.classList.toggle("busy", !!(s && controls.has("cancel")));
 
-  const v = focused && views.get(focused);
   if (v) v.refreshControls(s);
 }
 

@@ -31,6 +31,7 @@ export class SessionView {
     this.pending = [];
     this.goal = null;
     this.queue = null;
+    this.scrollTop = null; // where the pane was scrolled when it lost focus; null: the end
   }
 
   push(e) {
