@@ -278,3 +278,19 @@ test("ping resolves with the pong", async () => {
   assert.equal(r.id, m.id);
   assert.ok(r.rtt_ms >= 0);
 });
+
+test("a resumed replay that misses the session's newer run fetches it from its start", async () => {
+  const { c, seen, ws } = await connected();
+  c.focus("s1");
+  ws().recv(ev("r1", 1), ev("r1", 2));
+  c.focus("s2");
+  ws().recv({ type: "status", session: { session_id: "s1", run_id: "r2", last_seq: 7, status: "completed" } });
+  c.focus("s1");
+  assert.deepEqual(ws().sent[ws().sent.length - 1], { type: "focus", session_id: "s1", cursor: "r1:2" });
+  ws().recv({ type: "replayed", session_id: "s1", cursor: "r1:2", count: 0 });
+  assert.deepEqual(ws().sent[ws().sent.length - 1], { type: "focus", session_id: "s1", cursor: "r2:0" });
+  assert.deepEqual(seen.gap, [{ run_id: "r2", after_seq: 0, got_seq: 7 }]);
+  ws().recv(ev("r2", 1), { type: "replayed", session_id: "s1", cursor: "r2:1", count: 1 });
+  assert.equal(ws().sent.filter((m) => m.type === "focus").length, 4, "no second resync once the run arrives");
+  assert.deepEqual(seen.event.map((e) => `${e.run_id}:${e.seq}`), ["r1:1", "r1:2", "r2:1"]);
+});

@@ -373,6 +373,7 @@ export class RunhubClient {
         if (msg.session_id !== this._focus) return;
         this.replaying = false;
         this._emit("replayed", msg);
+        this._checkLatestRun(msg.session_id);
         return;
       case "control_result":
         this._settle(msg.id, (p) => p.resolve(msg));
@@ -465,6 +466,20 @@ export class RunhubClient {
     this._runs.set(e.run_id, { session_id: e.session_id, seq: e.seq });
     this._sessionCursor.set(e.session_id, { run_id: e.run_id, seq: e.seq });
     this._emit("event", e);
+  }
+
+  // _checkLatestRun closes a hole a resumed replay can leave: the session's
+  // status names a newer run than the cursor's, yet the replay ended without
+  // it (runs that began and ended while the session was not focused). The
+  // newer run is then replayed from its start.
+  _checkLatestRun(sid) {
+    const st = this.sessions.get(sid);
+    const cur = this._sessionCursor.get(sid);
+    if (!this.resyncOnGap || !st || !st.run_id || !cur || cur.run_id === st.run_id) return;
+    if (this._runs.has(st.run_id) || !(st.last_seq > 0) || this._resyncing.get(st.run_id) === 0) return;
+    this._resyncing.set(st.run_id, 0);
+    this._emit("gap", { run_id: st.run_id, after_seq: 0, got_seq: st.last_seq });
+    this._sendFocus(sid, `${st.run_id}:0`, true);
   }
 
   _onError(msg) {
