@@ -1,0 +1,191 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// opKind names a write.
+type opKind uint8
+
+const (
+	opAppend opKind = iota
+	opCreateSession
+	opBeginRun
+	opTrim
+)
+
+// request is one write waiting for the committer. The committer fills the
+// results and closes done; the writer reads them only after done.
+type request struct {
+	kind opKind
+
+	event   protocol.Envelope // opAppend: prepared, unsequenced
+	key     string            // opAppend: idempotency key or ""
+	session journal.SessionMeta
+	run     journal.RunMeta
+	before  float64 // opTrim: cutoff (created_at form)
+	limit   int     // opTrim: most runs to delete
+
+	stored  protocol.Envelope // opAppend: the stored (or existing) event
+	fresh   bool              // opAppend: stored was written by this request
+	trimmed int               // opTrim: runs deleted
+	err     error
+
+	done chan struct{}
+}
+
+// submit queues r and waits for its result. It returns ErrClosed when the
+// store is closed and ctx.Err() when ctx ends first; the write may still
+// commit in that case (retry with an idempotency key).
+func (s *Store) submit(ctx context.Context, r *request) error {
+	r.done = make(chan struct{})
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return journal.ErrClosed
+	}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitLoop is the committer: it gathers queued writes into batches and
+// commits each in one transaction until Close, then commits what is left.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	max := s.opts.GroupCommit.MaxBatch
+	w := newWriter(s.opts.Now)
+	batch := make([]*request, 0, max)
+	var timer *time.Timer
+	for {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch[:0], r)
+		case <-s.stop:
+			s.drain(w, batch[:0])
+			return
+		}
+		batch = s.gather(batch, &timer)
+		s.commit(w, batch)
+	}
+}
+
+// gather adds waiting writes to batch, up to MaxBatch, waiting up to
+// MaxWait for more when the queue runs dry.
+func (s *Store) gather(batch []*request, timer **time.Timer) []*request {
+	max, wait := s.opts.GroupCommit.MaxBatch, s.opts.GroupCommit.MaxWait
+	var deadline <-chan time.Time
+	for len(batch) < max {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		if wait <= 0 {
+			return batch
+		}
+		if deadline == nil {
+			if *timer == nil {
+				*timer = time.NewTimer(wait)
+			} else {
+				(*timer).Reset(wait)
+			}
+			deadline = (*timer).C
+		}
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		case <-deadline:
+			return batch
+		case <-s.stop:
+			(*timer).Stop()
+			return batch
+		}
+	}
+	if deadline != nil {
+		(*timer).Stop()
+	}
+	return batch
+}
+
+// drain commits the writes queued before Close. Close holds no senders
+// back any more, so the queue only shrinks.
+func (s *Store) drain(w *writer, batch []*request) {
+	for {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+			if len(batch) < s.opts.GroupCommit.MaxBatch {
+				continue
+			}
+		default:
+		}
+		if len(batch) == 0 {
+			return
+		}
+		s.commit(w, batch)
+		batch = batch[:0]
+	}
+}
+
+// commit applies batch in one transaction, publishes the new events and
+// answers the writers. A transaction that fails is retried one write at a
+// time, so one bad write cannot fail its neighbours.
+func (s *Store) commit(w *writer, batch []*request) {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		w.begin(tx)
+		for _, r := range batch {
+			if err := w.apply(r); err != nil {
+				return err
+			}
+		}
+		return w.flush()
+	})
+	w.end()
+	if err != nil {
+		if len(batch) > 1 {
+			for _, r := range batch {
+				s.commit(w, []*request{r})
+			}
+			return
+		}
+		r := batch[0]
+		r.stored, r.fresh, r.trimmed = protocol.Envelope{}, false, 0
+		r.err = fmt.Errorf("journal/bolt: commit: %w", err)
+		close(r.done)
+		return
+	}
+	fresh := w.published[:0]
+	for _, r := range batch {
+		if r.fresh {
+			fresh = append(fresh, r.stored)
+		}
+	}
+	s.bus.publish(fresh)
+	clear(fresh)
+	w.published = fresh[:0]
+	for _, r := range batch {
+		close(r.done)
+	}
+}
+
+func jsonValid(b []byte) bool { return json.Valid(b) }

@@ -1,0 +1,69 @@
+package bolt
+
+import "time"
+
+// Options configure a Store. The zero value is a safe, durable default.
+type Options struct {
+	// Now is the clock that stamps created_at on events, sessions and runs
+	// that come without one. Default time.Now.
+	Now func() time.Time
+
+	// GroupCommit tunes how appends are batched into transactions.
+	GroupCommit GroupCommit
+
+	// LockTimeout is how long Open waits for the file lock another process
+	// holds. Default 1s; negative waits forever.
+	LockTimeout time.Duration
+
+	// NoSync skips fsync on commit. DANGEROUS: a crash or power loss can
+	// lose acknowledged events or corrupt the file. For benchmarks and
+	// throwaway tests only; never in a deployment. Default false.
+	NoSync bool
+}
+
+// GroupCommit bounds one batch of writes committed in one transaction.
+type GroupCommit struct {
+	// MaxBatch is the most writes one transaction applies. Larger batches
+	// amortise the fsync over more appends; a batch holds its writers'
+	// answers until it commits. Default 1000.
+	MaxBatch int
+
+	// MaxWait is how long the committer waits for more writes before it
+	// commits a batch that is not full. Default 0: commit at once; writes
+	// that arrive while a commit is in progress form the next batch, so
+	// batching grows with load without adding latency at low load. A small
+	// wait (100µs–1ms) raises throughput when few writers append at once,
+	// at the cost of that much latency on every append.
+	MaxWait time.Duration
+}
+
+// Defaults.
+const (
+	DefaultMaxBatch    = 1000
+	DefaultLockTimeout = time.Second
+)
+
+// MaxKeyLen bounds an idempotency key.
+const MaxKeyLen = 512
+
+// MaxOwnerLen bounds a session's owner.
+const MaxOwnerLen = 512
+
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.GroupCommit.MaxBatch <= 0 {
+		o.GroupCommit.MaxBatch = DefaultMaxBatch
+	}
+	if o.GroupCommit.MaxWait < 0 {
+		o.GroupCommit.MaxWait = 0
+	}
+	switch {
+	case o.LockTimeout == 0:
+		o.LockTimeout = DefaultLockTimeout
+	case o.LockTimeout < 0:
+		o.LockTimeout = 0 // bbolt: wait forever
+	}
+	return o
+}

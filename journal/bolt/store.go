@@ -1,0 +1,304 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Store is a journal.Store in one bbolt file.
+type Store struct {
+	db   *bbolt.DB
+	opts Options
+	bus  *bus
+
+	// mu guards closed; senders on reqs and readers hold it shared, so
+	// Close (exclusive) knows none is left when it stops the committer.
+	mu     sync.RWMutex
+	closed bool
+
+	reqs chan *request
+	stop chan struct{} // closed by Close: the committer drains and exits
+	done chan struct{} // closed by the committer when it has exited
+}
+
+var _ journal.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the journal file at path and starts its
+// committer. The caller must Close the store.
+func Open(path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout:      opts.LockTimeout,
+		NoSync:       opts.NoSync,
+		FreelistType: bbolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal/bolt: open %s: %w", path, err)
+	}
+	if err := db.Update(createBuckets); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal/bolt: init %s: %w", path, err)
+	}
+	s := &Store{
+		db:   db,
+		opts: opts,
+		bus:  newBus(),
+		reqs: make(chan *request, opts.GroupCommit.MaxBatch),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// Path returns the path of the journal file.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Close commits the writes already queued, stops the committer and
+// delivery, and closes the file. Later calls return journal.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return journal.ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	s.bus.close()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("journal/bolt: close: %w", err)
+	}
+	return nil
+}
+
+// view runs fn in a read transaction unless the store is closed.
+func (s *Store) view(fn func(tx *bbolt.Tx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return journal.ErrClosed
+	}
+	err := s.db.View(fn)
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return journal.ErrClosed
+	}
+	return err
+}
+
+// Append journals e; see journal.Log.
+func (s *Store) Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error) {
+	if len(key) > MaxKeyLen {
+		return protocol.Envelope{}, protocol.Errorf(protocol.CodeTooLarge, "idempotency key: is %d bytes, limit %d", len(key), MaxKeyLen)
+	}
+	p, err := journal.Prepare(e, s.opts.Now())
+	if err != nil {
+		return protocol.Envelope{}, err
+	}
+	r := &request{kind: opAppend, event: p, key: key}
+	if err := s.submit(ctx, r); err != nil {
+		return protocol.Envelope{}, err
+	}
+	return r.stored, r.err
+}
+
+// Read returns up to limit events of the run after afterSeq; see journal.Log.
+func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit int) ([]protocol.Envelope, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []protocol.Envelope
+	err := s.view(func(tx *bbolt.Tx) error {
+		hb := tx.Bucket(bucketHeads).Get([]byte(runID))
+		if hb == nil {
+			return fmt.Errorf("run %q: %w", runID, journal.ErrNotFound)
+		}
+		h, err := decodeHead(hb)
+		if err != nil {
+			return fmt.Errorf("run %q: %w", runID, err)
+		}
+		if limit <= 0 || afterSeq >= h.lastSeq {
+			return nil
+		}
+		want := int(min(uint64(limit), h.lastSeq-afterSeq))
+		exts, err := extentsAfter(tx.Bucket(bucketIndex), runID, h.pending, afterSeq, want)
+		if err != nil {
+			return err
+		}
+		out = make([]protocol.Envelope, 0, want)
+		d := rowDecoder{runID: runID}
+		lc := newLogCursor(tx.Bucket(bucketLog))
+		for _, x := range exts {
+			first := max(x.seq, afterSeq+1)
+			start := x.pos + first - x.seq
+			n := min(x.end()-first, uint64(want-len(out)))
+			var derr error
+			err := lc.scan(start, n, func(pos uint64, row []byte) bool {
+				var e protocol.Envelope
+				e, derr = d.decode(first+pos-start, row)
+				out = append(out, e)
+				return derr == nil
+			})
+			if err != nil {
+				return err
+			}
+			if derr != nil {
+				return derr
+			}
+			if len(out) == want {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Run returns a run's meta; see journal.Log.
+func (s *Store) Run(ctx context.Context, runID string) (journal.RunMeta, error) {
+	var m journal.RunMeta
+	err := s.view(func(tx *bbolt.Tx) error {
+		var err error
+		m, err = loadRun(tx, runID)
+		return err
+	})
+	return m, err
+}
+
+// CreateSession registers a session; see journal.Registry.
+func (s *Store) CreateSession(ctx context.Context, m journal.SessionMeta) error {
+	if err := protocol.ValidID(m.ID); err != nil {
+		return fmt.Errorf("session id: %w", err)
+	}
+	if len(m.Owner) > MaxOwnerLen {
+		return protocol.Errorf(protocol.CodeTooLarge, "owner: is %d bytes, limit %d", len(m.Owner), MaxOwnerLen)
+	}
+	if m.CreatedAt == 0 {
+		m.CreatedAt = protocol.Timestamp(s.opts.Now())
+	}
+	m.Runs, m.ActiveRun = []string{}, ""
+	r := &request{kind: opCreateSession, session: m}
+	if err := s.submit(ctx, r); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// Session returns a session's meta; see journal.Registry.
+func (s *Store) Session(ctx context.Context, id string) (journal.SessionMeta, error) {
+	var m journal.SessionMeta
+	err := s.view(func(tx *bbolt.Tx) error {
+		var err error
+		m, err = loadSession(tx, id)
+		return err
+	})
+	return m, err
+}
+
+// Sessions lists an owner's sessions, oldest first; see journal.Registry.
+func (s *Store) Sessions(ctx context.Context, owner string) ([]journal.SessionMeta, error) {
+	out := []journal.SessionMeta{}
+	err := s.view(func(tx *bbolt.Tx) error {
+		prefix := ownerPrefix(owner)
+		c := tx.Bucket(bucketOwners).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, v = c.Next() {
+			m, err := loadSession(tx, string(v))
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// BeginRun registers a run as its session's active run; see journal.Registry.
+func (s *Store) BeginRun(ctx context.Context, m journal.RunMeta) error {
+	if err := protocol.ValidID(m.ID); err != nil {
+		return fmt.Errorf("run id: %w", err)
+	}
+	if err := protocol.ValidID(m.SessionID); err != nil {
+		return fmt.Errorf("session id: %w", err)
+	}
+	if len(m.Request) > 0 {
+		m.Request = journal.RedactJSON(m.Request)
+		if len(m.Request) > protocol.MaxPayloadBytes {
+			return protocol.Errorf(protocol.CodeTooLarge, "request: is %d bytes, limit %d", len(m.Request), protocol.MaxPayloadBytes)
+		}
+		if !jsonValid(m.Request) {
+			return protocol.Errorf(protocol.CodeBadRequest, "request: is not valid JSON")
+		}
+	}
+	if m.CreatedAt == 0 {
+		m.CreatedAt = protocol.Timestamp(s.opts.Now())
+	}
+	m.LastSeq, m.Terminal, m.TerminalType, m.TerminalAt = 0, false, "", 0
+	r := &request{kind: opBeginRun, run: m}
+	if err := s.submit(ctx, r); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// ActiveRuns lists every run without a terminal event; see journal.Registry.
+func (s *Store) ActiveRuns(ctx context.Context) ([]journal.RunMeta, error) {
+	out := []journal.RunMeta{}
+	err := s.view(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketActive).ForEach(func(k, _ []byte) error {
+			m, err := loadRun(tx, string(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// trimChunk bounds the runs one Trim transaction deletes, so a large trim
+// does not hold appends back for long.
+const trimChunk = 256
+
+// Trim deletes terminal runs that ended before before; see
+// journal.Registry.
+func (s *Store) Trim(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for {
+		r := &request{kind: opTrim, before: protocol.Timestamp(before), limit: trimChunk}
+		if err := s.submit(ctx, r); err != nil {
+			return total, err
+		}
+		if r.err != nil {
+			return total, r.err
+		}
+		total += r.trimmed
+		if r.trimmed < trimChunk {
+			return total, nil
+		}
+	}
+}
+
+// SubscribeRun calls fn with every event appended to runID from now on;
+// see journal.Bus.
+func (s *Store) SubscribeRun(runID string, fn func(protocol.Envelope)) (cancel func()) {
+	return s.bus.subscribeRun(runID, fn)
+}
+
+// SubscribeFeed calls fn with every event of every run from now on; see
+// journal.Bus.
+func (s *Store) SubscribeFeed(fn func(protocol.Envelope)) (cancel func()) {
+	return s.bus.subscribeFeed(fn)
+}

@@ -1,0 +1,418 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// writer applies the requests of one batch inside one read-write
+// transaction. It caches the heads and sessions the batch touches and
+// writes each once, at flush. A method returns an error only when the
+// transaction must fail (a storage fault); refusals such as ErrTerminal are
+// results, stored in the request, and write nothing.
+type writer struct {
+	now func() time.Time
+
+	tx                            *bbolt.Tx
+	sessions, owners, runs, heads *bbolt.Bucket
+	log, index, keys              *bbolt.Bucket
+	active, ended                 *bbolt.Bucket
+	pos, startPos                 uint64 // last log position used; at begin
+	runCache                      map[string]*runState
+	sessCache                     map[string]*sessState
+	buf                           []byte              // rows of this batch; a value must stay intact until commit
+	published                     []protocol.Envelope // reused by commit
+}
+
+// runState is a run as the batch sees it.
+type runState struct {
+	id     string
+	exists bool
+	dirty  bool
+	head   head
+	keys   *bbolt.Bucket // nil until needed
+}
+
+// sessState is a session as the batch sees it.
+type sessState struct {
+	meta  journal.SessionMeta
+	dirty bool
+}
+
+// maxKeptBuf is the largest row buffer kept from one batch to the next.
+const maxKeptBuf = 4 << 20
+
+func newWriter(now func() time.Time) *writer {
+	return &writer{now: now, runCache: make(map[string]*runState), sessCache: make(map[string]*sessState)}
+}
+
+func (w *writer) begin(tx *bbolt.Tx) {
+	w.tx = tx
+	w.sessions, w.owners = tx.Bucket(bucketSessions), tx.Bucket(bucketOwners)
+	w.runs, w.heads = tx.Bucket(bucketRuns), tx.Bucket(bucketHeads)
+	w.log, w.index, w.keys = tx.Bucket(bucketLog), tx.Bucket(bucketIndex), tx.Bucket(bucketKeys)
+	w.active, w.ended = tx.Bucket(bucketActive), tx.Bucket(bucketEnded)
+	w.log.FillPercent = logFill
+	w.pos = w.log.Sequence()
+	w.startPos = w.pos
+	clear(w.runCache)
+	clear(w.sessCache)
+	w.buf = w.buf[:0]
+}
+
+// end forgets the transaction; called after it commits or rolls back.
+func (w *writer) end() {
+	w.tx, w.sessions, w.owners, w.runs, w.heads = nil, nil, nil, nil, nil
+	w.log, w.index, w.keys, w.active, w.ended = nil, nil, nil, nil, nil
+	clear(w.runCache)
+	clear(w.sessCache)
+	if cap(w.buf) > maxKeptBuf {
+		w.buf = nil
+	}
+}
+
+// apply applies one request.
+func (w *writer) apply(r *request) error {
+	r.stored, r.fresh, r.trimmed, r.err = protocol.Envelope{}, false, 0, nil
+	switch r.kind {
+	case opAppend:
+		return w.append(r)
+	case opCreateSession:
+		return w.createSession(r)
+	case opBeginRun:
+		return w.beginRun(r)
+	case opTrim:
+		return w.trim(r)
+	}
+	return fmt.Errorf("journal/bolt: unknown write %d", r.kind)
+}
+
+// flush writes the heads and sessions the batch changed.
+func (w *writer) flush() error {
+	if w.pos != w.startPos {
+		if err := w.log.SetSequence(w.pos); err != nil {
+			return err
+		}
+	}
+	for id, rs := range w.runCache {
+		if rs.exists && rs.dirty {
+			if err := w.heads.Put([]byte(id), rs.head.encode()); err != nil {
+				return err
+			}
+		}
+	}
+	for id, ss := range w.sessCache {
+		if ss.dirty {
+			raw, err := json.Marshal(ss.meta)
+			if err != nil {
+				return err
+			}
+			if err := w.sessions.Put([]byte(id), raw); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// run returns the run as the batch sees it, nil when it does not exist.
+func (w *writer) run(id string) (*runState, error) {
+	if rs, ok := w.runCache[id]; ok {
+		if !rs.exists {
+			return nil, nil
+		}
+		return rs, nil
+	}
+	rs := &runState{id: id}
+	w.runCache[id] = rs
+	hb := w.heads.Get([]byte(id))
+	if hb == nil {
+		return nil, nil
+	}
+	h, err := decodeHead(hb)
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", id, err)
+	}
+	rs.exists, rs.head = true, h
+	return rs, nil
+}
+
+// session returns the session as the batch sees it, nil when it does not
+// exist.
+func (w *writer) session(id string) (*sessState, error) {
+	if ss, ok := w.sessCache[id]; ok {
+		return ss, nil
+	}
+	if w.sessions.Get([]byte(id)) == nil {
+		return nil, nil
+	}
+	m, err := loadSession(w.tx, id)
+	if err != nil {
+		return nil, err
+	}
+	ss := &sessState{meta: m}
+	w.sessCache[id] = ss
+	return ss, nil
+}
+
+// append journals r.event: the idempotency key first, then the terminal
+// check, then the new row, its key, the head and, for a terminal event, the
+// indexes and the session's active run.
+func (w *writer) append(r *request) error {
+	e := r.event
+	rs, err := w.run(e.RunID)
+	if err != nil {
+		return err
+	}
+	if rs == nil {
+		r.err = fmt.Errorf("run %q: %w", e.RunID, journal.ErrNotFound)
+		return nil
+	}
+	if rs.head.sessionID != e.SessionID {
+		r.err = protocol.Errorf(protocol.CodeBadRequest, "session_id: run %s belongs to session %s, not %s", e.RunID, rs.head.sessionID, e.SessionID)
+		return nil
+	}
+	if r.key != "" {
+		if rs.keys == nil {
+			rs.keys = w.keys.Bucket([]byte(e.RunID))
+		}
+		if rs.keys != nil {
+			if v := rs.keys.Get([]byte(r.key)); v != nil {
+				if len(v) != 8 {
+					return fmt.Errorf("journal/bolt: run %q key %q: malformed seq", e.RunID, r.key)
+				}
+				r.stored, err = readEvent(w.tx, e.RunID, rs.head.pending, binary.BigEndian.Uint64(v))
+				return err
+			}
+		}
+	}
+	if rs.head.terminal {
+		r.stored, err = readEvent(w.tx, e.RunID, rs.head.pending, rs.head.lastSeq)
+		if err != nil {
+			return err
+		}
+		r.err = fmt.Errorf("run %q: %w", e.RunID, journal.ErrTerminal)
+		return nil
+	}
+
+	seq := rs.head.lastSeq + 1
+	e.Seq = seq
+	e.EventID = e.RunID + ":" + strconv.FormatUint(seq, 10)
+	start := len(w.buf)
+	w.buf = appendRow(w.buf, &e)
+	w.pos++
+	if err := w.log.Put(be64(w.pos), w.buf[start:]); err != nil {
+		return err
+	}
+	rs.head.pending = addExtent(rs.head.pending, seq, w.pos)
+	if len(rs.head.pending) >= spillExtents {
+		if err := w.spill(rs); err != nil {
+			return err
+		}
+	}
+	if r.key != "" {
+		if rs.keys == nil {
+			if rs.keys, err = w.keys.CreateBucket([]byte(e.RunID)); err != nil {
+				return err
+			}
+		}
+		if err := rs.keys.Put([]byte(r.key), be64(seq)); err != nil {
+			return err
+		}
+	}
+	rs.head.lastSeq = seq
+	rs.dirty = true
+	if e.Terminal {
+		if err := w.finish(rs, &e); err != nil {
+			return err
+		}
+	}
+	r.stored, r.fresh = e, true
+	return nil
+}
+
+// spill moves the head's pending extents to a segment of the index.
+func (w *writer) spill(rs *runState) error {
+	if len(rs.head.pending) == 0 {
+		return nil
+	}
+	seg := appendExtents(nil, rs.head.pending)
+	if err := w.index.Put(segmentKey(rs.id, rs.head.pending[0].seq), seg); err != nil {
+		return err
+	}
+	rs.head.pending = nil
+	return nil
+}
+
+// finish records a run's terminal event: head, index, indexes, session.
+func (w *writer) finish(rs *runState, e *protocol.Envelope) error {
+	rs.head.terminal, rs.head.terminalType, rs.head.terminalAt = true, e.Type, e.CreatedAt
+	if err := w.spill(rs); err != nil {
+		return err
+	}
+	if err := w.active.Delete([]byte(rs.id)); err != nil {
+		return err
+	}
+	if err := w.ended.Put(endedKey(e.CreatedAt, rs.id), []byte{}); err != nil {
+		return err
+	}
+	ss, err := w.session(rs.head.sessionID)
+	if err != nil {
+		return err
+	}
+	if ss != nil && ss.meta.ActiveRun == rs.id {
+		ss.meta.ActiveRun = ""
+		ss.dirty = true
+	}
+	return nil
+}
+
+// createSession registers r.session and indexes it under its owner.
+func (w *writer) createSession(r *request) error {
+	m := r.session
+	ss, err := w.session(m.ID)
+	if err != nil {
+		return err
+	}
+	if ss != nil {
+		r.err = fmt.Errorf("session %q: %w", m.ID, journal.ErrExists)
+		return nil
+	}
+	n, err := w.owners.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := w.owners.Put(ownerKey(m.Owner, n), []byte(m.ID)); err != nil {
+		return err
+	}
+	w.sessCache[m.ID] = &sessState{meta: m, dirty: true}
+	return nil
+}
+
+// beginRun registers r.run as its session's newest, active run.
+func (w *writer) beginRun(r *request) error {
+	m := r.run
+	ss, err := w.session(m.SessionID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ss == nil:
+		r.err = fmt.Errorf("session %q: %w", m.SessionID, journal.ErrNotFound)
+		return nil
+	case w.runs.Get([]byte(m.ID)) != nil:
+		r.err = fmt.Errorf("run %q: %w", m.ID, journal.ErrExists)
+		return nil
+	case ss.meta.ActiveRun != "":
+		r.err = fmt.Errorf("session %q has active run %q: %w", m.SessionID, ss.meta.ActiveRun, journal.ErrConflict)
+		return nil
+	}
+	if m.Owner == "" {
+		m.Owner = ss.meta.Owner
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := w.runs.Put([]byte(m.ID), raw); err != nil {
+		return err
+	}
+	if err := w.active.Put([]byte(m.ID), []byte{}); err != nil {
+		return err
+	}
+	w.runCache[m.ID] = &runState{id: m.ID, exists: true, dirty: true, head: head{sessionID: m.SessionID}}
+	ss.meta.Runs = append(ss.meta.Runs, m.ID)
+	ss.meta.ActiveRun = m.ID
+	ss.dirty = true
+	return nil
+}
+
+// trim deletes up to r.limit terminal runs that ended before r.before.
+func (w *writer) trim(r *request) error {
+	cutoff := endedKey(r.before, "")
+	var doomed [][]byte
+	c := w.ended.Cursor()
+	for k, _ := c.First(); k != nil && len(doomed) < r.limit && bytes.Compare(k[:8], cutoff) < 0; k, _ = c.Next() {
+		doomed = append(doomed, bytes.Clone(k))
+	}
+	for _, k := range doomed {
+		if err := w.ended.Delete(k); err != nil {
+			return err
+		}
+		id := string(k[8:])
+		rs, err := w.run(id)
+		if err != nil {
+			return err
+		}
+		if rs == nil || !rs.head.terminal {
+			continue // a stale index entry; never trim an active run
+		}
+		if err := w.deleteRun(rs); err != nil {
+			return err
+		}
+		r.trimmed++
+	}
+	return nil
+}
+
+// deleteRun removes a run's events, index, keys, meta and place in its
+// session.
+func (w *writer) deleteRun(rs *runState) error {
+	id := []byte(rs.id)
+	exts, err := extentsAfter(w.index, rs.id, rs.head.pending, 0, int(min(rs.head.lastSeq, 1<<31)))
+	if err != nil {
+		return err
+	}
+	for _, e := range exts {
+		for p := e.pos; p < e.pos+e.count; p++ {
+			if err := w.log.Delete(be64(p)); err != nil {
+				return err
+			}
+		}
+	}
+	prefix := segmentPrefix(rs.id)
+	var segs [][]byte
+	c := w.index.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		segs = append(segs, bytes.Clone(k))
+	}
+	for _, k := range segs {
+		if err := w.index.Delete(k); err != nil {
+			return err
+		}
+	}
+	if err := w.keys.DeleteBucket(id); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+		return err
+	}
+	for _, b := range []*bbolt.Bucket{w.runs, w.heads, w.active} {
+		if err := b.Delete(id); err != nil {
+			return err
+		}
+	}
+	ss, err := w.session(rs.head.sessionID)
+	if err != nil {
+		return err
+	}
+	if ss != nil {
+		for i, r := range ss.meta.Runs {
+			if r == rs.id {
+				ss.meta.Runs = append(ss.meta.Runs[:i:i], ss.meta.Runs[i+1:]...)
+				ss.dirty = true
+				break
+			}
+		}
+	}
+	*rs = runState{id: rs.id}
+	return nil
+}
