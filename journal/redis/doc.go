@@ -7,8 +7,7 @@
 // With the default prefix "rh:" (RID a run id, SID a session id):
 //
 //	rh:run:{RID}          hash    id, session_id, owner, created_at, request,
-//	                              last_seq, terminal, terminal_type, terminal_at,
-//	                              tok, tok_seq (the newest keyless attempt token)
+//	                              last_seq, terminal, terminal_type, terminal_at
 //	rh:run:{RID}:ev       stream  the run's events; entry id "<seq>-0", fields
 //	                              s (session), t (type), c (created_at),
 //	                              x (terminal "1"/"0"), p (payload)
@@ -23,6 +22,7 @@
 //	                              entry plus r (run id), q (seq); the payload of
 //	                              delta events is "{}"
 //	rh:wake:<random>      stream  one Store's wake stream (tiny, expires)
+//	rh:batch:<random>     string  the replies of one append batch, kept 60 s
 //
 // Because entry ids are seqs, Read is one XRANGE from "<after+1>-0" and a
 // tail resumes from "<last seq>-0".
@@ -30,18 +30,25 @@
 // # Scripts
 //
 // Every multi-key change is one Lua script (lua/*.lua, embedded, run with
-// EVALSHA and an EVAL fallback): append.lua (the whole append, below),
-// begin_run.lua (the active-run conflict check with the registration),
-// create_session.lua and trim.lua. append.lua, in one atomic step: refuses
-// an unknown run; returns the stored event for a known idempotency key (or
-// the retried attempt token of a keyless append); refuses a run that has
-// ended, returning its terminal event; XADDs the event at seq last_seq+1
-// before touching anything else (a script is not rolled back, so a failed
-// XADD leaves no gap); updates the meta (last_seq, and terminal,
-// terminal_type, terminal_at); on a terminal event moves the run from
-// runs:active to runs:ended and clears the session's active_run; and XADDs
-// the feed record to the session's shard.
+// EVALSHA and an EVAL fallback): append.lua, begin_run.lua (the active-run
+// conflict check with the registration), create_session.lua and trim.lua.
 //
+// append.lua journals a batch of appends: concurrent Appends are grouped
+// (group commit, batch.go) so that Redis runs one script and the client
+// makes one round trip per batch rather than per event; a lone Append is a
+// batch of one, sent from its own goroutine. For each append, atomically,
+// the script refuses an unknown run; returns the stored event for a known
+// idempotency key (before the terminal check, so retrying a terminal
+// append succeeds); refuses a run that has ended, returning its terminal
+// event; XADDs the event at seq last_seq+1 before touching anything else (a
+// script is not rolled back, so a failed XADD leaves no gap); updates the
+// meta (last_seq, and terminal, terminal_type, terminal_at); on a terminal
+// event moves the run from runs:active to runs:ended and clears the
+// session's active_run; and XADDs the feed record to the session's shard.
+// Last it stores the batch's replies under the batch's random key: go-redis
+// resends a command whose reply was lost (timeout, dropped connection), and
+// the resent batch is answered from there instead of journaling twice.
+
 // # Redis Cluster
 //
 // One run's keys share the hash tag {RID}, so Read, Run and the tails'

@@ -49,6 +49,9 @@ func (k keyspace) feedOf(sessionID string) string {
 	return k.feed(int(h.Sum32() % uint32(k.shards)))
 }
 
+// batch is the reply cache of one append batch (token is random).
+func (k keyspace) batch(token string) string { return k.prefix + "batch:" + token }
+
 // wake is a Store's own wake stream (id is random per Store).
 func (k keyspace) wake(id string) string { return k.prefix + "wake:" + id }
 

@@ -15,16 +15,17 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// Append journals e in one run of append.lua (see doc.go): the existence,
-// idempotency and terminal checks, the seq, the event, the meta, the
-// session's active run and the feed record happen atomically.
+// Append journals e through the batcher (batch.go): one run of append.lua
+// decides, atomically for each event, the existence, idempotency and
+// terminal checks, the seq, the event, the meta, the session's active run
+// and the feed record.
 //
-// Without a key the append still carries a random attempt token, so a
-// transport-level retry of the same call (go-redis retries a command whose
-// reply was lost to a timeout or a dropped connection) is recognised and
-// returns the stored event instead of journaling it twice, unless another
-// keyless append of the run came in between. With a key the recognition is
-// unconditional and lasts until the run is trimmed.
+// With a key, a retry (of a call that timed out, say) returns the event
+// stored the first time, until the run is trimmed. Without a key, a
+// transport-level retry of the same batch (go-redis resends a command whose
+// reply was lost) is recognised by the batch's reply cache; a caller that
+// retries on its own should pass a key. An Append whose ctx ends while it
+// waits returns ctx's error, and the event may or may not be journaled.
 func (s *Store) Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error) {
 	if err := s.check(); err != nil {
 		return protocol.Envelope{}, err
@@ -33,27 +34,19 @@ func (s *Store) Append(ctx context.Context, e protocol.Envelope, key string) (pr
 	if err != nil {
 		return protocol.Envelope{}, err
 	}
-	token := ""
-	if key == "" {
-		token = newToken()
+	r := &appendReq{ctx: ctx, e: p, key: key, done: make(chan struct{})}
+	if !s.batch.submit(r) {
+		return protocol.Envelope{}, journal.ErrClosed
 	}
-	terminal, feedPayload := "0", ""
-	if p.Terminal {
-		terminal = "1"
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return protocol.Envelope{}, fmt.Errorf("journal/redis: append to %s: %w", p.RunID, ctx.Err())
 	}
-	if p.Type.IsDelta() {
-		feedPayload = "{}"
+	if r.err != nil {
+		return protocol.Envelope{}, r.err
 	}
-	keys := []string{
-		s.k.run(p.RunID), s.k.events(p.RunID), s.k.idem(p.RunID), s.k.session(p.SessionID),
-		s.k.feedOf(p.SessionID), s.k.active(), s.k.ended(),
-	}
-	reply, err := appendScript.Run(ctx, s.rdb, keys,
-		p.RunID, p.SessionID, string(p.Type), formatTime(p.CreatedAt), terminal,
-		[]byte(p.Payload), key, token, feedPayload, s.opts.FeedMaxLen).Slice()
-	if err != nil {
-		return protocol.Envelope{}, s.fail("append", err)
-	}
+	reply := r.reply
 	status, _ := reply[0].(string)
 	switch status {
 	case "ok":
@@ -78,6 +71,8 @@ func (s *Store) Append(ctx context.Context, e protocol.Envelope, key string) (pr
 		owner, _ := reply[1].(string)
 		return protocol.Envelope{}, &protocol.Error{Code: protocol.CodeBadRequest, Field: "session_id",
 			Message: fmt.Sprintf("session_id: run %s belongs to session %s, not %s", p.RunID, owner, p.SessionID)}
+	case "err":
+		return protocol.Envelope{}, fmt.Errorf("journal/redis: append to %s: %v", p.RunID, reply[1:])
 	}
 	return protocol.Envelope{}, fmt.Errorf("journal/redis: append: unexpected reply %v", reply)
 }

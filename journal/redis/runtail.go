@@ -74,10 +74,15 @@ func (s *Store) SubscribeRun(runID string, fn func(protocol.Envelope)) (cancel f
 		s.opts.Logger.Warn("journal/redis: subscribe: looking up the run's position; delivering from its first event",
 			"run", runID, "err", err)
 	}
-	t := &s.runs
+	return s.runs.add(ctx, sub)
+}
+
+// add registers sub (its position set) and makes the tail read its run.
+func (t *runTail) add(ctx context.Context, sub *runSub) (cancel func()) {
+	s := t.s
 	t.mu.Lock()
-	newRun := len(t.subs[runID]) == 0
-	t.subs[runID] = append(t.subs[runID], sub)
+	newRun := len(t.subs[sub.runID]) == 0
+	t.subs[sub.runID] = append(t.subs[sub.runID], sub)
 	start := !t.started
 	t.started = true
 	t.mu.Unlock()

@@ -43,6 +43,15 @@ type Options struct {
 	// off from Redis for long) misses status records and must re-fold the
 	// runs it cares about from the journal.
 	FeedMaxLen int64
+	// MaxBatch caps how many appends go to Redis in one script run. Default
+	// 128.
+	MaxBatch int
+	// MaxBatchBytes caps the payload bytes of one batch (a batch always
+	// takes at least one append). Default 1 MiB.
+	MaxBatchBytes int
+	// Flushers is how many batches may be in flight at once, each on its
+	// own pooled connection. Default 4.
+	Flushers int
 	// Block is how long one tail read (XREAD BLOCK) waits for new entries
 	// before looping. Default 1s. go-redis cannot interrupt a blocked read,
 	// so this bounds how long a tail may take to see Close when its wake-up
@@ -75,6 +84,15 @@ func (o *Options) setDefaults() {
 	}
 	if o.FeedMaxLen <= 0 {
 		o.FeedMaxLen = 10000
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 128
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = 1 << 20
+	}
+	if o.Flushers <= 0 {
+		o.Flushers = 4
 	}
 	if o.Block <= 0 {
 		o.Block = time.Second
@@ -114,8 +132,9 @@ type Store struct {
 	mu     sync.Mutex // guards closed transitions and tail starts
 	closed atomic.Bool
 
-	runs runTail
-	feed feedTail
+	batch batcher
+	runs  runTail
+	feed  feedTail
 }
 
 var _ journal.Store = (*Store)(nil)
@@ -147,6 +166,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.batch.start(s)
 	s.runs.init(s)
 	s.feed.init(s)
 	return s, nil
@@ -155,9 +175,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // Client returns the go-redis client the Store uses.
 func (s *Store) Client() *goredis.Client { return s.rdb }
 
-// Close stops both tails, waits for them, removes this Store's wake stream
-// and closes the client if the Store made it. Calls after the first return
-// nil.
+// Close journals the appends already queued, stops both tails, waits for
+// them, removes this Store's wake stream and closes the client if the Store
+// made it. Calls after the first return nil.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed.Load() {
@@ -166,6 +186,7 @@ func (s *Store) Close() error {
 	}
 	s.closed.Store(true)
 	s.mu.Unlock()
+	s.batch.close()
 	s.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()

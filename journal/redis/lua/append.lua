@@ -1,85 +1,128 @@
--- append.lua: journal one event of a run, atomically.
+-- append.lua: journal a batch of events (one or more, of any runs), each
+-- append atomic and the whole batch one step.
 --
--- KEYS[1] run meta hash        KEYS[2] run event stream
--- KEYS[3] run idempotency hash KEYS[4] session hash
--- KEYS[5] status feed shard    KEYS[6] active-runs set
--- KEYS[7] ended-runs zset (run id -> terminal_at)
+-- KEYS[1] this batch's reply cache (a fresh random key per batch)
+-- KEYS[2] active-runs set    KEYS[3] ended-runs zset (run id -> terminal_at)
+-- then per append i = 0, 1, …, at KEYS[4+5i] … KEYS[8+5i]:
+--   run meta hash, run event stream, run idempotency hash, session hash,
+--   status feed shard
 --
--- ARGV[1] run id     ARGV[2] session id   ARGV[3] event type
--- ARGV[4] created_at ARGV[5] terminal ("1" or "0")
--- ARGV[6] payload (already validated, redacted and bounded by the caller)
--- ARGV[7] idempotency key, "" for none (stored per run, kept until Trim)
--- ARGV[8] attempt token of a keyless append, "" when keyed. Only the newest
---         token (and its seq) is kept: it recognises a transport-level retry
---         of the same call unless another keyless append came in between.
--- ARGV[9] feed payload: "" to copy the payload, "{}" for delta events
--- ARGV[10] approximate MAXLEN of the feed shard
+-- ARGV[1] approximate MAXLEN of the feed shards
+-- ARGV[2] seconds the reply cache is kept
+-- then per append i, at ARGV[3+8i] … ARGV[10+8i]:
+--   run id, session id, event type, created_at, terminal ("1" or "0"),
+--   payload (validated, redacted and bounded by the caller),
+--   idempotency key ("" for none), delta ("1": the feed record goes
+--   without payload)
 --
--- Replies:
+-- The reply has one element per append:
 --   {"ok", seq}
---   {"dup", seq, fields}       the key (or token) was used: the stored event
+--   {"dup", seq, fields}       the key was used: the event stored then
 --   {"terminal", seq, fields}  the run has ended: its terminal event
 --   {"notfound"}               no such run
 --   {"session", session_id}    the run belongs to another session
--- fields is the flat field/value list of the stream entry.
+--   {"err", message}           a Redis error; nothing of this append stored
+-- fields is the flat field/value list of the run stream entry.
+--
+-- A transport-level retry of the same batch (go-redis resends a command
+-- whose reply was lost) finds the reply cache and answers from it instead
+-- of journaling again.
 
-local meta = redis.call('HMGET', KEYS[1], 'session_id', 'last_seq', 'terminal', 'tok', 'tok_seq')
-local sid, last, ended, tok = meta[1], tonumber(meta[2]) or 0, meta[3], meta[4]
-if not sid then
-  return {'notfound'}
-end
-if sid ~= ARGV[2] then
-  return {'session', sid}
-end
+local nkeys, nargs = 5, 8
 
-local function entry(seq)
+local function entry(stream, seq)
   local id = string.format('%d-0', seq)
-  local r = redis.call('XRANGE', KEYS[2], id, id)
+  local r = redis.call('XRANGE', stream, id, id)
   if r[1] then
     return r[1][2]
   end
   return {}
 end
 
--- A retry comes before the terminal check: the retry of a terminal append
--- succeeds with the event it stored.
-if ARGV[7] ~= '' then
-  local prev = redis.call('HGET', KEYS[3], ARGV[7])
-  if prev then
-    return {'dup', tonumber(prev), entry(tonumber(prev))}
+local cached = redis.call('GET', KEYS[1])
+if cached then
+  -- "ok 5,dup 3,terminal 7,notfound,session s-1,err message"
+  local out, i = {}, 0
+  for item in string.gmatch(cached, '([^,]*),') do
+    local status, rest = string.match(item, '^(%S+) ?(.*)$')
+    local ev = KEYS[4 + nkeys * i + 1]
+    if status == 'ok' then
+      out[#out + 1] = {'ok', tonumber(rest)}
+    elseif status == 'dup' or status == 'terminal' then
+      out[#out + 1] = {status, tonumber(rest), entry(ev, tonumber(rest))}
+    elseif status == 'notfound' then
+      out[#out + 1] = {'notfound'}
+    else
+      out[#out + 1] = {status, rest}
+    end
+    i = i + 1
   end
-elseif tok and tok == ARGV[8] then
-  local prev = tonumber(meta[5])
-  return {'dup', prev, entry(prev)}
-end
-if ended == '1' then
-  return {'terminal', last, entry(last)}
+  return out
 end
 
-local seq = last + 1
--- XADD first: if it fails nothing else has changed (a script is not rolled
--- back), so seq stays contiguous.
-redis.call('XADD', KEYS[2], string.format('%d-0', seq),
-  's', ARGV[2], 't', ARGV[3], 'c', ARGV[4], 'x', ARGV[5], 'p', ARGV[6])
-if ARGV[7] ~= '' then
-  redis.call('HSET', KEYS[3], ARGV[7], seq)
-  redis.call('HSET', KEYS[1], 'last_seq', seq)
-else
-  redis.call('HSET', KEYS[1], 'last_seq', seq, 'tok', ARGV[8], 'tok_seq', seq)
-end
-if ARGV[5] == '1' then
-  redis.call('HSET', KEYS[1], 'terminal', '1', 'terminal_type', ARGV[3], 'terminal_at', ARGV[4])
-  redis.call('SREM', KEYS[6], ARGV[1])
-  redis.call('ZADD', KEYS[7], ARGV[4], ARGV[1])
-  if redis.call('HGET', KEYS[4], 'active_run') == ARGV[1] then
-    redis.call('HDEL', KEYS[4], 'active_run')
+local maxlen = ARGV[1]
+
+local function append(k, a)
+  local meta = redis.call('HMGET', KEYS[k], 'session_id', 'last_seq', 'terminal')
+  local sid, last, ended = meta[1], tonumber(meta[2]) or 0, meta[3]
+  local run, typ, created, terminal, payload, key, delta =
+    ARGV[a], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
+  if not sid then
+    return {'notfound'}
   end
+  if sid ~= ARGV[a + 1] then
+    return {'session', sid}
+  end
+  -- A retry comes before the terminal check: the retry of a terminal append
+  -- succeeds with the event it stored.
+  if key ~= '' then
+    local prev = redis.call('HGET', KEYS[k + 2], key)
+    if prev then
+      return {'dup', tonumber(prev), entry(KEYS[k + 1], tonumber(prev))}
+    end
+  end
+  if ended == '1' then
+    return {'terminal', last, entry(KEYS[k + 1], last)}
+  end
+
+  local seq = last + 1
+  -- XADD first: if it fails nothing else has changed (a script is not
+  -- rolled back), so seq stays contiguous.
+  redis.call('XADD', KEYS[k + 1], string.format('%d-0', seq),
+    's', sid, 't', typ, 'c', created, 'x', terminal, 'p', payload)
+  redis.call('HSET', KEYS[k], 'last_seq', seq)
+  if key ~= '' then
+    redis.call('HSET', KEYS[k + 2], key, seq)
+  end
+  if terminal == '1' then
+    redis.call('HSET', KEYS[k], 'terminal', '1', 'terminal_type', typ, 'terminal_at', created)
+    redis.call('SREM', KEYS[2], run)
+    redis.call('ZADD', KEYS[3], created, run)
+    if redis.call('HGET', KEYS[k + 3], 'active_run') == run then
+      redis.call('HDEL', KEYS[k + 3], 'active_run')
+    end
+  end
+  -- The feed carries status, not content: delta events go without payload.
+  if delta == '1' then
+    payload = '{}'
+  end
+  redis.call('XADD', KEYS[k + 4], 'MAXLEN', '~', maxlen, '*',
+    'r', run, 's', sid, 'q', seq, 't', typ, 'c', created, 'x', terminal, 'p', payload)
+  return {'ok', seq}
 end
 
-local fp = ARGV[9]
-if fp == '' then
-  fp = ARGV[6]
+local out, cache = {}, {}
+local n = (#KEYS - 3) / nkeys
+for i = 0, n - 1 do
+  local ok, r = pcall(append, 4 + nkeys * i, 3 + nargs * i)
+  if not ok then
+    if type(r) == 'table' then
+      r = r.err or r.message or 'error'
+    end
+    r = {'err', (string.gsub(tostring(r), ',', ';'))}
+  end
+  out[#out + 1] = r
+  cache[#cache + 1] = r[1] .. (r[2] and (' ' .. r[2]) or '') .. ','
 end
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*',
-  'r', ARGV[1], 's', ARGV[2], 'q', seq, 't', ARGV[3], 'c', ARGV[4], 'x', ARGV[5], 'p', fp)
-return {'ok', seq}
+redis.call('SET', KEYS[1], table.concat(cache), 'EX', ARGV[2])
+return out

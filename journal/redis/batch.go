@@ -1,0 +1,185 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// replyCacheTTL is how long a batch's replies stay in Redis for a
+// transport-level retry of the same batch to find.
+const replyCacheTTL = 60 * time.Second
+
+// appendReq is one Append waiting in the batcher.
+type appendReq struct {
+	ctx  context.Context
+	e    protocol.Envelope // prepared
+	key  string
+	done chan struct{} // closed when reply or err is set
+
+	reply []any
+	err   error
+}
+
+// batcher is group commit for appends: concurrent Appends queue up and
+// Options.Flushers goroutines each take what is waiting (up to MaxBatch
+// events, MaxBatchBytes of payload) and journal it with one EVALSHA of
+// append.lua. A lone append goes out at once as a batch of one; under load
+// the batches grow by themselves while earlier ones are in flight, so
+// Redis runs one script (and the client one round trip) per batch instead
+// of per event.
+type batcher struct {
+	s *Store
+
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when queue grows, a batch ends or closed is set
+	queue    []*appendReq
+	inflight int // batches being executed (≤ Options.Flushers)
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+func (b *batcher) start(s *Store) {
+	b.s = s
+	b.cond = sync.NewCond(&b.mu)
+	for range s.opts.Flushers {
+		b.wg.Go(b.loop)
+	}
+}
+
+// submit journals r: at once on the caller's goroutine when nothing waits
+// and a batch slot is free (a lone append pays no hand-off), else through
+// the queue. It returns false when the batcher is closed.
+func (b *batcher) submit(r *appendReq) bool {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return false
+	}
+	if len(b.queue) == 0 && b.inflight < b.s.opts.Flushers {
+		b.inflight++
+		b.mu.Unlock()
+		b.exec([]*appendReq{r})
+		b.done()
+		return true
+	}
+	b.queue = append(b.queue, r)
+	b.cond.Signal()
+	b.mu.Unlock()
+	return true
+}
+
+// done frees a batch slot.
+func (b *batcher) done() {
+	b.mu.Lock()
+	b.inflight--
+	if len(b.queue) > 0 {
+		b.cond.Signal()
+	}
+	b.mu.Unlock()
+}
+
+// close refuses new appends and waits until the flushers have journaled
+// every queued one.
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+func (b *batcher) loop() {
+	for {
+		b.mu.Lock()
+		for (len(b.queue) == 0 || b.inflight >= b.s.opts.Flushers) && !(b.closed && len(b.queue) == 0) {
+			b.cond.Wait()
+		}
+		if len(b.queue) == 0 {
+			b.mu.Unlock()
+			return
+		}
+		b.inflight++
+		batch := b.take()
+		if len(b.queue) > 0 {
+			b.cond.Signal() // another flusher takes the rest meanwhile
+		}
+		b.mu.Unlock()
+		b.exec(batch)
+		b.done()
+	}
+}
+
+// take removes the next batch from the queue (b.mu held).
+func (b *batcher) take() []*appendReq {
+	n, size := 0, 0
+	for n < len(b.queue) && n < b.s.opts.MaxBatch {
+		sz := len(b.queue[n].e.Payload)
+		if n > 0 && size+sz > b.s.opts.MaxBatchBytes {
+			break
+		}
+		size += sz
+		n++
+	}
+	batch := make([]*appendReq, n)
+	copy(batch, b.queue)
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	return batch
+}
+
+// exec journals a batch with one run of append.lua and hands each Append
+// its reply.
+func (b *batcher) exec(batch []*appendReq) {
+	s := b.s
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = fmt.Errorf("journal/redis: append: %w", err) // never sent
+			close(r.done)
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	keys := make([]string, 0, 3+5*len(live))
+	args := make([]any, 0, 2+8*len(live))
+	keys = append(keys, s.k.batch(newToken()), s.k.active(), s.k.ended())
+	args = append(args, s.opts.FeedMaxLen, int64(replyCacheTTL/time.Second))
+	for _, r := range live {
+		e := &r.e
+		keys = append(keys, s.k.run(e.RunID), s.k.events(e.RunID), s.k.idem(e.RunID),
+			s.k.session(e.SessionID), s.k.feedOf(e.SessionID))
+		args = append(args, e.RunID, e.SessionID, string(e.Type), formatTime(e.CreatedAt),
+			flag(e.Terminal), []byte(e.Payload), r.key, flag(e.Type.IsDelta()))
+	}
+	// Not the callers' contexts: the batch is shared, and a caller that
+	// gives up only stops waiting.
+	reply, err := appendScript.Run(context.Background(), s.rdb, keys, args...).Slice()
+	if err == nil && len(reply) != len(live) {
+		err = fmt.Errorf("unexpected reply: %d results for %d appends", len(reply), len(live))
+	}
+	for i, r := range live {
+		if err != nil {
+			r.err = s.fail("append", err)
+		} else if rr, ok := reply[i].([]any); ok && len(rr) > 0 {
+			r.reply = rr
+		} else {
+			r.err = fmt.Errorf("journal/redis: append: unexpected reply %v", reply[i])
+		}
+		close(r.done)
+	}
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
