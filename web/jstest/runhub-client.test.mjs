@@ -294,3 +294,26 @@ test("a resumed replay that misses the session's newer run fetches it from its s
   assert.equal(ws().sent.filter((m) => m.type === "focus").length, 4, "no second resync once the run arrives");
   assert.deepEqual(seen.event.map((e) => `${e.run_id}:${e.seq}`), ["r1:1", "r1:2", "r2:1"]);
 });
+
+test("a newer run named by status whose events never come is fetched after a grace period", async () => {
+  const { c, seen, ws } = await connected();
+  c.focus("s1");
+  ws().recv(ev("r1", 1), { type: "replayed", session_id: "s1", cursor: "r1:1", count: 1 });
+  ws().recv({ type: "status", session: { session_id: "s1", run_id: "r2", last_seq: 3, status: "running" } });
+  const focuses = () => ws().sent.filter((m) => m.type === "focus");
+  assert.equal(focuses().length, 1);
+  await sleep(1200);
+  assert.deepEqual(focuses()[1], { type: "focus", session_id: "s1", cursor: "r2:0" });
+  assert.equal(seen.gap.length, 1);
+  c.close();
+});
+
+test("a newer run whose events do come is left alone", async () => {
+  const { c, ws } = await connected();
+  c.focus("s1");
+  ws().recv(ev("r1", 1), { type: "replayed", session_id: "s1", cursor: "r1:1", count: 1 });
+  ws().recv({ type: "status", session: { session_id: "s1", run_id: "r2", last_seq: 1, status: "running" } }, ev("r2", 1));
+  await sleep(1200);
+  assert.equal(ws().sent.filter((m) => m.type === "focus").length, 1);
+  c.close();
+});

@@ -92,6 +92,10 @@ const DEFAULT_BACKOFF = { initialMs: 250, maxMs: 15000, factor: 2, jitter: 0.5 }
 // backoff; one that flaps right after welcome keeps backing off.
 const STABLE_MS = 5000;
 
+// How long a newer run named by the focused session's status may go without
+// any of its events arriving before the client asks for it.
+const LATEST_RUN_GRACE_MS = 1000;
+
 function defaultURL() {
   const loc = globalThis.location;
   if (!loc || !loc.host) return "ws://127.0.0.1:8080/v1/ws";
@@ -160,6 +164,7 @@ export class RunhubClient {
     this._runs = new Map(); // run_id → { session_id, seq } highest delivered
     this._sessionCursor = new Map(); // session_id → { run_id, seq } last delivered
     this._resyncing = new Map(); // run_id → seq the resync focus asked from
+    this._latestTimer = null;
 
     this._seq = 0;
     this._idPrefix = Math.random().toString(36).slice(2, 8);
@@ -211,6 +216,8 @@ export class RunhubClient {
 
   close() {
     this._wanted = false;
+    clearTimeout(this._latestTimer);
+    this._latestTimer = null;
     clearTimeout(this._retryTimer);
     this._retryTimer = null;
     this._stopTimers();
@@ -440,6 +447,14 @@ export class RunhubClient {
     if (prev && prev.run_id && prev.run_id === s.run_id && (s.last_seq || 0) < (prev.last_seq || 0)) return;
     this.sessions.set(s.session_id, s);
     this._emit("status", s);
+    // A newer run of the focused session should stream on its own; if none
+    // of its events came after a while, fetch it (see _checkLatestRun).
+    if (s.session_id === this._focus && s.run_id && !this._runs.has(s.run_id) && !this._latestTimer) {
+      this._latestTimer = setTimeout(() => {
+        this._latestTimer = null;
+        if (this.state === "open" && !this.replaying && this._focus === s.session_id) this._checkLatestRun(s.session_id);
+      }, LATEST_RUN_GRACE_MS);
+    }
   }
 
   _onEvent(e) {
