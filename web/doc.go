@@ -11,10 +11,18 @@
 //     banner) with the controls the session's active_controls allow, a start
 //     form carrying the simulator options as metadata.sim, and queue and goal
 //     inputs.
-//   - runhub-client.js: the reusable protocol v1 client (no DOM code): one
-//     WebSocket per tab to /v1/ws with subprotocol runhub.v1, hello/welcome,
-//     watch, focus with a resume cursor, controls as Promises, NDJSON frame
-//     parsing, dedupe by run_id+seq, reconnect with backoff and jitter.
+//   - transcript.js: renders one session's events (one section per run);
+//     dom.js: element and formatting helpers. Hub text only ever enters the
+//     page as text nodes.
+//   - runhub-client.js: the reusable protocol v1 client (no DOM code; its API
+//     is documented at the top of the file): one WebSocket per tab to /v1/ws
+//     with subprotocol runhub.v1, hello/welcome, watch, focus with a resume
+//     cursor, controls as Promises, NDJSON frame parsing, dedupe by
+//     run_id+seq with gap repair, reconnect with backoff and jitter (and
+//     after goaway, no earlier than reconnect_after_ms).
+//
+// jstest/ holds the client's tests against a scripted socket; go test runs
+// them with node when node is installed (TestClientJS).
 //
 // Elements the browser tests drive carry data-testid attributes; window.runhub
 // is the client instance.

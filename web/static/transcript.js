@@ -9,8 +9,8 @@
 
 import { h, statusLabel, fmtDuration, fmtCount, fmtClock, shortId, pretty, oneLine } from "./dom.js";
 
-// Tool output kept per card; older output is cut so a chatty tool cannot
-// grow the page without bound.
+// Tool output shown per card; output past it is dropped (with a note) so a
+// chatty tool cannot grow the page without bound.
 const MAX_TOOL_OUTPUT = 256 * 1024;
 
 const APPROVAL_LABELS = {
