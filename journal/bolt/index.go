@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/bbolt"
 )
@@ -61,6 +62,7 @@ func decodeExtents(exts []extent, b []byte) ([]extent, []byte, error) {
 	if n == 0 {
 		return exts, b, nil
 	}
+	exts = slices.Grow(exts, int(n)+1) // +1: room for the head's next extent
 	seq, k := binary.Uvarint(b)
 	if k <= 0 {
 		return exts, nil, errIndex

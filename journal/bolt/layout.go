@@ -26,7 +26,21 @@ var (
 	bucketEnded    = []byte("ended")
 )
 
-var allBuckets = [][]byte{bucketSessions, bucketOwners, bucketRuns, bucketHeads,
+// Indexes of the top-level buckets in bucketNames.
+const (
+	bSessions = iota
+	bOwners
+	bRuns
+	bHeads
+	bLog
+	bIndex
+	bKeys
+	bActive
+	bEnded
+	nBuckets
+)
+
+var bucketNames = [nBuckets][]byte{bucketSessions, bucketOwners, bucketRuns, bucketHeads,
 	bucketLog, bucketIndex, bucketKeys, bucketActive, bucketEnded}
 
 // logFill is the fill percent of the log: positions only grow, so a split
@@ -35,7 +49,7 @@ const logFill = 1.0
 
 // createBuckets makes sure every top-level bucket exists.
 func createBuckets(tx *bbolt.Tx) error {
-	for _, name := range allBuckets {
+	for _, name := range bucketNames {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("bucket %s: %w", name, err)
 		}
@@ -64,8 +78,11 @@ func ownerPrefix(owner string) []byte {
 // endedKey is the ended-index key of a run whose terminal event was at ts.
 func endedKey(ts float64, runID string) []byte {
 	us := math.Round(ts * 1e6)
-	if us < 0 || math.IsNaN(us) {
+	switch {
+	case us < 0 || math.IsNaN(us):
 		us = 0
+	case us >= 1<<63:
+		us = 1<<63 - 1
 	}
 	k := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(runID)), uint64(us))
 	return append(k, runID...)

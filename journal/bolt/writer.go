@@ -24,15 +24,14 @@ import (
 type writer struct {
 	now func() time.Time
 
-	tx                            *bbolt.Tx
-	sessions, owners, runs, heads *bbolt.Bucket
-	log, index, keys              *bbolt.Bucket
-	active, ended                 *bbolt.Bucket
-	pos, startPos                 uint64 // last log position used; at begin
-	runCache                      map[string]*runState
-	sessCache                     map[string]*sessState
-	buf                           []byte              // rows of this batch; a value must stay intact until commit
-	published                     []protocol.Envelope // reused by commit
+	tx        *bbolt.Tx
+	open      [nBuckets]*bbolt.Bucket // opened on first use
+	pos       uint64                  // last log position used
+	posDirty  bool
+	runCache  map[string]*runState
+	sessCache map[string]*sessState
+	buf       []byte              // rows of this batch; a value must stay intact until commit
+	published []protocol.Envelope // reused by commit
 }
 
 // runState is a run as the batch sees it.
@@ -59,13 +58,7 @@ func newWriter(now func() time.Time) *writer {
 
 func (w *writer) begin(tx *bbolt.Tx) {
 	w.tx = tx
-	w.sessions, w.owners = tx.Bucket(bucketSessions), tx.Bucket(bucketOwners)
-	w.runs, w.heads = tx.Bucket(bucketRuns), tx.Bucket(bucketHeads)
-	w.log, w.index, w.keys = tx.Bucket(bucketLog), tx.Bucket(bucketIndex), tx.Bucket(bucketKeys)
-	w.active, w.ended = tx.Bucket(bucketActive), tx.Bucket(bucketEnded)
-	w.log.FillPercent = logFill
-	w.pos = w.log.Sequence()
-	w.startPos = w.pos
+	w.posDirty = false
 	clear(w.runCache)
 	clear(w.sessCache)
 	w.buf = w.buf[:0]
@@ -73,13 +66,25 @@ func (w *writer) begin(tx *bbolt.Tx) {
 
 // end forgets the transaction; called after it commits or rolls back.
 func (w *writer) end() {
-	w.tx, w.sessions, w.owners, w.runs, w.heads = nil, nil, nil, nil, nil
-	w.log, w.index, w.keys, w.active, w.ended = nil, nil, nil, nil, nil
+	w.tx = nil
+	clear(w.open[:])
 	clear(w.runCache)
 	clear(w.sessCache)
 	if cap(w.buf) > maxKeptBuf {
 		w.buf = nil
 	}
+}
+
+// bucket returns a top-level bucket of the transaction, opening it on
+// first use.
+func (w *writer) bucket(i int) *bbolt.Bucket {
+	if w.open[i] == nil {
+		w.open[i] = w.tx.Bucket(bucketNames[i])
+		if i == bLog {
+			w.open[i].FillPercent = logFill
+		}
+	}
+	return w.open[i]
 }
 
 // apply applies one request.
@@ -100,14 +105,14 @@ func (w *writer) apply(r *request) error {
 
 // flush writes the heads and sessions the batch changed.
 func (w *writer) flush() error {
-	if w.pos != w.startPos {
-		if err := w.log.SetSequence(w.pos); err != nil {
+	if w.posDirty {
+		if err := w.bucket(bLog).SetSequence(w.pos); err != nil {
 			return err
 		}
 	}
 	for id, rs := range w.runCache {
 		if rs.exists && rs.dirty {
-			if err := w.heads.Put([]byte(id), rs.head.encode()); err != nil {
+			if err := w.bucket(bHeads).Put([]byte(id), rs.head.encode()); err != nil {
 				return err
 			}
 		}
@@ -118,7 +123,7 @@ func (w *writer) flush() error {
 			if err != nil {
 				return err
 			}
-			if err := w.sessions.Put([]byte(id), raw); err != nil {
+			if err := w.bucket(bSessions).Put([]byte(id), raw); err != nil {
 				return err
 			}
 		}
@@ -136,7 +141,7 @@ func (w *writer) run(id string) (*runState, error) {
 	}
 	rs := &runState{id: id}
 	w.runCache[id] = rs
-	hb := w.heads.Get([]byte(id))
+	hb := w.bucket(bHeads).Get([]byte(id))
 	if hb == nil {
 		return nil, nil
 	}
@@ -154,7 +159,7 @@ func (w *writer) session(id string) (*sessState, error) {
 	if ss, ok := w.sessCache[id]; ok {
 		return ss, nil
 	}
-	if w.sessions.Get([]byte(id)) == nil {
+	if w.bucket(bSessions).Get([]byte(id)) == nil {
 		return nil, nil
 	}
 	m, err := loadSession(w.tx, id)
@@ -185,7 +190,7 @@ func (w *writer) append(r *request) error {
 	}
 	if r.key != "" {
 		if rs.keys == nil {
-			rs.keys = w.keys.Bucket([]byte(e.RunID))
+			rs.keys = w.bucket(bKeys).Bucket([]byte(e.RunID))
 		}
 		if rs.keys != nil {
 			if v := rs.keys.Get([]byte(r.key)); v != nil {
@@ -211,8 +216,12 @@ func (w *writer) append(r *request) error {
 	e.EventID = e.RunID + ":" + strconv.FormatUint(seq, 10)
 	start := len(w.buf)
 	w.buf = appendRow(w.buf, &e)
+	log := w.bucket(bLog)
+	if !w.posDirty {
+		w.pos, w.posDirty = log.Sequence(), true
+	}
 	w.pos++
-	if err := w.log.Put(be64(w.pos), w.buf[start:]); err != nil {
+	if err := log.Put(be64(w.pos), w.buf[start:]); err != nil {
 		return err
 	}
 	rs.head.pending = addExtent(rs.head.pending, seq, w.pos)
@@ -223,7 +232,7 @@ func (w *writer) append(r *request) error {
 	}
 	if r.key != "" {
 		if rs.keys == nil {
-			if rs.keys, err = w.keys.CreateBucket([]byte(e.RunID)); err != nil {
+			if rs.keys, err = w.bucket(bKeys).CreateBucket([]byte(e.RunID)); err != nil {
 				return err
 			}
 		}
@@ -248,7 +257,7 @@ func (w *writer) spill(rs *runState) error {
 		return nil
 	}
 	seg := appendExtents(nil, rs.head.pending)
-	if err := w.index.Put(segmentKey(rs.id, rs.head.pending[0].seq), seg); err != nil {
+	if err := w.bucket(bIndex).Put(segmentKey(rs.id, rs.head.pending[0].seq), seg); err != nil {
 		return err
 	}
 	rs.head.pending = nil
@@ -261,10 +270,10 @@ func (w *writer) finish(rs *runState, e *protocol.Envelope) error {
 	if err := w.spill(rs); err != nil {
 		return err
 	}
-	if err := w.active.Delete([]byte(rs.id)); err != nil {
+	if err := w.bucket(bActive).Delete([]byte(rs.id)); err != nil {
 		return err
 	}
-	if err := w.ended.Put(endedKey(e.CreatedAt, rs.id), []byte{}); err != nil {
+	if err := w.bucket(bEnded).Put(endedKey(e.CreatedAt, rs.id), []byte{}); err != nil {
 		return err
 	}
 	ss, err := w.session(rs.head.sessionID)
@@ -289,11 +298,11 @@ func (w *writer) createSession(r *request) error {
 		r.err = fmt.Errorf("session %q: %w", m.ID, journal.ErrExists)
 		return nil
 	}
-	n, err := w.owners.NextSequence()
+	n, err := w.bucket(bOwners).NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := w.owners.Put(ownerKey(m.Owner, n), []byte(m.ID)); err != nil {
+	if err := w.bucket(bOwners).Put(ownerKey(m.Owner, n), []byte(m.ID)); err != nil {
 		return err
 	}
 	w.sessCache[m.ID] = &sessState{meta: m, dirty: true}
@@ -311,7 +320,7 @@ func (w *writer) beginRun(r *request) error {
 	case ss == nil:
 		r.err = fmt.Errorf("session %q: %w", m.SessionID, journal.ErrNotFound)
 		return nil
-	case w.runs.Get([]byte(m.ID)) != nil:
+	case w.bucket(bRuns).Get([]byte(m.ID)) != nil:
 		r.err = fmt.Errorf("run %q: %w", m.ID, journal.ErrExists)
 		return nil
 	case ss.meta.ActiveRun != "":
@@ -325,10 +334,10 @@ func (w *writer) beginRun(r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := w.runs.Put([]byte(m.ID), raw); err != nil {
+	if err := w.bucket(bRuns).Put([]byte(m.ID), raw); err != nil {
 		return err
 	}
-	if err := w.active.Put([]byte(m.ID), []byte{}); err != nil {
+	if err := w.bucket(bActive).Put([]byte(m.ID), []byte{}); err != nil {
 		return err
 	}
 	w.runCache[m.ID] = &runState{id: m.ID, exists: true, dirty: true, head: head{sessionID: m.SessionID}}
@@ -342,12 +351,12 @@ func (w *writer) beginRun(r *request) error {
 func (w *writer) trim(r *request) error {
 	cutoff := endedKey(r.before, "")
 	var doomed [][]byte
-	c := w.ended.Cursor()
+	c := w.bucket(bEnded).Cursor()
 	for k, _ := c.First(); k != nil && len(doomed) < r.limit && bytes.Compare(k[:8], cutoff) < 0; k, _ = c.Next() {
 		doomed = append(doomed, bytes.Clone(k))
 	}
 	for _, k := range doomed {
-		if err := w.ended.Delete(k); err != nil {
+		if err := w.bucket(bEnded).Delete(k); err != nil {
 			return err
 		}
 		id := string(k[8:])
@@ -370,32 +379,32 @@ func (w *writer) trim(r *request) error {
 // session.
 func (w *writer) deleteRun(rs *runState) error {
 	id := []byte(rs.id)
-	exts, err := extentsAfter(w.index, rs.id, rs.head.pending, 0, int(min(rs.head.lastSeq, 1<<31)))
+	exts, err := extentsAfter(w.bucket(bIndex), rs.id, rs.head.pending, 0, int(min(rs.head.lastSeq, 1<<31)))
 	if err != nil {
 		return err
 	}
 	for _, e := range exts {
 		for p := e.pos; p < e.pos+e.count; p++ {
-			if err := w.log.Delete(be64(p)); err != nil {
+			if err := w.bucket(bLog).Delete(be64(p)); err != nil {
 				return err
 			}
 		}
 	}
 	prefix := segmentPrefix(rs.id)
 	var segs [][]byte
-	c := w.index.Cursor()
+	c := w.bucket(bIndex).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		segs = append(segs, bytes.Clone(k))
 	}
 	for _, k := range segs {
-		if err := w.index.Delete(k); err != nil {
+		if err := w.bucket(bIndex).Delete(k); err != nil {
 			return err
 		}
 	}
-	if err := w.keys.DeleteBucket(id); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+	if err := w.bucket(bKeys).DeleteBucket(id); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 		return err
 	}
-	for _, b := range []*bbolt.Bucket{w.runs, w.heads, w.active} {
+	for _, b := range []*bbolt.Bucket{w.bucket(bRuns), w.bucket(bHeads), w.bucket(bActive)} {
 		if err := b.Delete(id); err != nil {
 			return err
 		}
