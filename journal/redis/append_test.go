@@ -230,7 +230,7 @@ func TestKeyLayout(t *testing.T) {
 	for _, k := range keys {
 		switch {
 		case strings.HasPrefix(k, p+"batch:"):
-			if ttl, _ := c.TTL(ctx, k).Result(); ttl <= 0 || ttl > replyCacheTTL {
+			if ttl, _ := c.TTL(ctx, k).Result(); ttl <= 0 || ttl > s.opts.ReplyCacheTTL {
 				t.Errorf("reply cache %s has TTL %v", k, ttl)
 			}
 			continue
@@ -253,5 +253,20 @@ func TestKeyLayout(t *testing.T) {
 	}
 	if _, err := s.Append(ctx, token("s1", "other-run", "x"), ""); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("append to a missing run: %v", err)
+	}
+}
+
+func TestRetryWindow_DefaultsTo48s(t *testing.T) {
+	opt, _ := goredis.ParseURL(srv.URL())
+	c := goredis.NewClient(opt)
+	defer c.Close()
+	if got := retryWindow(c.Options()); got != 48*time.Second {
+		t.Fatalf("reply cache TTL with go-redis defaults = %v, want 48s", got)
+	}
+	opt.MaxRetries, opt.ReadTimeout = -1, 100*time.Millisecond
+	c2 := goredis.NewClient(opt)
+	defer c2.Close()
+	if got := retryWindow(c2.Options()); got != 10*time.Second {
+		t.Fatalf("reply cache TTL without retries = %v, want the 10s floor", got)
 	}
 }

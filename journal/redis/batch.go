@@ -9,10 +9,6 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// replyCacheTTL is how long a batch's replies stay in Redis for a
-// transport-level retry of the same batch to find.
-const replyCacheTTL = 60 * time.Second
-
 // appendReq is one Append waiting in the batcher.
 type appendReq struct {
 	ctx  context.Context
@@ -76,20 +72,28 @@ func (b *batcher) submit(r *appendReq) bool {
 func (b *batcher) done() {
 	b.mu.Lock()
 	b.inflight--
-	if len(b.queue) > 0 {
+	switch {
+	case b.closed:
+		b.cond.Broadcast() // close waits for inflight to reach 0
+	case len(b.queue) > 0:
 		b.cond.Signal()
 	}
 	b.mu.Unlock()
 }
 
-// close refuses new appends and waits until the flushers have journaled
-// every queued one.
+// close refuses new appends and waits until every queued or running one
+// is journaled.
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
 	b.cond.Broadcast()
 	b.mu.Unlock()
 	b.wg.Wait()
+	b.mu.Lock()
+	for b.inflight > 0 {
+		b.cond.Wait()
+	}
+	b.mu.Unlock()
 }
 
 func (b *batcher) loop() {
@@ -151,7 +155,7 @@ func (b *batcher) exec(batch []*appendReq) {
 	keys := make([]string, 0, 3+5*len(live))
 	args := make([]any, 0, 2+8*len(live))
 	keys = append(keys, s.k.batch(newToken()), s.k.active(), s.k.ended())
-	args = append(args, s.opts.FeedMaxLen, int64(replyCacheTTL/time.Second))
+	args = append(args, s.opts.FeedMaxLen, int64(max(s.opts.ReplyCacheTTL/time.Second, 1)))
 	for _, r := range live {
 		e := &r.e
 		keys = append(keys, s.k.run(e.RunID), s.k.events(e.RunID), s.k.idem(e.RunID),

@@ -22,7 +22,8 @@
 //	                              entry plus r (run id), q (seq); the payload of
 //	                              delta events is "{}"
 //	rh:wake:<random>      stream  one Store's wake stream (tiny, expires)
-//	rh:batch:<random>     string  the replies of one append batch, kept 60 s
+//	rh:batch:<random>     string  the replies of one append batch, kept for
+//	                              Options.ReplyCacheTTL
 //
 // Because entry ids are seqs, Read is one XRANGE from "<after+1>-0" and a
 // tail resumes from "<last seq>-0".

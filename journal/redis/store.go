@@ -52,6 +52,14 @@ type Options struct {
 	// Flushers is how many batches may be in flight at once, each on its
 	// own pooled connection. Default 4.
 	Flushers int
+	// ReplyCacheTTL is how long the replies of an append batch are kept in
+	// Redis (one small string per batch) so that a resend of the batch by
+	// go-redis is answered from them instead of journaling again. It must
+	// outlast the client's whole retry window. Default: twice
+	// (MaxRetries+1) × (ReadTimeout + MaxRetryBackoff) of the client, at
+	// least 10s (48s with the go-redis v9.23 defaults: 3 retries, 5s read
+	// timeout, 1s backoff). At 40,000 appends/s that holds some 30 MB.
+	ReplyCacheTTL time.Duration
 	// Block is how long one tail read (XREAD BLOCK) waits for new entries
 	// before looping. Default 1s. go-redis cannot interrupt a blocked read,
 	// so this bounds how long a tail may take to see Close when its wake-up
@@ -155,6 +163,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		s.rdb, s.ownClient = goredis.NewClient(copt), true
 	}
+	if s.opts.ReplyCacheTTL <= 0 {
+		s.opts.ReplyCacheTTL = retryWindow(s.rdb.Options())
+	}
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		s.closeClient()
 		return nil, fmt.Errorf("journal/redis: ping: %w", err)
@@ -170,6 +181,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.runs.init(s)
 	s.feed.init(s)
 	return s, nil
+}
+
+// retryWindow is the default ReplyCacheTTL for a client.
+func retryWindow(o *goredis.Options) time.Duration {
+	read := o.ReadTimeout
+	if read <= 0 {
+		read = 3 * time.Second
+	}
+	retries := max(o.MaxRetries, 0)
+	return max(10*time.Second, 2*time.Duration(retries+1)*(read+max(o.MaxRetryBackoff, 0)))
 }
 
 // Client returns the go-redis client the Store uses.
