@@ -204,8 +204,8 @@ func errMessage(err error) string {
 // refOf extracts a message's id (or else type) for error refs, best effort.
 func refOf(line []byte) string {
 	var head struct {
-		ID   any    `json:"id"`
-		Type any    `json:"type"`
+		ID   any `json:"id"`
+		Type any `json:"type"`
 	}
 	if json.Unmarshal(line, &head) != nil {
 		return ""

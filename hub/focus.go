@@ -48,9 +48,11 @@ func (c *conn) setFocus(f *protocol.Focus) {
 	}
 	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true}
 	if f.Cursor != "" {
-		if cur, ok := c.checkCursor(sid, f.Cursor, &meta); ok {
+		if cur, run, ok := c.checkCursor(sid, f.Cursor, &meta); ok {
 			st.resolve = false
 			st.runID, st.next = cur.RunID, cur.Seq+1
+			// At the terminal event already: what follows is the next run.
+			st.runDone = run.Terminal && cur.Seq == run.LastSeq
 		}
 	}
 	c.mu.Lock()
@@ -65,22 +67,23 @@ func (c *conn) setFocus(f *protocol.Focus) {
 
 // checkCursor validates a focus cursor against the session; a bad one is
 // answered with bad_cursor and the replay falls back to the latest run.
-func (c *conn) checkCursor(sid, raw string, meta *journal.SessionMeta) (protocol.Cursor, bool) {
+func (c *conn) checkCursor(sid, raw string, meta *journal.SessionMeta) (protocol.Cursor, journal.RunMeta, bool) {
+	var run journal.RunMeta
 	cur, err := protocol.ParseCursor(raw)
 	if err != nil {
 		c.sendError(protocol.CodeBadCursor, errMessage(err)+"; replaying the latest run", "focus")
-		return cur, false
+		return cur, run, false
 	}
 	if !slices.Contains(meta.Runs, cur.RunID) {
 		c.sendError(protocol.CodeBadCursor, "cursor "+raw+" is not of session "+sid+"; replaying the latest run", "focus")
-		return cur, false
+		return cur, run, false
 	}
-	run, err := c.h.store.Run(c.ctx, cur.RunID)
+	run, err = c.h.store.Run(c.ctx, cur.RunID)
 	if err != nil || cur.Seq > run.LastSeq {
 		c.sendError(protocol.CodeBadCursor, "cursor "+raw+" is past the run's last event; replaying the latest run", "focus")
-		return cur, false
+		return cur, run, false
 	}
-	return cur, true
+	return cur, run, true
 }
 
 // offerEvent is called by the router with a live event of a focused session

@@ -109,6 +109,7 @@ type Hub struct {
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	draining bool
+	stopOnce sync.Once
 }
 
 // New starts a hub over a journal and a runtime.
@@ -205,13 +206,58 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 			c.abort()
 		}
 	}
-	h.tracker.stop()
-	h.router.stop()
-	h.cancel()
+	h.stopOnce.Do(func() {
+		h.tracker.stop()
+		h.router.stop()
+		h.cancel()
+	})
 	h.wg.Wait()
 	return err
 }
 
 func isClosed(err error) bool {
 	return errors.Is(err, context.Canceled) || websocket.CloseStatus(err) != -1
+}
+
+// Stats is a snapshot of the hub's sockets.
+type Stats struct {
+	Conns          int // open sockets
+	QueuedEvents   int // events queued over all sockets
+	MaxQueueEvents int // the longest event queue of one socket
+	QueuedBytes    int // bytes queued over all sockets (events, statuses, messages)
+	Focused        int // sockets with a focus
+	Lagging        int // sockets catching up from the journal
+}
+
+// Stats reports queue depths; it takes every socket's lock briefly.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	conns := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	s := Stats{Conns: len(conns)}
+	for _, c := range conns {
+		c.mu.Lock()
+		s.QueuedEvents += len(c.events)
+		s.MaxQueueEvents = max(s.MaxQueueEvents, len(c.events))
+		for _, b := range c.events {
+			s.QueuedBytes += len(b)
+		}
+		for _, b := range c.msgs {
+			s.QueuedBytes += len(b)
+		}
+		for _, b := range c.statuses {
+			s.QueuedBytes += len(b)
+		}
+		if c.focus.sid != "" {
+			s.Focused++
+		}
+		if c.focus.lagging {
+			s.Lagging++
+		}
+		c.mu.Unlock()
+	}
+	return s
 }

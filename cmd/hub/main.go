@@ -1,4 +1,43 @@
-// Command hub is runhub's one binary.
+// Command hub is runhub's one binary: `hub serve` (the default) runs a hub
+// replica; `hub version` prints the build's version.
 package main
 
-func main() {}
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "hub:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		cfg, err := parseServeConfig(args, os.Getenv)
+		if err != nil {
+			return err
+		}
+		return Serve(ctx, cfg)
+	case "version", "--version", "-version":
+		fmt.Println("runhub", version)
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q (want serve or version)", cmd)
+	}
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// The test binary doubles as the hub binary: with RUNHUB_TEST_AS_HUB=1 it
+// runs main, so process tests need no separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("RUNHUB_TEST_AS_HUB") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// hubProcess is a hub running as a child process.
+type hubProcess struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	addr string
+	data string
+	out  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startHub starts `hub serve` on a fresh port with the embedded journal in
+// data and waits until /healthz answers.
+func startHub(t testing.TB, data string, env ...string) *hubProcess {
+	t.Helper()
+	p := &hubProcess{t: t, addr: freeAddr(t), data: data, out: &syncBuffer{}}
+	p.cmd = exec.Command(os.Args[0], "serve")
+	p.cmd.Env = append(os.Environ(), "RUNHUB_TEST_AS_HUB=1", "RUNHUB_ADDR="+p.addr, "RUNHUB_DATA="+data)
+	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.kill() })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(p.URL() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("hub did not become healthy; output:\n%s", p.out.String())
+	return nil
+}
+
+func (p *hubProcess) URL() string { return "http://" + p.addr }
+
+func (p *hubProcess) kill() {
+	if p.cmd.ProcessState == nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *hubProcess) stop() error {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		p.kill()
+		return fmt.Errorf("hub did not stop on SIGTERM")
+	}
+}
+
+// call does one JSON HTTP request and decodes the answer into out.
+func call(t testing.TB, method, url string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: %d %s: %v", method, url, resp.StatusCode, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func allEvents(t testing.TB, base, runID string) []protocol.Envelope {
+	t.Helper()
+	var out []protocol.Envelope
+	after := uint64(0)
+	for {
+		var page protocol.EventPage
+		if code := call(t, "GET", fmt.Sprintf("%s/v1/runs/%s/events?after_seq=%d&limit=1000", base, runID, after), nil, &page); code != 200 {
+			t.Fatalf("events: %d", code)
+		}
+		out = append(out, page.Events...)
+		if len(page.Events) < 1000 {
+			return out
+		}
+		after = page.Events[len(page.Events)-1].Seq
+	}
+}
+
+// SIGKILL the hub mid-run and start it again: the run is interrupted with
+// exactly one terminal event carrying the last journaled seq, also after a
+// second restart.
+func TestProcess_KillMidRunInterruptsOnce(t *testing.T) {
+	data := t.TempDir()
+	p := startHub(t, data)
+	var sess protocol.CreateSessionResult
+	if code := call(t, "POST", p.URL()+"/v1/sessions", map[string]string{"title": "kill me"}, &sess); code != 201 {
+		t.Fatalf("create session: %d", code)
+	}
+	var run protocol.RunStartResult
+	body := map[string]any{"message": "long", "metadata": map[string]any{"sim": map[string]any{"tokens": 100000, "token_ms": 5}}}
+	if code := call(t, "POST", p.URL()+"/v1/sessions/"+sess.SessionID+"/runs", body, &run); code != 202 {
+		t.Fatalf("start: %d", code)
+	}
+	// Let some tokens land in the journal.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(allEvents(t, p.URL(), run.RunID)) < 20 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.kill()
+
+	for restart := 1; restart <= 2; restart++ {
+		p = startHub(t, data)
+		var st protocol.RunStatus
+		if code := call(t, "GET", p.URL()+"/v1/runs/"+run.RunID, nil, &st); code != 200 {
+			t.Fatalf("run status: %d", code)
+		}
+		if st.Status != protocol.StatusInterrupted || !st.Terminal {
+			t.Fatalf("restart %d: run status %+v, want interrupted", restart, st)
+		}
+		events := allEvents(t, p.URL(), run.RunID)
+		terminals := 0
+		for i, e := range events {
+			if e.Seq != uint64(i+1) {
+				t.Fatalf("gap: event %d has seq %d", i, e.Seq)
+			}
+			if e.Terminal {
+				terminals++
+			}
+		}
+		if terminals != 1 {
+			t.Fatalf("restart %d: %d terminal events", restart, terminals)
+		}
+		last := events[len(events)-1]
+		ep, _ := protocol.DecodePayload[protocol.ErrorPayload](&last)
+		if last.Type != protocol.EventError || ep.Code != protocol.ErrorInterrupted || ep.LastSeq != last.Seq-1 {
+			t.Fatalf("terminal event %+v payload %+v", last, ep)
+		}
+		var ss protocol.SessionStatus
+		call(t, "GET", p.URL()+"/v1/sessions/"+sess.SessionID, nil, &ss)
+		if ss.Status != protocol.StatusInterrupted || !strings.Contains(ss.Progress, "interrupted") {
+			t.Fatalf("session status %+v", ss)
+		}
+		if err := p.stop(); err != nil {
+			t.Fatalf("stop: %v\n%s", err, p.out.String())
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/sim"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/web"
+)
+
+// Serve runs a hub until ctx ends, then shuts it down gracefully: goaway to
+// every socket, close 1012, in-process runs ended as interrupted, exit.
+func Serve(ctx context.Context, cfg ServeConfig) error {
+	log := newLogger(cfg.LogFormat, cfg.LogLevel)
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	rt := adapter.NewInProcess(store, adapter.Options{
+		Drivers:        map[string]adapter.Driver{"sim": &sim.Driver{ClarifyTimeout: cfg.ClarifyTimeout}},
+		ClarifyTimeout: cfg.ClarifyTimeout,
+		Logger:         log,
+	})
+	n, err := rt.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("recover interrupted runs: %w", err)
+	}
+	if n > 0 {
+		log.Info("marked runs left by a previous process as interrupted", "runs", n)
+	}
+
+	h := hub.New(hub.Config{StatusInterval: cfg.StatusInterval, Logger: log}, store, rt)
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = hub.ErrorHandler
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", func(c echo.Context) error {
+		if h.Draining() {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
+	h.Routes(e)
+	e.GET("/*", echo.WrapHandler(web.Handler()))
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg), "hub_id", h.ID())
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	stopTrim := startRetention(ctx, store, cfg.Retention, log)
+	defer stopTrim()
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if err := h.Shutdown(sctx); err != nil {
+		log.Warn("sockets did not close in time", "err", err)
+	}
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("http shutdown", "err", err)
+	}
+	return rt.Close()
+}
+
+func openStore(ctx context.Context, cfg ServeConfig) (journal.Store, error) {
+	if cfg.RedisURL != "" {
+		return nil, errors.New("RUNHUB_REDIS_URL: the Redis journal is not wired into hub serve yet")
+	}
+	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
+		return nil, err
+	}
+	return bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{})
+}
+
+func journalName(cfg ServeConfig) string {
+	if cfg.RedisURL != "" {
+		return "redis"
+	}
+	return "embedded:" + cfg.Data
+}
+
+// startRetention trims terminal runs older than retention every hour (and
+// once at start); it returns a func that stops it and waits.
+func startRetention(ctx context.Context, store journal.Store, retention time.Duration, log *slog.Logger) func() {
+	if retention <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			if n, err := store.Trim(ctx, time.Now().Add(-retention)); err != nil {
+				log.Warn("retention trim", "err", err)
+			} else if n > 0 {
+				log.Info("retention trimmed runs", "runs", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+func newLogger(format, level string) *slog.Logger {
+	var lv slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		lv = slog.LevelDebug
+	case "warn":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	default:
+		lv = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
