@@ -115,6 +115,14 @@ func TestStore_InterleavedRuns(t *testing.T) {
 	if n, err := s.Trim(ctx, time.Now().Add(time.Hour)); err != nil || n != runs {
 		t.Fatalf("Trim = %d, %v; want %d", n, err, runs)
 	}
+	// The file reopens after the trim (the free page list is rebuilt) and
+	// takes new runs.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
 	err = s.db.View(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketRuns, bucketHeads, bucketLog, bucketIndex, bucketKeys, bucketActive, bucketEnded} {
 			if n := tx.Bucket(b).Stats().KeyN; n != 0 {
@@ -125,5 +133,12 @@ func TestStore_InterleavedRuns(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := s.BeginRun(ctx, journal.RunMeta{ID: "again", SessionID: "sr0"}); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := protocol.NewEvent("again", "sr0", protocol.EventProgress, protocol.ProgressPayload{Text: "x"})
+	if got, err := s.Append(ctx, e, ""); err != nil || got.Seq != 1 {
+		t.Fatalf("append after trim and reopen: %+v, %v", got, err)
 	}
 }

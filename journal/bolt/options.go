@@ -15,6 +15,12 @@ type Options struct {
 	// holds. Default 1s; negative waits forever.
 	LockTimeout time.Duration
 
+	// SyncFreelist writes bbolt's list of free pages with every commit.
+	// Default false, as etcd does: commits write less, and Open rebuilds the
+	// list by scanning the file instead (slower to open a large journal,
+	// equally durable).
+	SyncFreelist bool
+
 	// NoSync skips fsync on commit. DANGEROUS: a crash or power loss can
 	// lose acknowledged events or corrupt the file. For benchmarks and
 	// throwaway tests only; never in a deployment. Default false.

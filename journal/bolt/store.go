@@ -38,9 +38,10 @@ var _ journal.Store = (*Store)(nil)
 func Open(path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout:      opts.LockTimeout,
-		NoSync:       opts.NoSync,
-		FreelistType: bbolt.FreelistMapType,
+		Timeout:        opts.LockTimeout,
+		NoSync:         opts.NoSync,
+		FreelistType:   bbolt.FreelistMapType,
+		NoFreelistSync: !opts.SyncFreelist,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal/bolt: open %s: %w", path, err)

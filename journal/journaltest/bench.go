@@ -28,7 +28,10 @@ const (
 //   - Replay10k: reading a 10,000-event run in pages of 1000 (the catch-up
 //     cost of a focusing tab; ns/op is one whole replay).
 //
-// open must return a fresh, empty store and close it on cleanup.
+// Besides ns/op each reports events/s (or ms per replay) and the process
+// CPU time per operation (cpu-µs/event, cpu-ms/replay), which stays
+// meaningful on a machine busy with other work. open must return a fresh,
+// empty store and close it on cleanup.
 func RunBenchmarks(b *testing.B, open func(testing.TB) journal.Store) {
 	b.Run("AppendOneRun", func(b *testing.B) {
 		s := open(b)
