@@ -48,6 +48,9 @@ type request struct {
 func (s *Store) submit(ctx context.Context, r *request) error {
 	r.done = make(chan struct{})
 	s.mu.RLock()
+	if r.kind == opAppend {
+		s.preparing.Add(-1) // from here on the request is queued, not on its way
+	}
 	if s.closed {
 		s.mu.RUnlock()
 		return journal.ErrClosed
@@ -88,8 +91,11 @@ func (s *Store) commitLoop() {
 	}
 }
 
-// gather adds waiting writes to batch, up to MaxBatch, waiting up to
-// MaxWait for more when the queue runs dry.
+// gather adds waiting writes to batch, up to MaxBatch. When the queue runs
+// dry while appends are still being prepared on their callers' goroutines,
+// it waits for them, up to MaxWait: they will be there in microseconds, and
+// committing them with this batch saves them a commit (an fsync) of their
+// own. Nobody on the way, no wait.
 func (s *Store) gather(batch []*request, timer **time.Timer) []*request {
 	max, wait := s.opts.GroupCommit.MaxBatch, s.opts.GroupCommit.MaxWait
 	var deadline <-chan time.Time
@@ -100,8 +106,8 @@ func (s *Store) gather(batch []*request, timer **time.Timer) []*request {
 			continue
 		default:
 		}
-		if wait <= 0 {
-			return batch
+		if wait <= 0 || s.preparing.Load() == 0 {
+			break
 		}
 		if deadline == nil {
 			if *timer == nil {
@@ -114,12 +120,12 @@ func (s *Store) gather(batch []*request, timer **time.Timer) []*request {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
+			continue
 		case <-deadline:
 			return batch
 		case <-s.stop:
-			(*timer).Stop()
-			return batch
 		}
+		break
 	}
 	if deadline != nil {
 		(*timer).Stop()

@@ -34,12 +34,13 @@ type GroupCommit struct {
 	// answers until it commits. Default 1000.
 	MaxBatch int
 
-	// MaxWait is how long the committer waits for more writes before it
-	// commits a batch that is not full. Default 0: commit at once; writes
-	// that arrive while a commit is in progress form the next batch, so
-	// batching grows with load without adding latency at low load. A small
-	// wait (100µs–1ms) raises throughput when few writers append at once,
-	// at the cost of that much latency on every append.
+	// MaxWait is how long a batch may wait for appends that are on their
+	// way: called, being validated on their callers' goroutines, not yet
+	// queued. Default 0: commit what is queued at once; appends that arrive
+	// during a commit form the next batch, so batches grow with load anyway.
+	// A wait of 100µs–1ms can merge those "cohorts" into fewer, larger
+	// commits (fewer fsyncs) at the cost of up to that much latency when
+	// many runs append at once. A lone writer never waits.
 	MaxWait time.Duration
 }
 

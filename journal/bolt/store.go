@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -26,9 +27,10 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 
-	reqs chan *request
-	stop chan struct{} // closed by Close: the committer drains and exits
-	done chan struct{} // closed by the committer when it has exited
+	reqs      chan *request
+	preparing atomic.Int64  // appends being prepared, soon to be queued (see gather)
+	stop      chan struct{} // closed by Close: the committer drains and exits
+	done      chan struct{} // closed by the committer when it has exited
 }
 
 var _ journal.Store = (*Store)(nil)
@@ -103,8 +105,10 @@ func (s *Store) Append(ctx context.Context, e protocol.Envelope, key string) (pr
 	if len(key) > MaxKeyLen {
 		return protocol.Envelope{}, protocol.Errorf(protocol.CodeTooLarge, "idempotency key: is %d bytes, limit %d", len(key), MaxKeyLen)
 	}
+	s.preparing.Add(1) // until submit queues it
 	p, err := journal.Prepare(e, s.opts.Now())
 	if err != nil {
+		s.preparing.Add(-1)
 		return protocol.Envelope{}, err
 	}
 	r := &request{kind: opAppend, event: p, key: key}
