@@ -3,6 +3,7 @@ package redis
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -209,7 +210,7 @@ func (s *Store) Trim(ctx context.Context, before time.Time) (int, error) {
 				sids[i] = p.HGet(ctx, s.k.run(id), "session_id")
 			}
 			return nil
-		}); err != nil && err != goredis.Nil {
+		}); err != nil && !errors.Is(err, goredis.Nil) {
 			return trimmed, s.fail("trim", err)
 		}
 		progress := false
