@@ -45,7 +45,13 @@ type Execution struct {
 	closed     []*prompt // recently finished prompts, newest last
 	cancelling bool
 	lastSeq    uint64
+
+	steer chan string // guidance for the running driver (queue mode steer)
 }
+
+// Steering delivers guidance sent to the running run (queue mode steer) to
+// drivers that declare the Steerer capability.
+func (x *Execution) Steering() <-chan string { return x.steer }
 
 // prompt is the one pending approval or clarify of an execution: the driver
 // waits on answer; the first response wins, later ones are not-active.

@@ -35,6 +35,12 @@ type Options struct {
 	// MaxRuns bounds the runs executing at once in this process (default
 	// 10,000); a start past it answers ErrBusy.
 	MaxRuns int
+	// MaxQueue bounds the messages queued per session (default 50).
+	MaxQueue int
+	// MaxGoalContinuations stops a goal after this many runs it started
+	// (default 10): the goal is paused with a reason, so a runaway goal
+	// cannot loop forever.
+	MaxGoalContinuations int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (default slog.Default()).
@@ -61,6 +67,8 @@ type InProcess struct {
 
 type live struct {
 	x      *Execution
+	drv    Driver
+	owner  string
 	cancel context.CancelCauseFunc
 }
 
@@ -79,6 +87,12 @@ func NewInProcess(store Store, opts Options) *InProcess {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.MaxQueue == 0 {
+		opts.MaxQueue = 50
+	}
+	if opts.MaxGoalContinuations == 0 {
+		opts.MaxGoalContinuations = 10
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -116,6 +130,7 @@ func (a *InProcess) Recover(ctx context.Context) (int, error) {
 			return n, err
 		}
 		n++
+		a.drain(ctx, r.SessionID) // what was queued behind it goes on
 	}
 	return n, nil
 }
@@ -135,6 +150,13 @@ func (a *InProcess) interrupt(ctx context.Context, r journal.RunMeta, why string
 
 // StartRun implements RuntimeAdapter.
 func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.StartRunRequest) (protocol.RunStartResult, error) {
+	return a.startRun(ctx, owner, req, nil)
+}
+
+// startRun begins a run; before, when set, runs on the execution after
+// run.started and before the driver starts (e.g. to journal what made the
+// run).
+func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.StartRunRequest, before func(*Execution)) (protocol.RunStartResult, error) {
 	driverName := req.Provider
 	if driverName == "" {
 		driverName = a.opts.DefaultDriver
@@ -186,7 +208,8 @@ func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.Sta
 		}
 		return protocol.RunStartResult{}, err
 	}
-	x := &Execution{RunID: runID, SessionID: req.SessionID, Request: req, log: a.store, now: a.opts.Now}
+	x := &Execution{RunID: runID, SessionID: req.SessionID, Request: req, log: a.store, now: a.opts.Now,
+		steer: make(chan string, 16)}
 	started, err := x.append(ctx, mustEvent(runID, req.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
 		Message: req.Message, Profile: req.Profile, Model: req.Model, Provider: driverName,
 		Workspace: req.Workspace, Toolsets: nonNil(req.Toolsets), Source: req.Source}))
@@ -194,7 +217,10 @@ func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.Sta
 		a.interrupt(context.WithoutCancel(ctx), journal.RunMeta{ID: runID, SessionID: req.SessionID}, "the run could not start")
 		return protocol.RunStartResult{}, err
 	}
-	if !a.launch(x, drv) {
+	if before != nil {
+		before(x)
+	}
+	if !a.launch(x, drv, owner) {
 		a.interrupt(context.WithoutCancel(ctx), journal.RunMeta{ID: runID, SessionID: req.SessionID, LastSeq: started.Seq}, "the hub is shutting down")
 		return protocol.RunStartResult{}, ErrClosed
 	}
@@ -204,7 +230,7 @@ func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.Sta
 }
 
 // launch starts the executor goroutine; false when the adapter is closed.
-func (a *InProcess) launch(x *Execution, drv Driver) bool {
+func (a *InProcess) launch(x *Execution, drv Driver, owner string) bool {
 	ctx, cancel := context.WithCancelCause(a.ctx)
 	a.mu.Lock()
 	if a.closed {
@@ -212,22 +238,24 @@ func (a *InProcess) launch(x *Execution, drv Driver) bool {
 		cancel(nil)
 		return false
 	}
-	a.live[x.RunID] = &live{x: x, cancel: cancel}
+	a.live[x.RunID] = &live{x: x, drv: drv, owner: owner, cancel: cancel}
 	a.wg.Add(1)
 	a.mu.Unlock()
 	go func() {
 		defer a.wg.Done()
 		defer cancel(nil)
-		a.execute(ctx, x, drv)
+		cont := a.execute(ctx, x, drv)
 		a.mu.Lock()
 		delete(a.live, x.RunID)
 		a.mu.Unlock()
+		a.afterRun(x.SessionID, cont)
 	}()
 	return true
 }
 
-// execute runs the driver and writes the run's one terminal event.
-func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) {
+// execute runs the driver and writes the run's one terminal event; it
+// reports whether the session's goal wants another run.
+func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont bool) {
 	usage, err := a.safeExecute(ctx, x, drv)
 	// The terminal append must happen even though ctx is cancelled.
 	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -241,6 +269,7 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) {
 		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
 			Message: "the hub shut down while the run was active", Terminal: true, LastSeq: x.last()}
 	case err == nil:
+		cont = a.postTurn(tctx, x, drv)
 		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage}
 	default:
 		var de *DriverError
@@ -254,6 +283,24 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) {
 	if _, err := x.append(tctx, e); err != nil && !errors.Is(err, journal.ErrTerminal) {
 		a.opts.Logger.Error("terminal event not journaled", "run_id", x.RunID, "err", err)
 	}
+	return cont
+}
+
+// afterRun continues a session whose run has ended: its next queued message
+// first, else the goal's next run when the evaluation asked for one.
+func (a *InProcess) afterRun(sid string, cont bool) {
+	a.mu.Lock()
+	closed := a.closed
+	a.mu.Unlock()
+	if closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	if a.drain(ctx, sid) || !cont {
+		return
+	}
+	a.startGoalRun(ctx, sid)
 }
 
 func (a *InProcess) safeExecute(ctx context.Context, x *Execution, drv Driver) (u *protocol.Usage, err error) {
@@ -370,16 +417,6 @@ func (a *InProcess) respond(ctx context.Context, runID, promptID, answer string,
 	status := l.x.respond(slot, promptID, answer)
 	msg := map[string]string{protocol.ResultAccepted: "delivered", protocol.ResultNotActive: "no such pending prompt", protocol.ResultExpired: "the prompt has expired"}[status]
 	return Result(status, msg, runID, meta.SessionID, ""), nil
-}
-
-// QueueMessage implements RuntimeAdapter (not yet supported in process).
-func (a *InProcess) QueueMessage(ctx context.Context, owner, sessionID string, req protocol.QueueRequest, key string) (protocol.ControlResult, error) {
-	return Result(protocol.ResultUnsupported, "queueing is not supported by this runtime yet", "", sessionID, ""), nil
-}
-
-// UpdateGoal implements RuntimeAdapter (not yet supported in process).
-func (a *InProcess) UpdateGoal(ctx context.Context, sessionID string, req protocol.GoalRequest) (protocol.ControlResult, error) {
-	return Result(protocol.ResultUnsupported, "goals are not supported by this runtime yet", "", sessionID, ""), nil
 }
 
 func notFound(err error, what string) error {

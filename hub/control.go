@@ -127,12 +127,14 @@ func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, 
 			return notActive(err, m)
 		}
 		res, err := h.runtime.QueueMessage(ctx, subject, m.SessionID, protocol.QueueRequest{Message: m.Message, Mode: m.Mode}, key)
+		h.tracker.reload(m.SessionID)
 		return res, publicError(err)
 	case protocol.OpGoal:
 		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
 			return notActive(err, m)
 		}
 		res, err := h.runtime.UpdateGoal(ctx, m.SessionID, protocol.GoalRequest{Action: m.Action, Text: m.Text})
+		h.tracker.reload(m.SessionID)
 		return res, publicError(err)
 	}
 	return adapter.Result(protocol.ResultUnsupported, "unknown op", m.RunID, m.SessionID, ""), nil

@@ -358,6 +358,17 @@ func (t *tracker) gc(s *tracked) {
 	}
 }
 
+// reload refreshes a tracked session from the journal: its runtime-owned
+// state (queue, goal) can change without an event when it is idle.
+func (t *tracker) reload(sid string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.sessions[sid]; s != nil && s.loaded {
+		s.loaded = false // feed events buffer until the load lands
+		t.scheduleLoad(sid)
+	}
+}
+
 // status returns the folded status of a tracked, loaded session.
 func (t *tracker) status(sid string) (protocol.SessionStatus, bool) {
 	t.mu.Lock()

@@ -37,9 +37,8 @@ func FoldRun(ctx context.Context, l Log, runID, sessionID string) (session.Run, 
 	return r, err
 }
 
-// FoldSession loads a session's meta and folds its latest run (the goal and
-// queue depth carry over from earlier runs only as far as the latest run's
-// own events repeat them).
+// FoldSession loads a session's meta and folds its latest run. The queue
+// depth and the goal come from the meta, where the runtime keeps them.
 func FoldSession(ctx context.Context, s interface {
 	Log
 	Session(ctx context.Context, id string) (SessionMeta, error)
@@ -57,5 +56,6 @@ func FoldSession(ctx context.Context, s interface {
 		}
 		st.SetLatest(r)
 	}
+	st.QueueDepth, st.Goal = len(meta.Queue), meta.Goal
 	return st, meta, nil
 }

@@ -26,6 +26,29 @@ type SessionMeta struct {
 	CreatedAt float64  `json:"created_at"`
 	Runs      []string `json:"runs"`                 // run ids, oldest first
 	ActiveRun string   `json:"active_run,omitempty"` // the run without a terminal event, if any
+
+	// Runtime-owned session state, changed only through UpdateSession: the
+	// session's FIFO of queued messages, its standing goal, and the
+	// idempotency keys of its most recent queue requests.
+	Queue      []QueuedMessage              `json:"queue,omitempty"`
+	Goal       *protocol.GoalUpdatedPayload `json:"goal,omitempty"`
+	RecentKeys []string                     `json:"recent_keys,omitempty"`
+}
+
+// QueuedMessage is one message waiting in a session's FIFO for the next run.
+type QueuedMessage struct {
+	ID       string  `json:"id"`
+	Message  string  `json:"message"`
+	QueuedAt float64 `json:"queued_at"`
+}
+
+// SessionUpdater changes a session's runtime-owned state atomically: fn
+// sees the current meta and may change Queue, Goal, RecentKeys and Title;
+// changes to other fields are ignored. When fn returns an error nothing is
+// written and that error is returned. fn may run more than once (optimistic
+// backends retry on contention) and must not block.
+type SessionUpdater interface {
+	UpdateSession(ctx context.Context, id string, fn func(*SessionMeta) error) (SessionMeta, error)
 }
 
 // LatestRun returns the id of the session's newest run, or "".

@@ -266,13 +266,11 @@ func (r *Run) finish(s protocol.Status, progress string) {
 
 // Controls lists the control ops valid for this run now.
 func (r *Run) Controls() []string {
-	if r.Terminal {
-		return []string{}
+	if r.Terminal || r.Status == protocol.StatusCancelling {
+		return []string{} // a cancelling run takes no more responses
 	}
-	out := make([]string, 0, 4)
-	if r.Status != protocol.StatusCancelling {
-		out = append(out, protocol.OpCancel)
-	}
+	out := make([]string, 0, 3)
+	out = append(out, protocol.OpCancel)
 	if r.PendingApproval != nil {
 		out = append(out, protocol.OpApprove)
 	}

@@ -94,11 +94,14 @@ func (s *Session) absorb(r *Run, typ protocol.EventType) {
 
 // Controls lists the control ops valid for the session now: those of its
 // active run, or start when it has none.
+//
+// Idle: start, queue (starts a run at once) and goal. With an active run:
+// the run's own controls, then queue (FIFO or steer) and goal.
 func (s *Session) Controls() []string {
 	if s.Latest == nil || s.Latest.Terminal {
-		return []string{protocol.OpStart}
+		return []string{protocol.OpStart, protocol.OpQueue, protocol.OpGoal}
 	}
-	return s.Latest.Controls()
+	return append(s.Latest.Controls(), protocol.OpQueue, protocol.OpGoal)
 }
 
 // Status derives the SessionStatus a watching tab sees.

@@ -38,11 +38,11 @@ var (
 func TestSession_StatusWithoutRuns(t *testing.T) {
 	s := session.NewSession("s1", "New chat")
 	got := s.Status()
-	want := protocol.SessionStatus{SessionID: "s1", Title: "New chat", ActiveControls: []string{"start"}}
+	want := protocol.SessionStatus{SessionID: "s1", Title: "New chat", ActiveControls: []string{"start", "queue", "goal"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Status() = %+v\nwant %+v", got, want)
 	}
-	if got := s.Controls(); !slices.Equal(got, []string{"start"}) {
+	if got := s.Controls(); !slices.Equal(got, []string{"start", "queue", "goal"}) {
 		t.Errorf("Controls() = %v", got)
 	}
 }
@@ -56,7 +56,7 @@ func TestSession_Status(t *testing.T) {
 	got := s.Status()
 	want := protocol.SessionStatus{
 		SessionID: "s1", Title: "Fix the build", RunID: "r1", Status: protocol.StatusAwaitingApproval,
-		LastSeq: 8, LastEventID: "r1:8", ActiveControls: []string{"cancel", "approve"},
+		LastSeq: 8, LastEventID: "r1:8", ActiveControls: []string{"cancel", "approve", "queue", "goal"},
 		PendingApproval: &protocol.PendingApproval{ApprovalID: "a1", Summary: "run make", Risk: "low", Choices: []string{"once", "session", "always", "deny"}},
 		Progress:        "approval: run make", Tokens: 2,
 		Usage:      &protocol.Usage{InputTokens: 4, OutputTokens: 2, Model: "m", Provider: "p", DurationMS: 10},
@@ -70,7 +70,7 @@ func TestSession_Status(t *testing.T) {
 	sessionPlay(t, &s, "r1", resolveA1, askQ1)
 	got = s.Status()
 	if got.Status != protocol.StatusAwaitingClarify || got.PendingApproval != nil || got.PendingClarify == nil ||
-		got.PendingClarify.ClarifyID != "q1" || !slices.Equal(got.ActiveControls, []string{"cancel", "clarify"}) {
+		got.PendingClarify.ClarifyID != "q1" || !slices.Equal(got.ActiveControls, []string{"cancel", "clarify", "queue", "goal"}) {
 		t.Errorf("with a question pending: %s", js(got))
 	}
 
@@ -78,7 +78,7 @@ func TestSession_Status(t *testing.T) {
 	got = s.Status()
 	if got.Status != protocol.StatusCompleted || !got.Terminal || got.TerminalState != protocol.StatusCompleted ||
 		got.PendingClarify != nil || got.Tokens != 3 || got.LastEventID != "r1:13" || got.Progress != "completed" ||
-		!slices.Equal(got.ActiveControls, []string{"start"}) || got.Usage.OutputTokens != 3 {
+		!slices.Equal(got.ActiveControls, []string{"start", "queue", "goal"}) || got.Usage.OutputTokens != 3 {
 		t.Errorf("completed: %s", js(got))
 	}
 
@@ -114,7 +114,7 @@ func TestSession_StatusTerminalStates(t *testing.T) {
 		s := session.NewSession("s1", "")
 		sessionPlay(t, &s, "r1", started, tt.end)
 		st := s.Status()
-		if st.Status != tt.want || st.TerminalState != tt.want || !st.Terminal || !slices.Equal(st.ActiveControls, []string{"start"}) {
+		if st.Status != tt.want || st.TerminalState != tt.want || !st.Terminal || !slices.Equal(st.ActiveControls, []string{"start", "queue", "goal"}) {
 			t.Errorf("after %s: %s", tt.end.typ, js(st))
 		}
 	}
@@ -131,7 +131,7 @@ func TestSession_ApplyAcrossRuns(t *testing.T) {
 	st := s.Status()
 	if st.RunID != "r2" || st.Status != protocol.StatusQueued || st.Terminal || st.TerminalState != "" ||
 		st.LastEventID != "r2:1" || st.Tokens != 0 || st.Usage != nil || st.Progress != "" ||
-		!slices.Equal(st.ActiveControls, []string{"cancel"}) {
+		!slices.Equal(st.ActiveControls, []string{"cancel", "queue", "goal"}) {
 		t.Errorf("new run's status carries the old run's: %s", js(st))
 	}
 	// Title, queue depth and goal carry over.
@@ -248,17 +248,17 @@ func TestSession_Controls(t *testing.T) {
 			t.Errorf("Status().ActiveControls = %v, want %v", got, want)
 		}
 	}
-	check("start")
+	check("start", "queue", "goal")
 	sessionPlay(t, &s, "r1", status("queued"))
-	check("cancel")
+	check("cancel", "queue", "goal")
 	sessionPlay(t, &s, "r1", started, askA1)
-	check("cancel", "approve")
+	check("cancel", "approve", "queue", "goal")
 	sessionPlay(t, &s, "r1", resolveA1, status("paused"))
-	check("cancel")
+	check("cancel", "queue", "goal")
 	sessionPlay(t, &s, "r1", status("cancelling"))
-	check()
+	check("queue", "goal")
 	sessionPlay(t, &s, "r1", cancelled)
-	check("start")
+	check("start", "queue", "goal")
 }
 
 func TestSession_SetLatest(t *testing.T) {

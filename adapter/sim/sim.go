@@ -90,6 +90,42 @@ type Driver struct {
 	ClarifyTimeout time.Duration
 }
 
+// Steers reports that the simulator takes guidance while it runs: each
+// steer message is journaled as a progress event.
+func (d *Driver) Steers() bool { return true }
+
+// EvaluateGoal is the simulator's post-turn goal evaluation: a goal whose
+// text holds "turns=N" continues until N runs were made for it, then it is
+// done; any other goal does not continue on its own.
+func (d *Driver) EvaluateGoal(g protocol.GoalUpdatedPayload) adapter.GoalDecision {
+	n, ok := goalTurns(g.Text)
+	switch {
+	case !ok:
+		return adapter.GoalDecision{}
+	case g.Turns >= n:
+		return adapter.GoalDecision{Done: true, Reason: fmt.Sprintf("made %d of %d runs", g.Turns, n)}
+	}
+	return adapter.GoalDecision{Continue: true}
+}
+
+// goalTurns reads "turns=N" from a goal text.
+func goalTurns(text string) (int, bool) {
+	i := strings.Index(text, "turns=")
+	if i < 0 {
+		return 0, false
+	}
+	rest := text[i+len("turns="):]
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	n, err := strconv.Atoi(rest[:j])
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
 // Validate checks a start request's script before the run begins.
 func (d *Driver) Validate(req protocol.StartRunRequest) error {
 	_, err := ParseScript(req.Metadata)
@@ -151,6 +187,9 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 		if s.Fail == "error" && i == n/2 {
 			return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
 		}
+		if err := steered(ctx, x); err != nil {
+			return nil, err
+		}
 		if _, err := x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: TokenText(i)}); err != nil {
 			return nil, err
 		}
@@ -195,6 +234,20 @@ func (d *Driver) tool(ctx context.Context, x *adapter.Execution, i int, denied b
 	_, err := x.Emit(ctx, protocol.EventToolDone, protocol.ToolDonePayload{ToolCallID: id, Status: status,
 		DurationMS: time.Since(start).Milliseconds(), Error: denied, Result: result})
 	return err
+}
+
+// steered journals every guidance message waiting for the run.
+func steered(ctx context.Context, x *adapter.Execution) error {
+	for {
+		select {
+		case text := <-x.Steering():
+			if _, err := x.Emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: "steered: " + text}); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

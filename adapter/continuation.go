@@ -1,0 +1,387 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Steerer is an optional Driver capability: guidance for a running run
+// (queue mode steer) reaches it through Execution.Steering.
+type Steerer interface {
+	Steers() bool
+}
+
+// GoalEvaluator is an optional Driver capability: the post-turn evaluation
+// of a session's standing goal. The runtime, not the hub, decides whether a
+// goal continues.
+type GoalEvaluator interface {
+	EvaluateGoal(goal protocol.GoalUpdatedPayload) GoalDecision
+}
+
+// GoalDecision is the outcome of a post-turn goal evaluation.
+type GoalDecision struct {
+	Continue bool   // start another run for the goal
+	Done     bool   // the goal is reached
+	Reason   string // shown in goal.updated
+}
+
+// Queue and goal bounds.
+const (
+	maxRecentKeys = 64
+	maxPreview    = 80
+)
+
+var (
+	errDuplicate = errors.New("duplicate request")
+	errQueueFull = errors.New("queue full")
+	errNoGoal    = errors.New("no goal")
+)
+
+// updater returns the journal's session updater, if it has one.
+func (a *InProcess) updater() (journal.SessionUpdater, bool) {
+	u, ok := a.store.(journal.SessionUpdater)
+	return u, ok
+}
+
+// QueueMessage implements RuntimeAdapter. Mode queue appends to the
+// session's FIFO (journaled as queue.updated on the active run), or starts a
+// run at once when the session is idle; mode steer hands the text to the
+// running executor when its driver supports it. A repeated key does not
+// enqueue twice.
+func (a *InProcess) QueueMessage(ctx context.Context, owner, sid string, req protocol.QueueRequest, key string) (protocol.ControlResult, error) {
+	u, ok := a.updater()
+	if !ok {
+		return Result(protocol.ResultUnsupported, "this journal cannot hold a queue", "", sid, ""), nil
+	}
+	if req.Mode == protocol.ModeSteer {
+		return a.steer(ctx, u, sid, req.Message, key)
+	}
+	id := NewID("q_")
+	startNow := false
+	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+		startNow = false
+		if err := rememberKey(m, key); err != nil {
+			return err
+		}
+		if m.ActiveRun == "" && len(m.Queue) == 0 {
+			startNow = true
+			return nil
+		}
+		if len(m.Queue) >= a.opts.MaxQueue {
+			return errQueueFull
+		}
+		m.Queue = append(m.Queue, journal.QueuedMessage{ID: id, Message: req.Message, QueuedAt: protocol.Timestamp(a.opts.Now())})
+		return nil
+	})
+	switch {
+	case errors.Is(err, errDuplicate):
+		return Result(protocol.ResultNotActive, "duplicate request: already queued", "", sid, ""), nil
+	case errors.Is(err, errQueueFull):
+		return Result(protocol.ResultConflict, "the session's queue is full", "", sid, ""), nil
+	case err != nil:
+		return protocol.ControlResult{}, notFound(err, "session "+sid)
+	}
+	if startNow {
+		r, err := a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, req.Message, "queue"), nil)
+		if err == nil {
+			return Result(protocol.ResultAccepted, "started", r.RunID, sid, r.Cursor), nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return protocol.ControlResult{}, err
+		}
+		// A run began meanwhile: queue behind it instead.
+		if meta, err = u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+			m.Queue = append(m.Queue, journal.QueuedMessage{ID: id, Message: req.Message, QueuedAt: protocol.Timestamp(a.opts.Now())})
+			return nil
+		}); err != nil {
+			return protocol.ControlResult{}, err
+		}
+	}
+	eventID := ""
+	if meta.ActiveRun != "" {
+		e, err := a.appendTo(ctx, meta.ActiveRun, sid, protocol.EventQueueUpdated, queuePayload(meta.Queue))
+		if err == nil {
+			eventID = e.EventID
+		}
+	} else {
+		a.drain(ctx, sid) // idle with a backlog (e.g. after a crash): start it
+	}
+	return Result(protocol.ResultAccepted, "queued", meta.ActiveRun, sid, eventID), nil
+}
+
+func (a *InProcess) steer(ctx context.Context, u journal.SessionUpdater, sid, text, key string) (protocol.ControlResult, error) {
+	meta, err := a.store.Session(ctx, sid)
+	if err != nil {
+		return protocol.ControlResult{}, notFound(err, "session "+sid)
+	}
+	a.mu.Lock()
+	l := a.live[meta.ActiveRun]
+	a.mu.Unlock()
+	if meta.ActiveRun == "" || l == nil {
+		return Result(protocol.ResultNotActive, "no active run to steer", "", sid, ""), nil
+	}
+	if s, ok := l.drv.(Steerer); !ok || !s.Steers() {
+		return Result(protocol.ResultUnsupported, "this runtime cannot be steered", meta.ActiveRun, sid, ""), nil
+	}
+	if key != "" {
+		if _, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error { return rememberKey(m, key) }); errors.Is(err, errDuplicate) {
+			return Result(protocol.ResultNotActive, "duplicate request: already delivered", meta.ActiveRun, sid, ""), nil
+		} else if err != nil {
+			return protocol.ControlResult{}, err
+		}
+	}
+	select {
+	case l.x.steer <- text:
+		return Result(protocol.ResultAccepted, "delivered", meta.ActiveRun, sid, ""), nil
+	default:
+		return Result(protocol.ResultConflict, "the run has too much guidance waiting", meta.ActiveRun, sid, ""), nil
+	}
+}
+
+// rememberKey records an idempotency key; a key seen before is errDuplicate.
+func rememberKey(m *journal.SessionMeta, key string) error {
+	if key == "" {
+		return nil
+	}
+	if slices.Contains(m.RecentKeys, key) {
+		return errDuplicate
+	}
+	m.RecentKeys = append(m.RecentKeys, key)
+	if n := len(m.RecentKeys); n > maxRecentKeys {
+		m.RecentKeys = slices.Clone(m.RecentKeys[n-maxRecentKeys:])
+	}
+	return nil
+}
+
+func queuePayload(q []journal.QueuedMessage) protocol.QueueUpdatedPayload {
+	items := make([]protocol.QueueItem, 0, len(q))
+	for _, m := range q {
+		items = append(items, protocol.QueueItem{ID: m.ID, Preview: firstLine(m.Message, maxPreview)})
+	}
+	return protocol.QueueUpdatedPayload{Depth: len(q), Items: items}
+}
+
+// inherit builds the request of a follow-up run: the session's latest run's
+// runtime settings with a new message and source.
+func (a *InProcess) inherit(ctx context.Context, meta journal.SessionMeta, message, source string) protocol.StartRunRequest {
+	req := protocol.StartRunRequest{}
+	if latest := meta.LatestRun(); latest != "" {
+		if rm, err := a.store.Run(ctx, latest); err == nil && len(rm.Request) > 0 {
+			_ = json.Unmarshal(rm.Request, &req)
+		}
+	}
+	req.SessionID, req.Message, req.Source, req.Attachments = meta.ID, message, source, nil
+	return req
+}
+
+// appendTo journals one event of a run from outside its executor.
+func (a *InProcess) appendTo(ctx context.Context, runID, sid string, typ protocol.EventType, p any) (protocol.Envelope, error) {
+	e, err := protocol.NewEvent(runID, sid, typ, p)
+	if err != nil {
+		return e, err
+	}
+	e.CreatedAt = protocol.Timestamp(a.opts.Now())
+	out, err := a.store.Append(ctx, e, "")
+	if err != nil && !errors.Is(err, journal.ErrTerminal) {
+		a.opts.Logger.Warn("journal session event", "run_id", runID, "type", typ, "err", err)
+	}
+	return out, err
+}
+
+// drain starts the session's next queued message when it is idle; it
+// reports whether a run started. A start that loses a race puts the message
+// back at the head, so order holds.
+func (a *InProcess) drain(ctx context.Context, sid string) bool {
+	u, ok := a.updater()
+	if !ok {
+		return false
+	}
+	var item *journal.QueuedMessage
+	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+		item = nil
+		if m.ActiveRun != "" || len(m.Queue) == 0 {
+			return nil
+		}
+		it := m.Queue[0]
+		item = &it
+		m.Queue = slices.Clone(m.Queue[1:])
+		return nil
+	})
+	if err != nil || item == nil {
+		return false
+	}
+	rest := queuePayload(meta.Queue)
+	_, err = a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, item.Message, "queue"), func(x *Execution) {
+		x.Emit(ctx, protocol.EventQueueUpdated, rest)
+	})
+	if err == nil {
+		return true
+	}
+	if !errors.Is(err, ErrConflict) {
+		a.opts.Logger.Warn("start queued message", "session_id", sid, "err", err)
+	}
+	u.UpdateSession(context.WithoutCancel(ctx), sid, func(m *journal.SessionMeta) error {
+		m.Queue = append([]journal.QueuedMessage{*item}, m.Queue...)
+		return nil
+	})
+	return false
+}
+
+// UpdateGoal implements RuntimeAdapter: it changes the session's goal state
+// (journaled as goal.updated on the active run) and, when a goal is set or
+// resumed on an idle session, lets the runtime decide whether to continue.
+func (a *InProcess) UpdateGoal(ctx context.Context, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
+	u, ok := a.updater()
+	if !ok {
+		return Result(protocol.ResultUnsupported, "this journal cannot hold a goal", "", sid, ""), nil
+	}
+	changed := false
+	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+		changed = false
+		g := m.Goal
+		live := g != nil && (g.State == protocol.GoalActive || g.State == protocol.GoalPaused)
+		switch req.Action {
+		case protocol.GoalSet:
+			m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalActive, Text: req.Text}
+			changed = true
+		case protocol.GoalEdit:
+			if !live {
+				return errNoGoal
+			}
+			if g.Text != req.Text {
+				m.Goal = &protocol.GoalUpdatedPayload{State: g.State, Text: req.Text, Turns: g.Turns}
+				changed = true
+			}
+		case protocol.GoalPause, protocol.GoalResume:
+			if !live {
+				return errNoGoal
+			}
+			want := protocol.GoalPaused
+			if req.Action == protocol.GoalResume {
+				want = protocol.GoalActive
+			}
+			if g.State != want {
+				m.Goal = &protocol.GoalUpdatedPayload{State: want, Text: g.Text, Turns: g.Turns}
+				changed = true
+			}
+		case protocol.GoalClear:
+			if g != nil && g.State != protocol.GoalCleared {
+				m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalCleared, Text: g.Text, Turns: g.Turns}
+				changed = true
+			}
+		case protocol.GoalStatus:
+		default:
+			return protocol.Errorf(protocol.CodeBadRequest, "action: unknown goal action %q", req.Action)
+		}
+		return nil
+	})
+	var pe *protocol.Error
+	switch {
+	case errors.Is(err, errNoGoal):
+		return Result(protocol.ResultNotActive, "the session has no goal", "", sid, ""), nil
+	case errors.As(err, &pe):
+		return protocol.ControlResult{}, pe
+	case err != nil:
+		return protocol.ControlResult{}, notFound(err, "session "+sid)
+	}
+	msg := "no goal"
+	if meta.Goal != nil {
+		msg = "goal " + meta.Goal.State
+	}
+	eventID := ""
+	if changed && meta.ActiveRun != "" {
+		if e, err := a.appendTo(ctx, meta.ActiveRun, sid, protocol.EventGoalUpdated, meta.Goal); err == nil {
+			eventID = e.EventID
+		}
+	}
+	if changed && meta.ActiveRun == "" && meta.Goal.State == protocol.GoalActive {
+		if d := a.evaluate(*meta.Goal); d.Continue {
+			a.startGoalRun(ctx, sid)
+		}
+	}
+	return Result(protocol.ResultAccepted, msg, meta.ActiveRun, sid, eventID), nil
+}
+
+// evaluate asks the default driver whether an active goal continues.
+func (a *InProcess) evaluate(g protocol.GoalUpdatedPayload) GoalDecision {
+	if ev, ok := a.opts.Drivers[a.opts.DefaultDriver].(GoalEvaluator); ok {
+		return ev.EvaluateGoal(g)
+	}
+	return GoalDecision{}
+}
+
+// postTurn is the goal evaluation at the end of a successful run, before
+// its terminal event: it journals the goal's new state on the run and
+// reports whether the goal wants another run.
+func (a *InProcess) postTurn(ctx context.Context, x *Execution, drv Driver) bool {
+	u, ok := a.updater()
+	ev, isEv := drv.(GoalEvaluator)
+	if !ok || !isEv {
+		return false
+	}
+	cont := false
+	meta, err := u.UpdateSession(ctx, x.SessionID, func(m *journal.SessionMeta) error {
+		cont = false
+		g := m.Goal
+		if g == nil || g.State != protocol.GoalActive {
+			return errNoGoal
+		}
+		d := ev.EvaluateGoal(*g)
+		switch {
+		case d.Done:
+			m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalDone, Text: g.Text, Turns: g.Turns, Reason: d.Reason}
+		case d.Continue && g.Turns >= a.opts.MaxGoalContinuations:
+			m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalPaused, Text: g.Text, Turns: g.Turns,
+				Reason: "paused after the maximum of continuations; resume to go on"}
+		case d.Continue:
+			cont = true
+			return errNoGoal // nothing to write; the next run records its turn
+		default:
+			return errNoGoal
+		}
+		return nil
+	})
+	if err == nil {
+		x.Emit(ctx, protocol.EventGoalUpdated, meta.Goal)
+	}
+	return cont
+}
+
+// startGoalRun starts the next run of an active goal, counting its turn.
+func (a *InProcess) startGoalRun(ctx context.Context, sid string) {
+	u, ok := a.updater()
+	if !ok {
+		return
+	}
+	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+		g := m.Goal
+		if g == nil || g.State != protocol.GoalActive || m.ActiveRun != "" {
+			return errNoGoal
+		}
+		m.Goal = &protocol.GoalUpdatedPayload{State: g.State, Text: g.Text, Turns: g.Turns + 1}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	goal := *meta.Goal
+	_, err = a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, goal.Text, "goal"), func(x *Execution) {
+		x.Emit(ctx, protocol.EventGoalUpdated, goal)
+	})
+	if err != nil {
+		u.UpdateSession(context.WithoutCancel(ctx), sid, func(m *journal.SessionMeta) error {
+			if m.Goal != nil && m.Goal.Turns == goal.Turns {
+				m.Goal.Turns--
+			}
+			return nil
+		})
+		if !errors.Is(err, ErrConflict) {
+			a.opts.Logger.Warn("start goal run", "session_id", sid, "err", err)
+		}
+	}
+}
