@@ -75,7 +75,7 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	max := s.opts.GroupCommit.MaxBatch
-	w := newWriter(s.opts.Now)
+	w := newWriter()
 	batch := make([]*request, 0, max)
 	var timer *time.Timer
 	for {

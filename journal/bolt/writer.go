@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -22,8 +21,6 @@ import (
 // transaction must fail (a storage fault); refusals such as ErrTerminal are
 // results, stored in the request, and write nothing.
 type writer struct {
-	now func() time.Time
-
 	tx        *bbolt.Tx
 	open      [nBuckets]*bbolt.Bucket // opened on first use
 	pos       uint64                  // last log position used
@@ -52,8 +49,8 @@ type sessState struct {
 // maxKeptBuf is the largest row buffer kept from one batch to the next.
 const maxKeptBuf = 4 << 20
 
-func newWriter(now func() time.Time) *writer {
-	return &writer{now: now, runCache: make(map[string]*runState), sessCache: make(map[string]*sessState)}
+func newWriter() *writer {
+	return &writer{runCache: make(map[string]*runState), sessCache: make(map[string]*sessState)}
 }
 
 func (w *writer) begin(tx *bbolt.Tx) {
