@@ -18,6 +18,7 @@ import (
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/redis"
 	"github.com/runhub/runhub/web"
 )
 
@@ -89,7 +90,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 
 func openStore(ctx context.Context, cfg ServeConfig) (journal.Store, error) {
 	if cfg.RedisURL != "" {
-		return nil, errors.New("RUNHUB_REDIS_URL: the Redis journal is not wired into hub serve yet")
+		return redis.Open(ctx, redis.Options{URL: cfg.RedisURL})
 	}
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return nil, err
