@@ -152,17 +152,7 @@ func (b *batcher) exec(batch []*appendReq) {
 	if len(live) == 0 {
 		return
 	}
-	keys := make([]string, 0, 3+5*len(live))
-	args := make([]any, 0, 2+8*len(live))
-	keys = append(keys, s.k.batch(newToken()), s.k.active(), s.k.ended())
-	args = append(args, s.opts.FeedMaxLen, int64(max(s.opts.ReplyCacheTTL/time.Second, 1)))
-	for _, r := range live {
-		e := &r.e
-		keys = append(keys, s.k.run(e.RunID), s.k.events(e.RunID), s.k.idem(e.RunID),
-			s.k.session(e.SessionID), s.k.feedOf(e.SessionID))
-		args = append(args, e.RunID, e.SessionID, string(e.Type), formatTime(e.CreatedAt),
-			flag(e.Terminal), []byte(e.Payload), r.key, flag(e.Type.IsDelta()))
-	}
+	keys, args := s.appendCommand(live)
 	// Not the callers' contexts: the batch is shared, and a caller that
 	// gives up only stops waiting.
 	reply, err := appendScript.Run(context.Background(), s.rdb, keys, args...).Slice()
@@ -179,6 +169,24 @@ func (b *batcher) exec(batch []*appendReq) {
 		}
 		close(r.done)
 	}
+}
+
+// appendCommand builds the KEYS and ARGV of one run of append.lua. The
+// batch's reply cache key is new each time: a resend of the same command
+// (by go-redis) reuses it, a new batch never does.
+func (s *Store) appendCommand(batch []*appendReq) ([]string, []any) {
+	keys := make([]string, 0, 3+5*len(batch))
+	args := make([]any, 0, 2+8*len(batch))
+	keys = append(keys, s.k.batch(newToken()), s.k.active(), s.k.ended())
+	args = append(args, s.opts.FeedMaxLen, int64(max(s.opts.ReplyCacheTTL/time.Second, 1)))
+	for _, r := range batch {
+		e := &r.e
+		keys = append(keys, s.k.run(e.RunID), s.k.events(e.RunID), s.k.idem(e.RunID),
+			s.k.session(e.SessionID), s.k.feedOf(e.SessionID))
+		args = append(args, e.RunID, e.SessionID, string(e.Type), formatTime(e.CreatedAt),
+			flag(e.Terminal), []byte(e.Payload), r.key, flag(e.Type.IsDelta()))
+	}
+	return keys, args
 }
 
 func flag(b bool) string {
