@@ -27,14 +27,18 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./journal/... ./protocol/... ./session/... ./hub/...
 
+# govulncheck needs https://vuln.go.dev (not reachable from the sandbox).
 lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 	$(GO) tool govulncheck ./...
 
+FUZZTIME ?= 20s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeClient -fuzztime 20s ./protocol
-	$(GO) test -run '^$$' -fuzz FuzzParseCursor -fuzztime 20s ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzDecodeClient -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzParseCursor -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzSplitBatch -fuzztime $(FUZZTIME) ./protocol
+	$(GO) test -run '^$$' -fuzz FuzzApplyValidEvent -fuzztime $(FUZZTIME) ./session
 
 loadtest:
 	$(GO) run ./loadtest $(ARGS)

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -213,10 +212,6 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	})
 	h.wg.Wait()
 	return err
-}
-
-func isClosed(err error) bool {
-	return errors.Is(err, context.Canceled) || websocket.CloseStatus(err) != -1
 }
 
 // Stats is a snapshot of the hub's sockets.

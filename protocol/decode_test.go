@@ -11,10 +11,6 @@ import (
 )
 
 // jsonStr quotes s as a JSON string.
-func jsonStr(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
 
 // jsonIDs is a JSON array of n distinct valid ids.
 func jsonIDs(n int) string {
