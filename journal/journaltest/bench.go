@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ const (
 	benchRuns       = 100    // concurrent runs in Append100Runs
 	benchReplay     = 10_000 // events in the replayed run
 	benchReplayPage = 1000   // Read limit while replaying
-	benchFillers    = 50     // writers filling the replayed run
+	benchFillers    = 50     // writers filling the replayed run, and other runs meanwhile
 )
 
 // RunBenchmarks measures a backend on the journal's hot paths:
@@ -128,10 +129,26 @@ func benchEvent(sid, rid string) protocol.Envelope {
 	return rawEvent(sid, rid, protocol.EventTokenDelta, `{"message_id":"msg-1","text":" the quick brown fox jumps"}`)
 }
 
-// fillRun appends n token deltas to a run from benchFillers writers.
+// fillRun appends n token deltas to a run from benchFillers writers while
+// as many other runs append at the same time, so the run's events are
+// interleaved with others' in the store, as in a busy hub.
 func fillRun(b *testing.B, s journal.Store, sid, rid string, n int) {
 	b.Helper()
 	ctx := context.Background()
+	var done atomic.Bool
+	var noise sync.WaitGroup
+	for i := range benchFillers {
+		nsid, nrid := benchRun(b, s, fmt.Sprint("noise-", i))
+		e := benchEvent(nsid, nrid)
+		noise.Go(func() {
+			for !done.Load() {
+				if _, err := s.Append(ctx, e, ""); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
 	e := benchEvent(sid, rid)
 	var wg sync.WaitGroup
 	for w := range benchFillers {
@@ -149,6 +166,8 @@ func fillRun(b *testing.B, s journal.Store, sid, rid string, n int) {
 		})
 	}
 	wg.Wait()
+	done.Store(true)
+	noise.Wait()
 	if b.Failed() {
 		b.FailNow()
 	}
