@@ -7,12 +7,14 @@
 // Every write (Append, CreateSession, BeginRun, Trim) is queued to one
 // committer goroutine owned by the Store. The committer takes whatever is
 // waiting (up to GroupCommit.MaxBatch), applies it in ONE bbolt read-write
-// transaction, which is one fsync for the whole batch, then hands the
-// committed events to subscribers in seq order, then answers each writer.
+// transaction, one commit (bbolt's two fdatasyncs) for the whole batch,
+// then hands the committed events to subscribers in seq order, then
+// answers each writer.
 // Seq assignment, the terminal check, idempotency keys, the session's active
 // run and the indexes all change in that same transaction, so they are
-// atomic with the event and with each other. Writes never race: bbolt has
-// one writer and it is the committer.
+// atomic with the event and with each other. bbolt runs one read-write
+// transaction at a time, so the committer's batches and UpdateSession never
+// interleave.
 //
 // Appends are validated, redacted and bounded (journal.Prepare) on the
 // caller's goroutine before they are queued, so that work runs in parallel
