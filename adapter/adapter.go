@@ -49,3 +49,19 @@ type DriverError struct {
 }
 
 func (e *DriverError) Error() string { return e.Code + ": " + e.Message }
+
+// Remote delivers controls to runs that execute in another process (a
+// runner, another hub replica).
+type Remote interface {
+	// Control delivers c to the executor that owns the run and returns its
+	// answer; owned is false when no executor owns the run (never claimed,
+	// or its executor is gone).
+	Control(ctx context.Context, runID string, c RemoteControl) (res protocol.ControlResult, owned bool, err error)
+}
+
+// RemoteControl is one control for a run's executor.
+type RemoteControl struct {
+	Op       string `json:"op"`                  // cancel, approve, clarify, steer
+	PromptID string `json:"prompt_id,omitempty"` // approval or clarify id
+	Answer   string `json:"answer,omitempty"`    // choice, response or steer text
+}

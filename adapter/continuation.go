@@ -122,6 +122,19 @@ func (a *InProcess) steer(ctx context.Context, u journal.SessionUpdater, sid, te
 	a.mu.Lock()
 	l := a.live[meta.ActiveRun]
 	a.mu.Unlock()
+	if meta.ActiveRun != "" && l == nil && a.opts.Remote != nil {
+		if key != "" {
+			if _, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error { return rememberKey(m, key) }); errors.Is(err, errDuplicate) {
+				return Result(protocol.ResultNotActive, "duplicate request: already delivered", meta.ActiveRun, sid, ""), nil
+			} else if err != nil {
+				return protocol.ControlResult{}, err
+			}
+		}
+		res, owned, err := a.opts.Remote.Control(ctx, meta.ActiveRun, RemoteControl{Op: protocol.ModeSteer, Answer: text})
+		if err != nil || owned {
+			return res, err
+		}
+	}
 	if meta.ActiveRun == "" || l == nil {
 		return Result(protocol.ResultNotActive, "no active run to steer", "", sid, ""), nil
 	}

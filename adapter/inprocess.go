@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -41,6 +42,18 @@ type Options struct {
 	// (default 10): the goal is paused with a reason, so a runaway goal
 	// cannot loop forever.
 	MaxGoalContinuations int
+	// Dispatch, when set, hands every begun run to another process (the
+	// runner queue) instead of executing it here; starts then answer status
+	// queued.
+	Dispatch func(ctx context.Context, run journal.RunMeta) error
+	// Remote routes controls of runs that do not execute in this process to
+	// their executor. Nil: such runs are treated as having no executor.
+	Remote Remote
+	// Claim is called before a run starts executing here (e.g. to take its
+	// lease); an error keeps the run from starting. Release is called once
+	// the run's terminal event is journaled (or its start failed).
+	Claim   func(ctx context.Context, runID string) error
+	Release func(runID string)
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (default slog.Default()).
@@ -157,17 +170,32 @@ func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.Sta
 // run.started and before the driver starts (e.g. to journal what made the
 // run).
 func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.StartRunRequest, before func(*Execution)) (protocol.RunStartResult, error) {
-	driverName := req.Provider
-	if driverName == "" {
-		driverName = a.opts.DefaultDriver
+	meta, drv, err := a.begin(ctx, owner, req)
+	if err != nil {
+		return protocol.RunStartResult{}, err
 	}
-	drv, ok := a.opts.Drivers[driverName]
-	if !ok {
-		return protocol.RunStartResult{}, protocol.Errorf(protocol.CodeBadRequest, "provider: unknown runtime driver %q", driverName)
+	if a.opts.Dispatch != nil {
+		if err := a.opts.Dispatch(ctx, meta); err != nil {
+			a.interrupt(context.WithoutCancel(ctx), meta, "the run could not be queued")
+			return protocol.RunStartResult{}, err
+		}
+		return protocol.RunStartResult{RunID: meta.ID, SessionID: meta.SessionID, StreamID: meta.ID,
+			Status: protocol.StatusQueued, StartedAt: meta.CreatedAt, Cursor: protocol.EventID(meta.ID, 0),
+			ActiveControls: []string{protocol.OpCancel}}, nil
+	}
+	return a.run(ctx, meta, drv, before)
+}
+
+// begin validates a start and registers the run (and a new session when
+// req has none) in the journal.
+func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartRunRequest) (journal.RunMeta, Driver, error) {
+	_, drv, err := a.driver(req)
+	if err != nil {
+		return journal.RunMeta{}, nil, err
 	}
 	if v, ok := drv.(Validator); ok {
 		if err := v.Validate(req); err != nil {
-			return protocol.RunStartResult{}, err
+			return journal.RunMeta{}, nil, err
 		}
 	}
 	if req.Source == "" {
@@ -178,55 +206,121 @@ func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.Sta
 		req.SessionID = NewID("s_")
 		title := firstLine(req.Message, 80)
 		if err := a.store.CreateSession(ctx, journal.SessionMeta{ID: req.SessionID, Owner: owner, Title: title, CreatedAt: now}); err != nil {
-			return protocol.RunStartResult{}, err
+			return journal.RunMeta{}, nil, err
 		}
 	} else {
 		meta, err := a.store.Session(ctx, req.SessionID)
-		if err != nil || meta.Owner != owner {
-			return protocol.RunStartResult{}, fmt.Errorf("%w: session %s", ErrNotFound, req.SessionID)
+		if err != nil {
+			return journal.RunMeta{}, nil, notFound(err, "session "+req.SessionID) // a journal fault is no "not found"
+		}
+		if meta.Owner != owner {
+			return journal.RunMeta{}, nil, fmt.Errorf("%w: session %s", ErrNotFound, req.SessionID)
 		}
 	}
 	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return protocol.RunStartResult{}, ErrClosed
-	}
-	if len(a.live) >= a.opts.MaxRuns {
-		a.mu.Unlock()
-		return protocol.RunStartResult{}, ErrBusy
-	}
+	closed, busy := a.closed, len(a.live) >= a.opts.MaxRuns
 	a.mu.Unlock()
-
-	runID := NewID("r_")
+	switch {
+	case closed:
+		return journal.RunMeta{}, nil, ErrClosed
+	case busy && a.opts.Dispatch == nil:
+		return journal.RunMeta{}, nil, ErrBusy
+	}
 	reqJSON, err := marshalRequest(req)
 	if err != nil {
-		return protocol.RunStartResult{}, err
+		return journal.RunMeta{}, nil, err
 	}
-	if err := a.store.BeginRun(ctx, journal.RunMeta{ID: runID, SessionID: req.SessionID, Owner: owner, CreatedAt: now, Request: reqJSON}); err != nil {
+	meta := journal.RunMeta{ID: NewID("r_"), SessionID: req.SessionID, Owner: owner, CreatedAt: now, Request: reqJSON}
+	if err := a.store.BeginRun(ctx, meta); err != nil {
 		if errors.Is(err, journal.ErrConflict) {
-			return protocol.RunStartResult{}, fmt.Errorf("%w: %s", ErrConflict, req.SessionID)
+			return meta, nil, fmt.Errorf("%w: %s", ErrConflict, req.SessionID)
 		}
+		return meta, nil, err
+	}
+	return meta, drv, nil
+}
+
+// driver picks the driver of a request: its provider, else the default.
+func (a *InProcess) driver(req protocol.StartRunRequest) (string, Driver, error) {
+	name := req.Provider
+	if name == "" {
+		name = a.opts.DefaultDriver
+	}
+	drv, ok := a.opts.Drivers[name]
+	if !ok {
+		return name, nil, protocol.Errorf(protocol.CodeBadRequest, "provider: unknown runtime driver %q", name)
+	}
+	return name, drv, nil
+}
+
+// ErrClaimed reports a run another executor already owns.
+var ErrClaimed = errors.New("adapter: run already claimed by another executor")
+
+// Adopt executes a run that was begun elsewhere (a runner taking it from the
+// run queue). It claims the run first; a run that is already claimed,
+// started or ended is ErrClaimed.
+func (a *InProcess) Adopt(ctx context.Context, meta journal.RunMeta) error {
+	if meta.Terminal || meta.LastSeq > 0 {
+		return ErrClaimed
+	}
+	var req protocol.StartRunRequest
+	if err := json.Unmarshal(meta.Request, &req); err != nil {
+		a.interrupt(ctx, meta, "the run's request could not be read")
+		return fmt.Errorf("adapter: run %s request: %w", meta.ID, err)
+	}
+	_, drv, err := a.driver(req)
+	if err != nil {
+		a.interrupt(ctx, meta, "no runtime driver for the run's provider")
+		return err
+	}
+	_, err = a.run(ctx, meta, drv, nil)
+	return err
+}
+
+// run claims a begun run, journals run.started and launches its executor.
+func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv Driver, before func(*Execution)) (protocol.RunStartResult, error) {
+	var req protocol.StartRunRequest
+	if err := json.Unmarshal(meta.Request, &req); err != nil {
 		return protocol.RunStartResult{}, err
 	}
-	x := &Execution{RunID: runID, SessionID: req.SessionID, Request: req, log: a.store, now: a.opts.Now,
+	if a.opts.Claim != nil {
+		if err := a.opts.Claim(ctx, meta.ID); err != nil {
+			return protocol.RunStartResult{}, err
+		}
+	}
+	driverName, _, _ := a.driver(req)
+	x := &Execution{RunID: meta.ID, SessionID: meta.SessionID, Request: req, log: a.store, now: a.opts.Now,
 		steer: make(chan string, 16)}
-	started, err := x.append(ctx, mustEvent(runID, req.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
+	started, err := x.append(ctx, mustEvent(meta.ID, meta.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
 		Message: req.Message, Profile: req.Profile, Model: req.Model, Provider: driverName,
 		Workspace: req.Workspace, Toolsets: nonNil(req.Toolsets), Source: req.Source}))
 	if err != nil {
-		a.interrupt(context.WithoutCancel(ctx), journal.RunMeta{ID: runID, SessionID: req.SessionID}, "the run could not start")
+		a.release(meta.ID)
+		if errors.Is(err, journal.ErrTerminal) {
+			return protocol.RunStartResult{}, ErrClaimed // cancelled while it waited
+		}
+		a.interrupt(context.WithoutCancel(ctx), meta, "the run could not start")
 		return protocol.RunStartResult{}, err
 	}
 	if before != nil {
 		before(x)
 	}
-	if !a.launch(x, drv, owner) {
-		a.interrupt(context.WithoutCancel(ctx), journal.RunMeta{ID: runID, SessionID: req.SessionID, LastSeq: started.Seq}, "the hub is shutting down")
+	if !a.launch(x, drv, meta.Owner) {
+		meta.LastSeq = started.Seq
+		a.interrupt(context.WithoutCancel(ctx), meta, "the hub is shutting down")
+		a.release(meta.ID)
 		return protocol.RunStartResult{}, ErrClosed
 	}
-	return protocol.RunStartResult{RunID: runID, SessionID: req.SessionID, StreamID: runID,
+	return protocol.RunStartResult{RunID: meta.ID, SessionID: meta.SessionID, StreamID: meta.ID,
 		Status: protocol.StatusRunning, StartedAt: started.CreatedAt, Cursor: started.EventID,
 		ActiveControls: []string{protocol.OpCancel}}, nil
+}
+
+// release tells the Release hook a run no longer executes here.
+func (a *InProcess) release(runID string) {
+	if a.opts.Release != nil {
+		a.opts.Release(runID)
+	}
 }
 
 // launch starts the executor goroutine; false when the adapter is closed.
@@ -248,6 +342,7 @@ func (a *InProcess) launch(x *Execution, drv Driver, owner string) bool {
 		a.mu.Lock()
 		delete(a.live, x.RunID)
 		a.mu.Unlock()
+		a.release(x.RunID)
 		a.afterRun(x.SessionID, cont)
 	}()
 	return true
@@ -361,8 +456,18 @@ func (a *InProcess) CancelRun(ctx context.Context, runID string) (protocol.Contr
 	a.mu.Lock()
 	l := a.live[runID]
 	a.mu.Unlock()
+	if l == nil && a.opts.Remote != nil {
+		res, owned, err := a.opts.Remote.Control(ctx, runID, RemoteControl{Op: protocol.OpCancel})
+		if err != nil || owned {
+			return res, err
+		}
+		if meta.LastSeq > 0 {
+			// Started, but its executor is gone: the lease reaper ends it.
+			return Result(protocol.ResultNotActive, "the run's executor is gone; it will end as interrupted", runID, meta.SessionID, ""), nil
+		}
+	}
 	if l == nil {
-		// Not executing here (e.g. queued and not started): end it directly.
+		// Not executing anywhere (e.g. queued and not started): end it directly.
 		e := mustEvent(runID, meta.SessionID, protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: false})
 		out, err := a.store.Append(ctx, e, runID+"/cancel")
 		if errors.Is(err, journal.ErrTerminal) {
@@ -407,6 +512,16 @@ func (a *InProcess) respond(ctx context.Context, runID, promptID, answer string,
 	a.mu.Lock()
 	l := a.live[runID]
 	a.mu.Unlock()
+	if l == nil && !meta.Terminal && a.opts.Remote != nil {
+		op := protocol.OpClarify
+		if approval {
+			op = protocol.OpApprove
+		}
+		res, owned, err := a.opts.Remote.Control(ctx, runID, RemoteControl{Op: op, PromptID: promptID, Answer: answer})
+		if err != nil || owned {
+			return res, err
+		}
+	}
 	if l == nil || meta.Terminal {
 		return Result(protocol.ResultNotActive, "the run is not active", runID, meta.SessionID, ""), nil
 	}
