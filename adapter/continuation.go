@@ -312,9 +312,23 @@ func (a *InProcess) UpdateGoal(ctx context.Context, sid string, req protocol.Goa
 			eventID = e.EventID
 		}
 	}
-	if changed && meta.ActiveRun == "" && meta.Goal.State == protocol.GoalActive {
-		if d := a.evaluate(*meta.Goal); d.Continue {
+	// On an idle session the runtime decides at once whether an active goal
+	// goes on; resume also re-kicks a goal left active by a failed or
+	// cancelled run.
+	if (changed || req.Action == protocol.GoalResume) && meta.ActiveRun == "" && meta.Goal != nil && meta.Goal.State == protocol.GoalActive {
+		switch d := a.evaluate(*meta.Goal); {
+		case d.Continue:
 			a.startGoalRun(ctx, sid)
+		case d.Done:
+			if m, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+				if m.Goal == nil || m.Goal.State != protocol.GoalActive {
+					return errNoGoal
+				}
+				m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalDone, Text: m.Goal.Text, Turns: m.Goal.Turns, Reason: d.Reason}
+				return nil
+			}); err == nil {
+				msg = "goal " + m.Goal.State
+			}
 		}
 	}
 	return Result(protocol.ResultAccepted, msg, meta.ActiveRun, sid, eventID), nil

@@ -3,7 +3,9 @@ package adapter
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +62,7 @@ type prompt struct {
 	answer  chan string // capacity 1; written once
 	done    bool        // answered, expired or abandoned
 	expired bool
+	choices []string // the answers an approval accepts (empty: any)
 }
 
 // maxClosedPrompts bounds the memory of finished prompt ids per execution.
@@ -127,7 +130,7 @@ func transient(err error) bool {
 // Approval journals approval.requested, waits for the user's choice (or ctx),
 // journals approval.resolved once and returns the choice.
 func (x *Execution) Approval(ctx context.Context, req protocol.ApprovalRequestedPayload) (string, error) {
-	p := &prompt{id: req.ApprovalID, answer: make(chan string, 1)}
+	p := &prompt{id: req.ApprovalID, answer: make(chan string, 1), choices: req.Choices}
 	x.mu.Lock()
 	x.approval = p
 	x.mu.Unlock()
@@ -169,8 +172,16 @@ func (x *Execution) Clarify(ctx context.Context, req protocol.ClarifyRequestedPa
 		return resp, true, err
 	case <-expire:
 		x.mu.Lock()
-		p.done, p.expired = true, true // a response racing the expiry is answered expired
+		answered := p.done // a response accepted just before the expiry won
+		if !answered {
+			p.done, p.expired = true, true // a response after this is answered expired
+		}
 		x.mu.Unlock()
+		if answered {
+			resp := <-p.answer
+			_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: req.ClarifyID, Status: "resolved", Response: resp})
+			return resp, true, err
+		}
 		_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: req.ClarifyID, Status: "expired"})
 		return "", false, err
 	case <-ctx.Done():
@@ -193,25 +204,30 @@ func (x *Execution) clearPrompt(slot **prompt, p *prompt) {
 
 // respond delivers a response to the pending prompt with id: accepted once,
 // then not-active (or expired when it timed out).
-func (x *Execution) respond(slot **prompt, id, answer string) string {
+// An approval answer outside the prompt's choices is a bad_request.
+func (x *Execution) respond(slot **prompt, id, answer string) (string, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	p := *slot
 	if p == nil || p.id != id {
 		for _, c := range x.closed {
 			if c.id == id && c.expired {
-				return protocol.ResultExpired
+				return protocol.ResultExpired, nil
 			}
 		}
-		return protocol.ResultNotActive
+		return protocol.ResultNotActive, nil
 	}
 	if p.expired {
-		return protocol.ResultExpired
+		return protocol.ResultExpired, nil
 	}
 	if p.done || x.cancelling {
-		return protocol.ResultNotActive
+		return protocol.ResultNotActive, nil
+	}
+	if len(p.choices) > 0 && !slices.Contains(p.choices, answer) {
+		return "", &protocol.Error{Code: protocol.CodeBadRequest, Field: "choice",
+			Message: "choice: must be one of " + strings.Join(p.choices, ", ")}
 	}
 	p.done = true
 	p.answer <- answer
-	return protocol.ResultAccepted
+	return protocol.ResultAccepted, nil
 }

@@ -529,7 +529,10 @@ func (a *InProcess) respond(ctx context.Context, runID, promptID, answer string,
 	if approval {
 		slot = &l.x.approval
 	}
-	status := l.x.respond(slot, promptID, answer)
+	status, err := l.x.respond(slot, promptID, answer)
+	if err != nil {
+		return protocol.ControlResult{}, err
+	}
 	msg := map[string]string{protocol.ResultAccepted: "delivered", protocol.ResultNotActive: "no such pending prompt", protocol.ResultExpired: "the prompt has expired"}[status]
 	return Result(status, msg, runID, meta.SessionID, ""), nil
 }

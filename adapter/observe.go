@@ -56,6 +56,16 @@ func Observe(ctx context.Context, s interface {
 			if len(page) == journal.ReadPage {
 				continue
 			}
+			if len(page) == 0 {
+				// Nothing after the cursor: a run that has ended has nothing
+				// more to give (e.g. a resume from its terminal event).
+				if meta, err := s.Run(ctx, runID); err != nil {
+					yield(protocol.Envelope{}, err)
+					return
+				} else if meta.Terminal && next > meta.LastSeq {
+					return
+				}
+			}
 			// Live: deliver buffered events while contiguous; any gap or
 			// overflow goes back to the journal.
 			for {

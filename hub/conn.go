@@ -105,16 +105,13 @@ func (c *conn) handle(line []byte) bool {
 		c.mu.Lock()
 		c.hello = true
 		c.mu.Unlock()
-		c.send(protocol.Welcome{Type: protocol.MsgWelcome, Protocol: protocol.SubprotocolV1, ConnID: c.id,
-			HubID: c.h.cfg.HubID, Subject: c.subject, Limits: protocol.Limits{
-				MaxFrameBytes: int(c.h.cfg.MaxFrameBytes), MaxWatch: c.h.cfg.MaxWatch,
-				MaxMessageBytes: protocol.MaxTextBytes, StatusIntervalMS: int(c.h.cfg.StatusInterval / time.Millisecond)}})
+		c.send(c.welcome())
 		return true
 	}
 	switch m.Type {
 	case protocol.MsgHello:
 		// A fresh hello refreshes credentials (with auth); answer welcome again.
-		c.send(protocol.Welcome{Type: protocol.MsgWelcome, Protocol: protocol.SubprotocolV1, ConnID: c.id, HubID: c.h.cfg.HubID, Subject: c.subject})
+		c.send(c.welcome())
 	case protocol.MsgWatch:
 		c.watch(m.Watch)
 	case protocol.MsgUnwatch:
@@ -127,6 +124,13 @@ func (c *conn) handle(line []byte) bool {
 		c.send(protocol.Pong{Type: protocol.MsgPong, ID: m.Ping.ID, Time: protocol.Timestamp(time.Now())})
 	}
 	return true
+}
+
+func (c *conn) welcome() protocol.Welcome {
+	return protocol.Welcome{Type: protocol.MsgWelcome, Protocol: protocol.SubprotocolV1, ConnID: c.id,
+		HubID: c.h.cfg.HubID, Subject: c.subject, Limits: protocol.Limits{
+			MaxFrameBytes: int(c.h.cfg.MaxFrameBytes), MaxWatch: c.h.cfg.MaxWatch,
+			MaxMessageBytes: protocol.MaxClientMessageBytes, StatusIntervalMS: int(c.h.cfg.StatusInterval / time.Millisecond)}}
 }
 
 // send queues a non-event message. A socket that lets QueueMessages pile up

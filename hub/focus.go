@@ -28,8 +28,8 @@ type focusState struct {
 
 // setFocus handles a focus message.
 func (c *conn) setFocus(f *protocol.Focus) {
-	c.h.router.unfocus(c)
 	if f.SessionID == nil {
+		c.h.router.unfocus(c)
 		c.mu.Lock()
 		c.focus = focusState{gen: c.focus.gen + 1}
 		c.events = c.events[:0]
@@ -44,8 +44,9 @@ func (c *conn) setFocus(f *protocol.Focus) {
 			return
 		}
 		c.sendError(protocol.CodeNotFound, "no such session: "+sid, "focus")
-		return
+		return // the previous focus stays in force
 	}
+	c.h.router.unfocus(c)
 	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true}
 	if f.Cursor != "" {
 		if cur, run, ok := c.checkCursor(sid, f.Cursor, &meta); ok {

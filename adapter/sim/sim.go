@@ -202,6 +202,9 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 	if s.Fail == "error" {
 		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
 	}
+	if err := steered(ctx, x); err != nil { // guidance that came after the last token
+		return nil, err
+	}
 	u := &protocol.Usage{InputTokens: int64(len(strings.Fields(x.Request.Message))), OutputTokens: int64(n),
 		Model: "sim-1", Provider: "sim", DurationMS: time.Since(begin).Milliseconds()}
 	if _, err := x.Emit(ctx, protocol.EventUsageFinal, u); err != nil {
