@@ -123,6 +123,7 @@ type Bus interface {
 type Store interface {
 	Log
 	Registry
+	SessionUpdater
 	Bus
 	// Close stops delivery and releases the backend. Calls after Close
 	// return ErrClosed.

@@ -43,6 +43,7 @@ func Run(t *testing.T, b Backend) {
 		{"Bus", busTests},
 		{"Redaction", redactionTests},
 		{"Durability", durabilityTests},
+		{"UpdateSession", updateTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -88,15 +87,11 @@ func (s *Store) sessions(ctx context.Context, ids []string) ([]journal.SessionMe
 		if len(h) == 0 {
 			continue
 		}
-		created, _ := strconv.ParseFloat(h["created_at"], 64)
-		out = append(out, journal.SessionMeta{
-			ID:        h["id"],
-			Owner:     h["owner"],
-			Title:     h["title"],
-			CreatedAt: created,
-			Runs:      append([]string{}, runs[i].Val()...),
-			ActiveRun: h["active_run"],
-		})
+		m, err := decodeSession(h, runs[i].Val())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

@@ -1,0 +1,107 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// sessionState is the runtime-owned part of a session, kept as one JSON
+// field ("state") of its hash.
+type sessionState struct {
+	Queue      []journal.QueuedMessage      `json:"queue,omitempty"`
+	Goal       *protocol.GoalUpdatedPayload `json:"goal,omitempty"`
+	RecentKeys []string                     `json:"recent_keys,omitempty"`
+}
+
+// decodeSession builds a SessionMeta from its hash and run list.
+func decodeSession(h map[string]string, runs []string) (journal.SessionMeta, error) {
+	created, _ := strconv.ParseFloat(h["created_at"], 64)
+	m := journal.SessionMeta{ID: h["id"], Owner: h["owner"], Title: h["title"], CreatedAt: created,
+		Runs: append([]string{}, runs...), ActiveRun: h["active_run"]}
+	if raw := h["state"]; raw != "" {
+		var st sessionState
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+			return m, fmt.Errorf("journal/redis: session %s state: %w", m.ID, err)
+		}
+		m.Queue, m.Goal, m.RecentKeys = st.Queue, st.Goal, st.RecentKeys
+	}
+	return m, nil
+}
+
+// maxUpdateAttempts bounds the optimistic retries of UpdateSession.
+const maxUpdateAttempts = 50
+
+// UpdateSession changes a session's runtime-owned state (queue, goal,
+// recent keys, title); see journal.SessionUpdater. It is optimistic: WATCH
+// on the session hash, so a concurrent BeginRun or terminal append (which
+// change active_run) makes it re-read and re-apply fn.
+func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.SessionMeta) error) (journal.SessionMeta, error) {
+	if err := s.check(); err != nil {
+		return journal.SessionMeta{}, err
+	}
+	key := s.k.session(id)
+	var out journal.SessionMeta
+	txf := func(tx *goredis.Tx) error {
+		h, err := tx.HGetAll(ctx, key).Result()
+		if err != nil {
+			return err
+		}
+		if len(h) == 0 {
+			return fmt.Errorf("journal/redis: session %s: %w", id, journal.ErrNotFound)
+		}
+		runs, err := tx.LRange(ctx, s.k.sessionRuns(id), 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		m, err := decodeSession(h, runs)
+		if err != nil {
+			return err
+		}
+		if err := fn(&m); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(sessionState{Queue: m.Queue, Goal: m.Goal, RecentKeys: m.RecentKeys})
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			p.HSet(ctx, key, "state", raw, "title", m.Title)
+			return nil
+		})
+		if err == nil {
+			out = m
+		}
+		return err
+	}
+	for range maxUpdateAttempts {
+		err := s.rdb.Watch(ctx, txf, key)
+		if errors.Is(err, goredis.TxFailedErr) {
+			continue // the session changed under us: read it again
+		}
+		if err != nil {
+			var pe *protocol.Error
+			if errors.Is(err, journal.ErrNotFound) || errors.As(err, &pe) || !isRedisErr(err) {
+				return journal.SessionMeta{}, err
+			}
+			return journal.SessionMeta{}, s.fail("update session", err)
+		}
+		return out, nil
+	}
+	return journal.SessionMeta{}, fmt.Errorf("journal/redis: update session %s: too much contention: %w", id, journal.ErrConflict)
+}
+
+// isRedisErr reports whether err came from the Redis client (as opposed to
+// the caller's fn).
+func isRedisErr(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) || errors.Is(err, goredis.ErrClosed) || errors.Is(err, context.DeadlineExceeded)
+}
+
+var _ journal.SessionUpdater = (*Store)(nil)
