@@ -122,7 +122,7 @@ func (a *InProcess) steer(ctx context.Context, u journal.SessionUpdater, sid, te
 	a.mu.Lock()
 	l := a.live[meta.ActiveRun]
 	a.mu.Unlock()
-	if meta.ActiveRun != "" && l == nil && a.opts.Remote != nil {
+	if meta.ActiveRun != "" && l == nil && a.remote(ctx) != nil {
 		if key != "" {
 			if _, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error { return rememberKey(m, key) }); errors.Is(err, errDuplicate) {
 				return Result(protocol.ResultNotActive, "duplicate request: already delivered", meta.ActiveRun, sid, ""), nil
@@ -130,7 +130,7 @@ func (a *InProcess) steer(ctx context.Context, u journal.SessionUpdater, sid, te
 				return protocol.ControlResult{}, err
 			}
 		}
-		res, owned, err := a.opts.Remote.Control(ctx, meta.ActiveRun, RemoteControl{Op: protocol.ModeSteer, Answer: text})
+		res, owned, err := a.remote(ctx).Control(ctx, meta.ActiveRun, RemoteControl{Op: protocol.ModeSteer, Answer: text})
 		if err != nil || owned {
 			return res, err
 		}

@@ -362,7 +362,7 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: x.Streamed()}
 	case ctx.Err() != nil:
 		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
-			Message: "the hub shut down while the run was active", Terminal: true, LastSeq: x.last()}
+			Message: "the executor stopped while the run was active", Terminal: true, LastSeq: x.last()}
 	case err == nil:
 		cont = a.postTurn(tctx, x, drv)
 		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage}
@@ -414,6 +414,44 @@ func (x *Execution) last() uint64 {
 	return x.lastSeq
 }
 
+// localOnly marks a context whose controls must not be routed to another
+// process (they came from one).
+type localOnly struct{}
+
+// LocalOnly returns a context under which controls act only on runs
+// executing in this process: a control that arrived from another process
+// through Remote is never sent back out.
+func LocalOnly(ctx context.Context) context.Context { return context.WithValue(ctx, localOnly{}, true) }
+
+// remote returns the Remote to route a control through, or nil.
+func (a *InProcess) remote(ctx context.Context) Remote {
+	if ctx.Value(localOnly{}) != nil {
+		return nil
+	}
+	return a.opts.Remote
+}
+
+// Live returns the number of runs executing in this process.
+func (a *InProcess) Live() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.live)
+}
+
+// Wait blocks until no run executes in this process or ctx ends.
+func (a *InProcess) Wait(ctx context.Context) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for a.Live() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 // Close stops every executing run (each ends with one terminal interrupted
 // error) and waits for the executors.
 func (a *InProcess) Close() error {
@@ -456,8 +494,8 @@ func (a *InProcess) CancelRun(ctx context.Context, runID string) (protocol.Contr
 	a.mu.Lock()
 	l := a.live[runID]
 	a.mu.Unlock()
-	if l == nil && a.opts.Remote != nil {
-		res, owned, err := a.opts.Remote.Control(ctx, runID, RemoteControl{Op: protocol.OpCancel})
+	if l == nil && a.remote(ctx) != nil {
+		res, owned, err := a.remote(ctx).Control(ctx, runID, RemoteControl{Op: protocol.OpCancel})
 		if err != nil || owned {
 			return res, err
 		}
@@ -512,12 +550,12 @@ func (a *InProcess) respond(ctx context.Context, runID, promptID, answer string,
 	a.mu.Lock()
 	l := a.live[runID]
 	a.mu.Unlock()
-	if l == nil && !meta.Terminal && a.opts.Remote != nil {
+	if l == nil && !meta.Terminal && a.remote(ctx) != nil {
 		op := protocol.OpClarify
 		if approval {
 			op = protocol.OpApprove
 		}
-		res, owned, err := a.opts.Remote.Control(ctx, runID, RemoteControl{Op: op, PromptID: promptID, Answer: answer})
+		res, owned, err := a.remote(ctx).Control(ctx, runID, RemoteControl{Op: op, PromptID: promptID, Answer: answer})
 		if err != nil || owned {
 			return res, err
 		}

@@ -1,5 +1,6 @@
 // Command hub is runhub's one binary: `hub serve` (the default) runs a hub
-// replica; `hub version` prints the build's version.
+// replica; `hub runner` executes runs from the Redis run queue; `hub
+// version` prints the build's version.
 package main
 
 import (
@@ -34,10 +35,16 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		return Serve(ctx, cfg)
+	case "runner":
+		cfg, err := parseRunnerConfig(args, os.Getenv)
+		if err != nil {
+			return err
+		}
+		return RunRunner(ctx, cfg)
 	case "version", "--version", "-version":
 		fmt.Println("runhub", version)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q (want serve or version)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, runner or version)", cmd)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // the hub restarts on the same Redis.
 func TestProcess_RedisJournal(t *testing.T) {
 	rs := redistest.Start(t, redistest.Options{})
-	p := startHub(t, t.TempDir(), "RUNHUB_REDIS_URL="+rs.URL())
+	p := startHub(t, t.TempDir(), "RUNHUB_REDIS_URL="+rs.URL(), "RUNHUB_RUNTIME=inprocess")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tab, err := client.Dial(ctx, "ws://"+p.addr+"/v1/ws", client.Options{})
@@ -50,7 +50,7 @@ func TestProcess_RedisJournal(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
 	}
-	p = startHub(t, t.TempDir(), "RUNHUB_REDIS_URL="+rs.URL())
+	p = startHub(t, t.TempDir(), "RUNHUB_REDIS_URL="+rs.URL(), "RUNHUB_RUNTIME=inprocess")
 	events := allEvents(t, p.URL(), res.RunID)
 	if len(events) == 0 || !events[len(events)-1].Terminal || events[len(events)-1].Type != protocol.EventDone {
 		t.Fatalf("after restart: %d events", len(events))

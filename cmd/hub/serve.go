@@ -3,22 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/runhub/runhub/adapter"
-	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/journal"
-	"github.com/runhub/runhub/journal/bolt"
-	"github.com/runhub/runhub/journal/redis"
 	"github.com/runhub/runhub/web"
 )
 
@@ -26,26 +20,14 @@ import (
 // every socket, close 1012, in-process runs ended as interrupted, exit.
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	log := newLogger(cfg.LogFormat, cfg.LogLevel)
-	store, err := openStore(ctx, cfg)
+	rt, err := openRuntime(ctx, cfg.RuntimeConfig, log, cfg.Runtime, false)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer rt.close()
+	store := rt.store
 
-	rt := adapter.NewInProcess(store, adapter.Options{
-		Drivers:        map[string]adapter.Driver{"sim": &sim.Driver{ClarifyTimeout: cfg.ClarifyTimeout}},
-		ClarifyTimeout: cfg.ClarifyTimeout,
-		Logger:         log,
-	})
-	n, err := rt.Recover(ctx)
-	if err != nil {
-		return fmt.Errorf("recover interrupted runs: %w", err)
-	}
-	if n > 0 {
-		log.Info("marked runs left by a previous process as interrupted", "runs", n)
-	}
-
-	h := hub.New(hub.Config{StatusInterval: cfg.StatusInterval, Logger: log}, store, rt)
+	h := hub.New(hub.Config{StatusInterval: cfg.StatusInterval, Logger: log}, store, rt.exec)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = hub.ErrorHandler
@@ -53,6 +35,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	e.GET("/readyz", func(c echo.Context) error {
 		if h.Draining() {
 			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		}
+		if err := rt.ready(c.Request().Context()); err != nil {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "journal unreachable"})
 		}
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
@@ -63,7 +48,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return err
 	}
-	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg), "hub_id", h.ID())
+	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg.RuntimeConfig), "runtime", rt.mode, "hub_id", h.ID())
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -85,24 +70,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn("http shutdown", "err", err)
 	}
-	return rt.Close()
-}
-
-func openStore(ctx context.Context, cfg ServeConfig) (journal.Store, error) {
-	if cfg.RedisURL != "" {
-		return redis.Open(ctx, redis.Options{URL: cfg.RedisURL})
-	}
-	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
-		return nil, err
-	}
-	return bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{})
-}
-
-func journalName(cfg ServeConfig) string {
-	if cfg.RedisURL != "" {
-		return "redis"
-	}
-	return "embedded:" + cfg.Data
+	return nil
 }
 
 // startRetention trims terminal runs older than retention every hour (and

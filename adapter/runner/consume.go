@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/journal"
+)
+
+// claimIdle is how long a taken but unacknowledged queue entry waits
+// before another runner claims it (its runner died before starting it).
+const claimIdle = 30 * time.Second
+
+// consumeLoop takes runs from the queue while the node has room.
+func (n *Node) consumeLoop(ctx context.Context) {
+	rdb := n.opts.Client
+	if err := rdb.XGroupCreateMkStream(ctx, n.opts.queue(), Group, "0").Err(); err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+		n.log.Warn("runner: create queue group", "err", err)
+	}
+	fails := 0
+	lastClaim := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.stopQ:
+			return
+		default:
+		}
+		if n.exec.Live() >= n.opts.MaxRuns {
+			select {
+			case <-ctx.Done():
+				return
+			case <-n.stopQ:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		var msgs []goredis.XMessage
+		var err error
+		if time.Since(lastClaim) > claimIdle/2 {
+			lastClaim = time.Now()
+			msgs, _, err = rdb.XAutoClaim(ctx, &goredis.XAutoClaimArgs{Stream: n.opts.queue(), Group: Group,
+				Consumer: n.opts.ID, MinIdle: claimIdle, Start: "0-0", Count: 8}).Result()
+		}
+		if err == nil && len(msgs) == 0 {
+			var res []goredis.XStream
+			res, err = rdb.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: Group, Consumer: n.opts.ID,
+				Streams: []string{n.opts.queue(), ">"}, Count: 1, Block: n.opts.Block}).Result()
+			for _, st := range res {
+				msgs = append(msgs, st.Messages...)
+			}
+		}
+		if errors.Is(err, goredis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			fails++
+			n.log.Warn("runner: read run queue", "node", n.opts.ID, "err", err)
+			if strings.Contains(err.Error(), "NOGROUP") {
+				rdb.XGroupCreateMkStream(ctx, n.opts.queue(), Group, "0")
+			}
+			if !backoff(ctx, fails) {
+				return
+			}
+			continue
+		}
+		fails = 0
+		for _, m := range msgs {
+			n.take(ctx, m)
+		}
+	}
+}
+
+// take starts one queued run here (unless it is gone, ended, or someone
+// else's) and acknowledges the entry.
+// An entry whose start failed for a passing reason (Redis unreachable) stays
+// unacknowledged, so it is claimed again later.
+func (n *Node) take(ctx context.Context, m goredis.XMessage) {
+	ack := func() {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		n.opts.Client.XAck(actx, n.opts.queue(), Group, m.ID)
+		n.opts.Client.XDel(actx, n.opts.queue(), m.ID)
+	}
+	runID, _ := m.Values["run"].(string)
+	if runID == "" {
+		ack()
+		return
+	}
+	meta, err := n.store.Run(ctx, runID)
+	if errors.Is(err, journal.ErrNotFound) {
+		ack()
+		return
+	}
+	if err != nil {
+		n.log.Warn("runner: load queued run", "run_id", runID, "err", err)
+		return
+	}
+	err = n.exec.Adopt(ctx, meta)
+	if err == nil || errors.Is(err, adapter.ErrClaimed) {
+		ack()
+		return
+	}
+	n.log.Warn("runner: start queued run", "run_id", runID, "err", err)
+	if after, rerr := n.store.Run(ctx, runID); rerr == nil && after.Terminal {
+		ack() // the failure ended it
+	}
+}

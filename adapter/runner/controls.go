@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Controls routes controls to the node that owns a run: plug it into
+// adapter.Options.Remote. A control is one entry on the run's control
+// stream; the owner answers on a reply list the caller waits on.
+type Controls struct{ cfg Config }
+
+// NewControls returns the control router of cfg's Redis.
+func NewControls(cfg Config) *Controls {
+	cfg.defaults()
+	return &Controls{cfg: cfg}
+}
+
+// ctlTTL bounds how long a control stream and a reply outlive their use.
+const ctlMaxLen = 1000
+
+// Control implements adapter.Remote.
+func (c *Controls) Control(ctx context.Context, runID string, rc adapter.RemoteControl) (protocol.ControlResult, bool, error) {
+	rdb := c.cfg.Client
+	owner, err := rdb.Get(ctx, c.cfg.lease(runID)).Result()
+	if errors.Is(err, goredis.Nil) {
+		return protocol.ControlResult{}, false, nil
+	}
+	if err != nil {
+		return protocol.ControlResult{}, false, fmt.Errorf("runner: lease of %s: %w", runID, err)
+	}
+	reply := c.cfg.reply(adapter.NewID("x_"))
+	if err := rdb.XAdd(ctx, &goredis.XAddArgs{Stream: c.cfg.ctl(runID), MaxLen: ctlMaxLen, Approx: true,
+		Values: []any{"op", rc.Op, "prompt_id", rc.PromptID, "answer", rc.Answer, "reply", reply}}).Err(); err != nil {
+		return protocol.ControlResult{}, false, fmt.Errorf("runner: send control to %s: %w", runID, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.ControlTimeout+time.Second)
+	defer cancel()
+	res, err := rdb.BLPop(wctx, c.cfg.ControlTimeout, reply).Result()
+	if errors.Is(err, goredis.Nil) || errors.Is(err, context.DeadlineExceeded) {
+		if n, _ := rdb.Exists(ctx, c.cfg.lease(runID)).Result(); n == 0 {
+			return protocol.ControlResult{}, false, nil // its executor went away meanwhile
+		}
+		return protocol.ControlResult{}, true, protocol.Errorf(protocol.CodeUnavailable, "the run's executor (%s) did not answer in time", owner)
+	}
+	if err != nil {
+		return protocol.ControlResult{}, true, fmt.Errorf("runner: control reply of %s: %w", runID, err)
+	}
+	var out protocol.ControlResult
+	if err := json.Unmarshal([]byte(res[1]), &out); err != nil {
+		return out, true, fmt.Errorf("runner: control reply of %s: %w", runID, err)
+	}
+	if out.Status == "" { // the executor answered with an error
+		var pe protocol.Error
+		if json.Unmarshal([]byte(res[1]), &struct{ Error *protocol.Error }{&pe}) == nil && pe.Code != "" {
+			return protocol.ControlResult{}, true, &pe
+		}
+	}
+	return out, true, nil
+}

@@ -1,0 +1,22 @@
+// Package runner moves run execution out of the hub process, over Redis:
+// hubs dispatch begun runs to a run queue (a stream with the consumer group
+// "runners"); any number of runner processes take them, each run by
+// exactly one, and own each with a lease they renew; controls reach a run's
+// executor through the run's control stream and come back on a reply list;
+// every process runs a reaper that ends a run whose lease expired with one
+// terminal error "interrupted" (the journal's single-terminal rule makes
+// that exactly once however many processes notice).
+//
+// Keys (prefix as the journal's, default "rh:"):
+//
+//	rh:runq                 stream  run queue; group "runners"; fields run, session
+//	rh:run:{RID}:lease      string  the owning node's id, PX lease TTL
+//	rh:run:{RID}:ctl        stream  controls for the run: op, prompt_id, answer, reply
+//	rh:reply:<id>           list    one control's answer (a ControlResult), expires
+//	rh:node:<id>:wake       stream  wakes a node's control listener when its runs change
+//
+// A Node is the executor side (an adapter.InProcess plus its lease keeper,
+// control listener, reaper and, in a runner, the queue consumer); Queue and
+// Controls are what a dispatching hub plugs into adapter.Options (Dispatch
+// and Remote). Every goroutine belongs to a Node and stops with it.
+package runner

@@ -1,0 +1,47 @@
+package runner
+
+import (
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Group is the run queue's consumer group.
+const Group = "runners"
+
+// Config is shared by every piece of the package.
+type Config struct {
+	// Client talks to the journal's Redis (required).
+	Client *goredis.Client
+	// Prefix must equal the journal's key prefix (default "rh:").
+	Prefix string
+	// LeaseTTL is how long a lease lives without renewal (default 10 s). A
+	// node renews every LeaseTTL/3; a run whose lease lapses is ended as
+	// interrupted. Danger: too short interrupts runs on a stalled node.
+	LeaseTTL time.Duration
+	// ControlTimeout bounds the wait for a control's answer (default 5 s).
+	ControlTimeout time.Duration
+	// Block bounds one blocking read (default 2 s).
+	Block time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Prefix == "" {
+		c.Prefix = "rh:"
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.ControlTimeout == 0 {
+		c.ControlTimeout = 5 * time.Second
+	}
+	if c.Block == 0 {
+		c.Block = 2 * time.Second
+	}
+}
+
+func (c *Config) queue() string             { return c.Prefix + "runq" }
+func (c *Config) lease(runID string) string { return c.Prefix + "run:{" + runID + "}:lease" }
+func (c *Config) ctl(runID string) string   { return c.Prefix + "run:{" + runID + "}:ctl" }
+func (c *Config) reply(id string) string    { return c.Prefix + "reply:" + id }
+func (c *Config) wake(node string) string   { return c.Prefix + "node:" + node + ":wake" }

@@ -1,0 +1,92 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/adapter"
+)
+
+// releaseScript deletes a lease and the run's control stream only when the
+// lease is still this node's.
+var releaseScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+return 0`)
+
+// leases keeps the leases of the runs a node executes.
+type leases struct {
+	cfg  Config
+	node string
+	wake func() // the control listener's set changed
+
+	mu    sync.Mutex
+	owned map[string]struct{}
+}
+
+// claim takes a run's lease; another node's lease is adapter.ErrClaimed.
+func (l *leases) claim(ctx context.Context, runID string) error {
+	ok, err := l.cfg.Client.SetNX(ctx, l.cfg.lease(runID), l.node, l.cfg.LeaseTTL).Result()
+	if err != nil {
+		return fmt.Errorf("runner: lease %s: %w", runID, err)
+	}
+	if !ok {
+		return adapter.ErrClaimed
+	}
+	l.mu.Lock()
+	l.owned[runID] = struct{}{}
+	l.mu.Unlock()
+	l.wake()
+	return nil
+}
+
+// release gives a run's lease back once its terminal event is journaled.
+func (l *leases) release(runID string) {
+	l.mu.Lock()
+	_, mine := l.owned[runID]
+	delete(l.owned, runID)
+	l.mu.Unlock()
+	if !mine {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ControlTimeout)
+	defer cancel()
+	releaseScript.Run(ctx, l.cfg.Client, []string{l.cfg.lease(runID), l.cfg.ctl(runID)}, l.node)
+	l.wake()
+}
+
+// runs returns the runs this node owns.
+func (l *leases) runs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.owned))
+	for id := range l.owned {
+		out = append(out, id)
+	}
+	return out
+}
+
+// renew extends every owned lease that still exists (XX: a lease that
+// lapsed stays lapsed — the reaper owns that run's end).
+func (l *leases) renew(ctx context.Context) error {
+	runs := l.runs()
+	if len(runs) == 0 {
+		return nil
+	}
+	_, err := l.cfg.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, id := range runs {
+			p.SetXX(ctx, l.cfg.lease(id), l.node, l.cfg.LeaseTTL)
+		}
+		return nil
+	})
+	if errors.Is(err, goredis.Nil) {
+		return nil // a lapsed lease: nothing to renew
+	}
+	return err
+}

@@ -1,0 +1,334 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// NodeOptions configure a Node.
+type NodeOptions struct {
+	Config
+	// ID names the node in leases (default: a new id). Must be unique.
+	ID string
+	// Consume makes the node take runs from the run queue (a runner).
+	Consume bool
+	// MaxRuns bounds the runs a consuming node executes at once (default 100).
+	MaxRuns int
+	// ReapEvery is how often the node looks for runs whose lease lapsed
+	// (default LeaseTTL/2).
+	ReapEvery time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Node is an executing process's part: it keeps the leases of the runs its
+// executor runs, answers their controls, reaps runs whose executor is gone
+// and, when Consume is set, takes runs from the queue.
+type Node struct {
+	opts  NodeOptions
+	store journal.Store
+	exec  *adapter.InProcess
+	lease *leases
+	log   *slog.Logger
+	wakeC chan struct{}
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	stopQ  chan struct{} // closed to stop consuming (graceful shutdown)
+	qOnce  sync.Once
+}
+
+// NewNode prepares a node. Build the executor with the node's hooks:
+//
+//	n := runner.NewNode(store, opts)
+//	exec := adapter.NewInProcess(store, adapter.Options{Claim: n.Claim, Release: n.Release, Remote: runner.NewControls(opts.Config), …})
+//	n.Start(exec)
+func NewNode(store journal.Store, opts NodeOptions) *Node {
+	opts.Config.defaults()
+	if opts.ID == "" {
+		opts.ID = adapter.NewID("n_")
+	}
+	if opts.MaxRuns == 0 {
+		opts.MaxRuns = 100
+	}
+	if opts.ReapEvery == 0 {
+		opts.ReapEvery = opts.LeaseTTL / 2
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	n := &Node{opts: opts, store: store, log: opts.Logger, wakeC: make(chan struct{}, 1), stopQ: make(chan struct{})}
+	n.lease = &leases{cfg: opts.Config, node: opts.ID, owned: map[string]struct{}{}, wake: n.wake}
+	return n
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.opts.ID }
+
+// Claim is the executor's adapter.Options.Claim: it takes the run's lease.
+func (n *Node) Claim(ctx context.Context, runID string) error { return n.lease.claim(ctx, runID) }
+
+// Release is the executor's adapter.Options.Release.
+func (n *Node) Release(runID string) { n.lease.release(runID) }
+
+// Owned returns the runs whose lease this node holds.
+func (n *Node) Owned() []string { return n.lease.runs() }
+
+func (n *Node) wake() {
+	select {
+	case n.wakeC <- struct{}{}:
+	default:
+	}
+	// A listener blocked in XREAD wakes through its wake stream.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n.opts.Client.XAdd(ctx, &goredis.XAddArgs{Stream: n.opts.wake(n.opts.ID), MaxLen: 10, Approx: true, Values: []any{"w", "1"}})
+}
+
+// Start runs the node's loops for exec until Stop.
+func (n *Node) Start(exec *adapter.InProcess) {
+	n.exec = exec
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	loops := []func(context.Context){n.renewLoop, n.listenLoop, n.reapLoop}
+	if n.opts.Consume {
+		loops = append(loops, n.consumeLoop)
+	}
+	for _, loop := range loops {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			loop(ctx)
+		}()
+	}
+}
+
+// StopConsuming stops taking runs from the queue; runs already taken go on.
+func (n *Node) StopConsuming() { n.qOnce.Do(func() { close(n.stopQ) }) }
+
+// Stop ends every loop and waits. Stop the executor first (its runs end
+// and release their leases), then the node.
+func (n *Node) Stop() {
+	n.StopConsuming()
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n.opts.Client.Del(ctx, n.opts.wake(n.opts.ID))
+}
+
+// backoff sleeps a jittered, growing pause after a Redis error; false when
+// ctx ended.
+func backoff(ctx context.Context, attempt int) bool {
+	d := time.Duration(50<<min(attempt, 6)) * time.Millisecond
+	d += time.Duration(rand.Int64N(int64(d/2) + 1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (n *Node) renewLoop(ctx context.Context) {
+	t := time.NewTicker(n.opts.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := n.lease.renew(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("runner: renew leases", "node", n.opts.ID, "err", err)
+		}
+	}
+}
+
+// listenLoop reads the control streams of every owned run (and the node's
+// wake stream) in one blocking XREAD and answers each control.
+func (n *Node) listenLoop(ctx context.Context) {
+	last := map[string]string{} // control stream → last id read
+	wakeKey := n.opts.wake(n.opts.ID)
+	wakeID := "$"
+	fails := 0
+	for ctx.Err() == nil {
+		runs := n.lease.runs()
+		streams := make([]string, 0, 2*len(runs)+2)
+		ids := make([]string, 0, len(runs)+1)
+		keep := map[string]string{}
+		for _, id := range runs {
+			k := n.opts.ctl(id)
+			from, ok := last[k]
+			if !ok {
+				from = "0-0"
+			}
+			keep[k] = from
+			streams = append(streams, k)
+			ids = append(ids, from)
+		}
+		last = keep
+		streams = append(streams, wakeKey)
+		ids = append(ids, wakeID)
+		res, err := n.opts.Client.XRead(ctx, &goredis.XReadArgs{Streams: append(streams, ids...), Block: n.opts.Block, Count: 64}).Result()
+		if errors.Is(err, goredis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			fails++
+			n.log.Warn("runner: read controls", "node", n.opts.ID, "err", err)
+			if !backoff(ctx, fails) {
+				return
+			}
+			continue
+		}
+		fails = 0
+		for _, st := range res {
+			if st.Stream == wakeKey {
+				if len(st.Messages) > 0 {
+					wakeID = st.Messages[len(st.Messages)-1].ID
+				}
+				continue
+			}
+			for _, m := range st.Messages {
+				last[st.Stream] = m.ID
+				n.answer(ctx, st.Stream, m)
+			}
+		}
+	}
+}
+
+// answer executes one control on the local executor and pushes its result.
+func (n *Node) answer(ctx context.Context, stream string, m goredis.XMessage) {
+	str := func(k string) string { s, _ := m.Values[k].(string); return s }
+	runID := strings.TrimSuffix(strings.TrimPrefix(stream, n.opts.Prefix+"run:{"), "}:ctl")
+	reply := str("reply")
+	if reply == "" {
+		return
+	}
+	lctx := adapter.LocalOnly(ctx)
+	var res protocol.ControlResult
+	var err error
+	switch op := str("op"); op {
+	case protocol.OpCancel:
+		res, err = n.exec.CancelRun(lctx, runID)
+	case protocol.OpApprove:
+		res, err = n.exec.RespondApproval(lctx, runID, str("prompt_id"), str("answer"))
+	case protocol.OpClarify:
+		res, err = n.exec.RespondClarify(lctx, runID, str("prompt_id"), str("answer"))
+	case protocol.ModeSteer:
+		var meta journal.RunMeta
+		if meta, err = n.store.Run(ctx, runID); err == nil {
+			res, err = n.exec.QueueMessage(lctx, meta.Owner, meta.SessionID, protocol.QueueRequest{Message: str("answer"), Mode: protocol.ModeSteer}, "")
+		}
+	default:
+		res = adapter.Result(protocol.ResultUnsupported, "unknown control", runID, "", "")
+	}
+	var body []byte
+	if err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			n.log.Warn("runner: control failed", "run_id", runID, "err", err)
+			pe = protocol.Errorf(protocol.CodeInternal, "the control failed")
+		}
+		body, _ = json.Marshal(struct {
+			Error *protocol.Error `json:"error"`
+		}{pe})
+	} else {
+		body, _ = json.Marshal(res)
+	}
+	_, perr := n.opts.Client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.RPush(ctx, reply, body)
+		p.Expire(ctx, reply, time.Minute)
+		return nil
+	})
+	if perr != nil {
+		n.log.Warn("runner: answer control", "run_id", runID, "err", perr)
+	}
+}
+
+// reapLoop ends runs whose executor is gone: started (last_seq > 0), not
+// ended, and without a lease. Every node does it; the journal's
+// single-terminal rule and the idempotency key make it exactly once.
+func (n *Node) reapLoop(ctx context.Context) {
+	t := time.NewTicker(n.opts.ReapEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := Reap(ctx, n.store, n.opts.Config); err != nil && ctx.Err() == nil {
+			n.log.Warn("runner: reap", "node", n.opts.ID, "err", err)
+		}
+	}
+}
+
+// Reap ends every started run whose lease has lapsed with one terminal
+// error "interrupted" carrying its last journaled seq; it returns how many
+// it ended.
+func Reap(ctx context.Context, store journal.Store, cfg Config) (int, error) {
+	cfg.defaults()
+	runs, err := store.ActiveRuns(ctx)
+	if err != nil {
+		return 0, err
+	}
+	started := runs[:0]
+	for _, r := range runs {
+		if r.LastSeq > 0 {
+			started = append(started, r)
+		}
+	}
+	if len(started) == 0 {
+		return 0, nil
+	}
+	exists := make([]*goredis.IntCmd, len(started))
+	if _, err := cfg.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, r := range started {
+			exists[i] = p.Exists(ctx, cfg.lease(r.ID))
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i, r := range started {
+		if exists[i].Val() > 0 {
+			continue
+		}
+		meta, err := store.Run(ctx, r.ID) // the freshest last_seq
+		if err != nil || meta.Terminal {
+			continue
+		}
+		e, err := protocol.NewEvent(r.ID, r.SessionID, protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
+			Message: "the run's executor stopped renewing its lease", Terminal: true, LastSeq: meta.LastSeq})
+		if err != nil {
+			return n, err
+		}
+		if _, err := store.Append(ctx, e, r.ID+"/interrupted"); err == nil {
+			n++
+		} else if !errors.Is(err, journal.ErrTerminal) {
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"errors"
+)
+
+// RunRunner runs `hub runner`: it takes runs from the Redis run queue and
+// executes them until ctx ends; then it stops taking runs, lets the running
+// ones finish within the shutdown grace, and ends the rest as interrupted,
+// so no run is left without a terminal event.
+func RunRunner(ctx context.Context, cfg RuntimeConfig) error {
+	log := newLogger(cfg.LogFormat, cfg.LogLevel)
+	rt, err := openRuntime(ctx, cfg, log, "", true)
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	log.Info("runhub runner started", "node", rt.node.ID(), "max_runs", cfg.MaxRuns)
+	<-ctx.Done()
+	rt.node.StopConsuming()
+	gctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if err := rt.exec.Wait(gctx); errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("runner: grace period over; ending the remaining runs as interrupted", "runs", rt.exec.Live())
+	}
+	log.Info("runhub runner stopped", "node", rt.node.ID())
+	return nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/runner"
+	"github.com/runhub/runhub/adapter/sim"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/redis"
+)
+
+// Runtime modes: where runs execute.
+const (
+	RuntimeInProcess = "inprocess"
+	RuntimeRunners   = "runners"
+)
+
+// procRuntime is a process's journal and executor, wired for its mode.
+type procRuntime struct {
+	mode  string
+	store journal.Store
+	exec  *adapter.InProcess
+	node  *runner.Node    // Redis mode: leases, controls, reaper (and the queue in a runner)
+	rdb   *goredis.Client // Redis mode
+	log   *slog.Logger
+}
+
+// openRuntime opens the journal and builds the executor:
+//
+//   - embedded journal: runs execute here; runs a previous process left
+//     unfinished are ended as interrupted at start-up;
+//   - Redis, inprocess: runs execute here under leases, so other replicas
+//     route controls to them and reap them if this process dies;
+//   - Redis, runners: starts are dispatched to the run queue; a runner
+//     process executes them (consume=true builds that runner).
+func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode string, consume bool) (*procRuntime, error) {
+	drivers := map[string]adapter.Driver{"sim": &sim.Driver{ClarifyTimeout: cfg.ClarifyTimeout}}
+	opts := adapter.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, Logger: log, MaxRuns: cfg.MaxRuns}
+	rt := &procRuntime{log: log}
+	if cfg.RedisURL == "" {
+		if consume {
+			return nil, errors.New("a runner needs RUNHUB_REDIS_URL")
+		}
+		if mode == RuntimeRunners {
+			return nil, errors.New("RUNHUB_RUNTIME=runners needs RUNHUB_REDIS_URL")
+		}
+		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
+			return nil, err
+		}
+		store, err := bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{})
+		if err != nil {
+			return nil, err
+		}
+		rt.mode, rt.store = RuntimeInProcess, store
+		rt.exec = adapter.NewInProcess(store, opts)
+		n, err := rt.exec.Recover(ctx)
+		if err != nil {
+			rt.close()
+			return nil, fmt.Errorf("recover interrupted runs: %w", err)
+		}
+		if n > 0 {
+			log.Info("ended runs a previous process left unfinished as interrupted", "runs", n)
+		}
+		return rt, nil
+	}
+	copt, err := goredis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("RUNHUB_REDIS_URL: %w", err)
+	}
+	rt.rdb = goredis.NewClient(copt)
+	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log})
+	if err != nil {
+		rt.rdb.Close()
+		return nil, err
+	}
+	rt.store = store
+	if mode == "" {
+		mode = RuntimeRunners
+	}
+	rt.mode = mode
+	rcfg := runner.Config{Client: rt.rdb, LeaseTTL: cfg.LeaseTTL}
+	rt.node = runner.NewNode(store, runner.NodeOptions{Config: rcfg, ID: cfg.NodeID, Consume: consume, MaxRuns: cfg.MaxRuns, Logger: log})
+	opts.Remote = runner.NewControls(rcfg)
+	switch {
+	case consume || mode == RuntimeInProcess:
+		opts.Claim, opts.Release = rt.node.Claim, rt.node.Release
+	case mode == RuntimeRunners:
+		opts.Dispatch = runner.NewQueue(rcfg).Dispatch
+	default:
+		rt.close()
+		return nil, fmt.Errorf("RUNHUB_RUNTIME %q: want inprocess or runners", mode)
+	}
+	rt.exec = adapter.NewInProcess(store, opts)
+	rt.node.Start(rt.exec)
+	return rt, nil
+}
+
+// ready reports whether the journal answers.
+func (rt *procRuntime) ready(ctx context.Context) error {
+	if rt.rdb == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return rt.rdb.Ping(ctx).Err()
+}
+
+// close stops the executor (its runs end as interrupted), the node and the
+// journal, in that order.
+func (rt *procRuntime) close() {
+	if rt.exec != nil {
+		rt.exec.Close()
+	}
+	if rt.node != nil {
+		rt.node.Stop()
+	}
+	if rt.store != nil {
+		rt.store.Close()
+	}
+	if rt.rdb != nil {
+		rt.rdb.Close()
+	}
+}
+
+func journalName(cfg RuntimeConfig) string {
+	if cfg.RedisURL != "" {
+		return "redis"
+	}
+	return "embedded:" + cfg.Data
+}
