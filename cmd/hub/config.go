@@ -30,6 +30,7 @@ type ServeConfig struct {
 	Runtime        string        // RUNHUB_RUNTIME, -runtime: inprocess or runners (default: runners with Redis, else inprocess)
 	StatusInterval time.Duration // RUNHUB_STATUS_INTERVAL, -status-interval: least time between two statuses of a session (default 100ms)
 	Retention      time.Duration // RUNHUB_RETENTION, -retention: how long terminal runs are kept (default 168h; 0 = forever)
+	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; it exposes profiles to anyone who can reach the address)
 }
 
 // flagSet defines flags whose defaults come from the environment.
@@ -70,6 +71,14 @@ func (f *flagSet) int(p *int, flagName, envName string, def int, usage string) {
 		f.err = fmt.Errorf("%s: %v", envName, err)
 	}
 	f.IntVar(p, flagName, v, usage+" ("+envName+")")
+}
+
+func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
+	v, err := strconv.ParseBool(f.env(envName, "false"))
+	if err != nil && f.err == nil {
+		f.err = fmt.Errorf("%s: %v", envName, err)
+	}
+	f.BoolVar(p, flagName, v, usage+" ("+envName+")")
 }
 
 func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
@@ -113,6 +122,7 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	f.str(&cfg.Runtime, "runtime", "RUNHUB_RUNTIME", "", "where runs execute: inprocess or runners")
 	f.dur(&cfg.StatusInterval, "status-interval", "RUNHUB_STATUS_INTERVAL", "100ms", "least time between two statuses of a session")
 	f.dur(&cfg.Retention, "retention", "RUNHUB_RETENTION", "168h", "how long terminal runs are kept")
+	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/")
 	if err := f.parse(args, &cfg.RuntimeConfig); err != nil {
 		return cfg, err
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -42,6 +43,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
 	h.Routes(e)
+	if cfg.PProf {
+		routePProf(e)
+	}
 	e.GET("/*", echo.WrapHandler(web.Handler()))
 
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -71,6 +75,24 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		log.Warn("http shutdown", "err", err)
 	}
 	return nil
+}
+
+// routePProf serves net/http/pprof under /debug/pprof/ (RUNHUB_PPROF=1):
+// the index, cmdline, profile (CPU), symbol, trace and every named profile
+// (heap, allocs, goroutine, mutex, block, threadcreate).
+func routePProf(e *echo.Echo) {
+	e.GET("/debug/pprof", func(c echo.Context) error {
+		return c.Redirect(http.StatusMovedPermanently, "/debug/pprof/")
+	})
+	e.GET("/debug/pprof/", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+	e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+	e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+	e.Any("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+	e.GET("/debug/pprof/:name", func(c echo.Context) error {
+		pprof.Handler(c.Param("name")).ServeHTTP(c.Response(), c.Request())
+		return nil
+	})
 }
 
 // startRetention trims terminal runs older than retention every hour (and
