@@ -50,6 +50,16 @@ type DriverError struct {
 
 func (e *DriverError) Error() string { return e.Code + ": " + e.Message }
 
+// Cancelled is the end a driver reports when the runtime it drives
+// cancelled the run on its own (stopped by another client of that runtime,
+// say): the executor writes the terminal cancelled event with Reason, as for
+// a user's cancel. Reason must be safe for users.
+type Cancelled struct {
+	Reason string
+}
+
+func (e *Cancelled) Error() string { return "cancelled: " + e.Reason }
+
 // Remote delivers controls to runs that execute in another process (a
 // runner, another hub replica).
 type Remote interface {

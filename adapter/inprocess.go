@@ -357,12 +357,15 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont
 	defer cancel()
 	var typ protocol.EventType
 	var payload any
+	var runtimeCancel *Cancelled
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errUserCancel):
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: x.Streamed()}
 	case ctx.Err() != nil:
 		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
 			Message: "the executor stopped while the run was active", Terminal: true, LastSeq: x.last()}
+	case errors.As(err, &runtimeCancel):
+		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: journal.RedactString(runtimeCancel.Reason), Partial: x.Streamed()}
 	case err == nil:
 		cont = a.postTurn(tctx, x, drv)
 		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage}

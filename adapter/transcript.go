@@ -1,0 +1,82 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Turn is one message of a session's conversation as the journal recorded
+// it: role "user" (a run's run.started message) or "assistant" (the run's
+// token.delta text).
+type Turn struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Transcript returns the conversation of the session's runs before this
+// one, oldest first: for each earlier run the user's message and, when the
+// run streamed any, the assistant's text. Drivers send it upstream as the
+// conversation history. The journal stores payloads redacted, so a secret
+// a user typed never travels back out through a transcript.
+func (x *Execution) Transcript(ctx context.Context) ([]Turn, error) {
+	reg, ok := x.log.(interface {
+		Session(ctx context.Context, id string) (journal.SessionMeta, error)
+	})
+	if !ok {
+		return nil, errors.New("adapter: the journal cannot list a session's runs")
+	}
+	return SessionTranscript(ctx, x.log, reg, x.SessionID, x.RunID)
+}
+
+// SessionTranscript is Transcript for any journal: the turns of the
+// session's runs before the run before (every run when before is empty or
+// not in the session).
+func SessionTranscript(ctx context.Context, l journal.Log, reg interface {
+	Session(ctx context.Context, id string) (journal.SessionMeta, error)
+}, sessionID, before string) ([]Turn, error) {
+	meta, err := reg.Session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	var turns []Turn
+	for _, rid := range meta.Runs {
+		if rid == before {
+			break
+		}
+		var user string
+		var answer strings.Builder
+		err := journal.ReadAll(ctx, l, rid, 0, func(e protocol.Envelope) error {
+			switch e.Type {
+			case protocol.EventRunStarted:
+				var p protocol.RunStartedPayload
+				if json.Unmarshal(e.Payload, &p) == nil {
+					user = p.Message
+				}
+			case protocol.EventTokenDelta:
+				var p protocol.TokenDeltaPayload
+				if json.Unmarshal(e.Payload, &p) == nil {
+					answer.WriteString(p.Text)
+				}
+			}
+			return nil
+		})
+		if errors.Is(err, journal.ErrNotFound) {
+			continue // trimmed by retention
+		}
+		if err != nil {
+			return nil, err
+		}
+		if user != "" {
+			turns = append(turns, Turn{Role: "user", Content: user})
+		}
+		if answer.Len() > 0 {
+			turns = append(turns, Turn{Role: "assistant", Content: answer.String()})
+		}
+	}
+	return turns, nil
+}
