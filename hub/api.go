@@ -155,7 +155,7 @@ func (h *Hub) createSession(c echo.Context) error {
 	meta := journal.SessionMeta{ID: adapter.NewID("s_"), Owner: h.subject(c), Title: req.Title,
 		CreatedAt: protocol.Timestamp(h.now())}
 	if err := h.store.CreateSession(c.Request().Context(), meta); err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	h.tracker.sessionCreated(meta)
 	return c.JSON(http.StatusCreated, protocol.CreateSessionResult{SessionID: meta.ID})
@@ -165,7 +165,7 @@ func (h *Hub) listSessions(c echo.Context) error {
 	ctx := c.Request().Context()
 	metas, err := h.store.Sessions(ctx, h.subject(c))
 	if err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	out := protocol.SessionList{Sessions: make([]protocol.SessionStatus, 0, len(metas))}
 	for _, m := range metas {
@@ -184,7 +184,7 @@ func (h *Hub) sessionStatus(c echo.Context, sid string) (protocol.SessionStatus,
 	}
 	st, _, err := journal.FoldSession(c.Request().Context(), h.store, sid)
 	if err != nil {
-		return protocol.SessionStatus{}, publicError(err)
+		return protocol.SessionStatus{}, h.publicError(err)
 	}
 	return st.Status(), nil
 }
@@ -192,7 +192,7 @@ func (h *Hub) sessionStatus(c echo.Context, sid string) (protocol.SessionStatus,
 func (h *Hub) getSession(c echo.Context) error {
 	sid := c.Param("sid")
 	if _, err := h.ownSession(c.Request().Context(), h.subject(c), sid); err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	st, err := h.sessionStatus(c, sid)
 	if err != nil {
@@ -214,7 +214,7 @@ func (h *Hub) startRun(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if _, err := h.ownSession(ctx, h.subject(c), m.SessionID); err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	sreq := m.StartRequest()
 	if req.Source != "" {
@@ -225,7 +225,7 @@ func (h *Hub) startRun(c echo.Context) error {
 		return c.JSON(http.StatusConflict, adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""))
 	}
 	if err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	return c.JSON(http.StatusAccepted, r)
 }
@@ -234,11 +234,11 @@ func (h *Hub) getRun(c echo.Context) error {
 	ctx := c.Request().Context()
 	rid := c.Param("rid")
 	if _, err := h.ownRun(ctx, h.subject(c), rid); err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	st, err := h.runtime.GetRun(ctx, rid)
 	if err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	return c.JSON(http.StatusOK, st)
 }

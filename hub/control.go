@@ -99,43 +99,43 @@ func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, 
 		case errors.Is(err, adapter.ErrConflict):
 			return adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""), nil
 		case err != nil:
-			return protocol.ControlResult{}, publicError(err)
+			return protocol.ControlResult{}, h.publicError(err)
 		}
 		return protocol.ControlResult{Accepted: true, Status: protocol.ResultAccepted, EventID: r.Cursor,
 			RunID: r.RunID, SessionID: r.SessionID, Message: "started"}, nil
 	case protocol.OpCancel:
 		runID, err := h.runOf(ctx, subject, m.RunID, m.SessionID)
 		if err != nil {
-			return notActive(err, m)
+			return h.notActive(err, m)
 		}
 		res, err := h.runtime.CancelRun(ctx, runID)
-		return res, publicError(err)
+		return res, h.publicError(err)
 	case protocol.OpApprove:
 		if _, err := h.ownRun(ctx, subject, m.RunID); err != nil {
-			return notActive(err, m)
+			return h.notActive(err, m)
 		}
 		res, err := h.runtime.RespondApproval(ctx, m.RunID, m.ApprovalID, m.Choice)
-		return res, publicError(err)
+		return res, h.publicError(err)
 	case protocol.OpClarify:
 		if _, err := h.ownRun(ctx, subject, m.RunID); err != nil {
-			return notActive(err, m)
+			return h.notActive(err, m)
 		}
 		res, err := h.runtime.RespondClarify(ctx, m.RunID, m.ClarifyID, m.Response)
-		return res, publicError(err)
+		return res, h.publicError(err)
 	case protocol.OpQueue:
 		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
-			return notActive(err, m)
+			return h.notActive(err, m)
 		}
 		res, err := h.runtime.QueueMessage(ctx, subject, m.SessionID, protocol.QueueRequest{Message: m.Message, Mode: m.Mode}, key)
 		h.tracker.reload(m.SessionID)
-		return res, publicError(err)
+		return res, h.publicError(err)
 	case protocol.OpGoal:
 		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
-			return notActive(err, m)
+			return h.notActive(err, m)
 		}
 		res, err := h.runtime.UpdateGoal(ctx, m.SessionID, protocol.GoalRequest{Action: m.Action, Text: m.Text})
 		h.tracker.reload(m.SessionID)
-		return res, publicError(err)
+		return res, h.publicError(err)
 	}
 	return adapter.Result(protocol.ResultUnsupported, "unknown op", m.RunID, m.SessionID, ""), nil
 }
@@ -144,11 +144,11 @@ func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, 
 // is not the caller's: it never tells which.
 var errUnknown = protocol.Errorf(protocol.CodeNotFound, "no such run or session")
 
-func notActive(err error, m *protocol.Control) (protocol.ControlResult, error) {
+func (h *Hub) notActive(err error, m *protocol.Control) (protocol.ControlResult, error) {
 	if errors.Is(err, errUnknown) {
 		return protocol.ControlResult{}, errUnknown
 	}
-	return protocol.ControlResult{}, publicError(err)
+	return protocol.ControlResult{}, h.publicError(err)
 }
 
 // ownSession loads a session the subject owns.
@@ -189,7 +189,7 @@ func (h *Hub) runOf(ctx context.Context, subject, runID, sid string) (string, er
 }
 
 // publicError maps internal errors to safe protocol errors.
-func publicError(err error) error {
+func (h *Hub) publicError(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -206,6 +206,7 @@ func publicError(err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return protocol.Errorf(protocol.CodeUnavailable, "the runtime did not answer in time")
 	}
+	h.log.Error("internal error", "err", err)
 	return protocol.Errorf(protocol.CodeInternal, "internal error")
 }
 

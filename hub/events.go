@@ -27,7 +27,7 @@ func (h *Hub) events(c echo.Context) error {
 	rid := c.Param("rid")
 	meta, err := h.ownRun(ctx, h.subject(c), rid)
 	if err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	after, err := parseUint(c, "after_seq", 0)
 	if err != nil {
@@ -55,7 +55,7 @@ func (h *Hub) events(c echo.Context) error {
 	}
 	events, err := h.store.Read(ctx, rid, after, int(limit))
 	if err != nil {
-		return publicError(err)
+		return h.publicError(err)
 	}
 	page := protocol.EventPage{Events: events, NextCursor: protocol.EventID(rid, after), Terminal: meta.Terminal}
 	if n := len(events); n > 0 {
