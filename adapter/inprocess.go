@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,13 @@ type Options struct {
 	// DefaultDriver names the driver of a start without a provider
 	// (default "sim").
 	DefaultDriver string
+	// Profiles are drivers by profile name (adapter/profile builds them):
+	// a start's profile picks one (before its provider), and an unknown
+	// profile is a bad_request.
+	Profiles map[string]ProfileDriver
+	// DefaultProfile, when set, is the profile of a start that names
+	// neither a profile nor a provider; begin writes it into the request.
+	DefaultProfile string
 	// ClarifyTimeout is how long a clarify prompt waits before it expires
 	// (default 120 s).
 	ClarifyTimeout time.Duration
@@ -58,6 +66,13 @@ type Options struct {
 	Now func() time.Time
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+}
+
+// ProfileDriver is the driver of one profile.
+type ProfileDriver struct {
+	Driver Driver
+	Kind   string // the driver kind, journaled as run.started provider
+	Model  string // run.started model of a start that names none
 }
 
 // ErrBusy answers a start when MaxRuns runs are executing.
@@ -189,6 +204,9 @@ func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.Sta
 // begin validates a start and registers the run (and a new session when
 // req has none) in the journal.
 func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartRunRequest) (journal.RunMeta, Driver, error) {
+	if req.Profile == "" && req.Provider == "" {
+		req.Profile = a.opts.DefaultProfile
+	}
 	_, drv, err := a.driver(req)
 	if err != nil {
 		return journal.RunMeta{}, nil, err
@@ -240,8 +258,16 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 	return meta, drv, nil
 }
 
-// driver picks the driver of a request: its provider, else the default.
+// driver picks the driver of a request: its profile, else its provider,
+// else the default. The name is the provider run.started records.
 func (a *InProcess) driver(req protocol.StartRunRequest) (string, Driver, error) {
+	if req.Profile != "" {
+		pd, ok := a.opts.Profiles[req.Profile]
+		if !ok || pd.Driver == nil {
+			return "", nil, protocol.Errorf(protocol.CodeBadRequest, "profile: unknown profile %q", req.Profile)
+		}
+		return pd.Kind, pd.Driver, nil
+	}
 	name := req.Provider
 	if name == "" {
 		name = a.opts.DefaultDriver
@@ -292,7 +318,7 @@ func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv Driver, b
 	x := &Execution{RunID: meta.ID, SessionID: meta.SessionID, Request: req, log: a.store, now: a.opts.Now,
 		steer: make(chan string, 16)}
 	started, err := x.append(ctx, mustEvent(meta.ID, meta.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
-		Message: req.Message, Profile: req.Profile, Model: req.Model, Provider: driverName,
+		Message: req.Message, Profile: req.Profile, Model: cmp.Or(req.Model, a.opts.Profiles[req.Profile].Model), Provider: driverName,
 		Workspace: req.Workspace, Toolsets: nonNil(req.Toolsets), Source: req.Source}))
 	if err != nil {
 		a.release(meta.ID)

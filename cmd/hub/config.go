@@ -20,6 +20,7 @@ type RuntimeConfig struct {
 	ShutdownGrace  time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time sockets (hub) or runs (runner) get to finish on shutdown (default 10s)
 	LogFormat      string        // RUNHUB_LOG_FORMAT, -log-format: text or json (default text)
 	LogLevel       string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
+	Profiles       string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
 }
 
 // ServeConfig is the configuration of `hub serve`. Every field has a flag
@@ -91,6 +92,7 @@ func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.dur(&c.ShutdownGrace, "shutdown-grace", "RUNHUB_SHUTDOWN_GRACE", "10s", "time to finish on shutdown")
 	f.str(&c.LogFormat, "log-format", "RUNHUB_LOG_FORMAT", "text", "text or json")
 	f.str(&c.LogLevel, "log-level", "RUNHUB_LOG_LEVEL", "info", "debug, info, warn or error")
+	f.str(&c.Profiles, "profiles", "RUNHUB_PROFILES", "", "runtime profile file (JSON)")
 }
 
 func (f *flagSet) parse(args []string, c *RuntimeConfig) error {

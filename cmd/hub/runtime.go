@@ -11,6 +11,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/adapter/runner"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/journal"
@@ -32,6 +33,8 @@ type procRuntime struct {
 	node  *runner.Node    // Redis mode: leases, controls, reaper (and the queue in a runner)
 	rdb   *goredis.Client // Redis mode
 	log   *slog.Logger
+
+	profiles *profile.Config // the runtime profiles (RUNHUB_PROFILES)
 }
 
 // openRuntime opens the journal and builds the executor:
@@ -44,8 +47,13 @@ type procRuntime struct {
 //     process executes them (consume=true builds that runner).
 func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode string, consume bool) (*procRuntime, error) {
 	drivers := map[string]adapter.Driver{"sim": &sim.Driver{ClarifyTimeout: cfg.ClarifyTimeout}}
-	opts := adapter.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, Logger: log, MaxRuns: cfg.MaxRuns}
-	rt := &procRuntime{log: log}
+	profiles, profileDrivers, err := loadProfiles(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	opts := adapter.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
+		Profiles: profileDrivers, DefaultProfile: profiles.Default}
+	rt := &procRuntime{log: log, profiles: profiles}
 	if cfg.RedisURL == "" {
 		if consume {
 			return nil, errors.New("a runner needs RUNHUB_REDIS_URL")
