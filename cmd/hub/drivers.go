@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/openai"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/adapter/sim"
 )
@@ -16,6 +17,7 @@ func driverBuilders() map[string]profile.Builder {
 		profile.KindSim: func(p profile.Profile, env profile.Env) (adapter.Driver, error) {
 			return &sim.Driver{ClarifyTimeout: env.ClarifyTimeout}, nil
 		},
+		profile.KindOpenAI: openai.FromProfile,
 	}
 }
 

@@ -1,0 +1,557 @@
+// Package openai is the driver for any OpenAI-compatible streaming chat
+// completions endpoint (vLLM, llama.cpp server, Ollama, LM Studio, OpenAI):
+// it sends the session's transcript as messages to
+// POST {base_url}/v1/chat/completions with stream: true and maps the SSE
+// chunks to events — delta.content → token.delta, delta.reasoning_content
+// (or delta.reasoning) → reasoning.delta, usage → usage.final. The executor
+// then writes done.
+//
+// Failures end the run with one terminal error of a stable code: upstream
+// 401/403 → auth, 404 → model_not_found, 429 → rate_limited, 5xx, an error
+// inside the stream, a dropped connection → provider_error, no data for
+// idle_timeout (keepalives do not count) or a run over timeout → timeout.
+// Messages are safe: the key is scrubbed, secret-looking text redacted,
+// length bounded. A cancel aborts the request.
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/profile"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Error codes of this driver besides protocol's provider_error and timeout.
+const (
+	CodeAuth          = "auth"
+	CodeModelNotFound = "model_not_found"
+	CodeRateLimited   = "rate_limited"
+)
+
+// Defaults and bounds.
+const (
+	DefaultIdleTimeout = 120 * time.Second
+	maxLineBytes       = 1 << 20  // one SSE line
+	maxErrorBody       = 64 << 10 // an error answer's body
+	maxJSONBody        = 8 << 20  // a non-streamed answer
+	maxMessage         = 300      // an error message, in bytes
+)
+
+// Config is one profile's driver settings.
+type Config struct {
+	BaseURL      string         // e.g. http://127.0.0.1:8081 (a trailing /v1 is accepted)
+	Model        string         // the model unless a start names one
+	APIKey       profile.Secret // sent as Authorization: Bearer; empty: no header
+	APIKeyEnv    string         // the key's variable name (for the message when it is unset)
+	Instructions string         // a leading system message, when set
+	IdleTimeout  time.Duration  // longest silence on the stream (default 120s)
+	Timeout      time.Duration  // bound on a whole run (0: none)
+	Client       *http.Client   // default: a client of its own, no overall timeout
+	Logger       *slog.Logger   // default slog.Default()
+}
+
+// Driver streams one chat completion per run.
+type Driver struct {
+	cfg Config
+	url string
+}
+
+// New returns a driver for cfg.
+func New(cfg Config) (*Driver, error) {
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		return nil, errors.New("openai: base_url is required")
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if strings.HasSuffix(base, "/v1") {
+		base = strings.TrimSuffix(base, "/v1")
+	}
+	return &Driver{cfg: cfg, url: base + "/v1/chat/completions"}, nil
+}
+
+// FromProfile is the profile.Builder of driver kind openai.
+func FromProfile(p profile.Profile, env profile.Env) (adapter.Driver, error) {
+	return New(Config{BaseURL: p.BaseURL, Model: p.Model, APIKey: p.APIKey(env.Getenv), APIKeyEnv: p.APIKeyEnv,
+		Instructions: p.Instructions, IdleTimeout: p.IdleTimeout.Or(DefaultIdleTimeout), Timeout: p.Timeout.D(),
+		Logger: env.Logger})
+}
+
+// Message is one chat message sent upstream.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatRequest struct {
+	Model         string    `json:"model"`
+	Messages      []Message `json:"messages"`
+	Stream        bool      `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type delta struct {
+	Content          string `json:"content"`
+	ReasoningContent string `json:"reasoning_content"`
+	Reasoning        string `json:"reasoning"`
+}
+
+type usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+// chunk is one streamed chunk (and, with Message, a non-streamed answer).
+type chunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int     `json:"index"`
+		Delta        delta   `json:"delta"`
+		Message      *delta  `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// Causes of an aborted request.
+var (
+	errIdle       = errors.New("idle timeout")
+	errRunTimeout = errors.New("run timeout")
+)
+
+// Execute implements adapter.Driver.
+func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+	begin := time.Now()
+	if d.cfg.APIKeyEnv != "" && d.cfg.APIKey.Empty() {
+		return nil, &adapter.DriverError{Code: CodeAuth,
+			Message: "the API key variable " + d.cfg.APIKeyEnv + " is not set where this run executes"}
+	}
+	model := cmp.Or(x.Request.Model, d.cfg.Model)
+	msgs, err := d.messages(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if d.cfg.Timeout > 0 {
+		t := time.AfterFunc(d.cfg.Timeout, func() { cancel(errRunTimeout) })
+		defer t.Stop()
+	}
+	idle := time.AfterFunc(d.cfg.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+
+	body := chatRequest{Model: model, Messages: msgs, Stream: true}
+	body.StreamOptions.IncludeUsage = true
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, d.url, bytes.NewReader(raw))
+	if err != nil {
+		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "invalid upstream request: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if !d.cfg.APIKey.Empty() {
+		req.Header.Set("Authorization", "Bearer "+d.cfg.APIKey.Reveal())
+	}
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		return nil, d.aborted(ctx, rctx, err, "could not reach the upstream")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, d.statusError(ctx, rctx, resp, model)
+	}
+	s := &stream{d: d, x: x, model: model, idle: idle, log: d.cfg.Logger.With("run_id", x.RunID, "session_id", x.SessionID)}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		err = s.whole(ctx, resp.Body)
+	} else {
+		err = s.read(ctx, resp.Body)
+	}
+	if s.malformed > 0 {
+		s.log.Warn("openai: skipped malformed stream lines", "lines", s.malformed)
+	}
+	if err != nil {
+		var re readError
+		if errors.As(err, &re) {
+			return nil, d.aborted(ctx, rctx, re.err, "the connection to the upstream broke mid-stream")
+		}
+		return nil, err
+	}
+	if err := s.closeReasoning(ctx); err != nil {
+		return nil, err
+	}
+	u := &protocol.Usage{OutputTokens: s.contentChunks, Model: cmp.Or(s.upstreamModel, model), Provider: profile.KindOpenAI,
+		DurationMS: time.Since(begin).Milliseconds()}
+	if s.usage != nil {
+		u.InputTokens, u.OutputTokens = s.usage.PromptTokens, s.usage.CompletionTokens
+	}
+	if _, err := x.Emit(ctx, protocol.EventUsageFinal, u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// messages builds the conversation: instructions, the session's earlier
+// turns, the run's message.
+func (d *Driver) messages(ctx context.Context, x *adapter.Execution) ([]Message, error) {
+	turns, err := x.Transcript(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("openai: transcript: %w", err)
+	}
+	msgs := make([]Message, 0, len(turns)+2)
+	if d.cfg.Instructions != "" {
+		msgs = append(msgs, Message{Role: "system", Content: d.cfg.Instructions})
+	}
+	for _, t := range turns {
+		msgs = append(msgs, Message{Role: t.Role, Content: t.Content})
+	}
+	return append(msgs, Message{Role: "user", Content: x.Request.Message}), nil
+}
+
+// aborted turns a failed request or read into the run's end: ctx's error
+// for a cancel (the executor writes cancelled), timeout for the idle or run
+// timer, else provider_error.
+func (d *Driver) aborted(ctx, rctx context.Context, err error, what string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch cause := context.Cause(rctx); {
+	case errors.Is(cause, errIdle):
+		return &adapter.DriverError{Code: protocol.ErrorTimeout,
+			Message: fmt.Sprintf("the upstream sent no data for %s", d.cfg.IdleTimeout)}
+	case errors.Is(cause, errRunTimeout):
+		return &adapter.DriverError{Code: protocol.ErrorTimeout,
+			Message: fmt.Sprintf("the run exceeded its %s timeout", d.cfg.Timeout)}
+	}
+	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: d.safe(what + ": " + err.Error())}
+}
+
+// statusError maps a non-2xx answer to its error code with the upstream's
+// message.
+func (d *Driver) statusError(ctx, rctx context.Context, resp *http.Response, model string) error {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	msg := upstreamMessage(body)
+	code := protocol.ErrorProviderError
+	var text string
+	switch st := resp.StatusCode; {
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		code, text = CodeAuth, fmt.Sprintf("the upstream refused the credentials (%d)", st)
+	case st == http.StatusNotFound:
+		code, text = CodeModelNotFound, fmt.Sprintf("the upstream has no model %q (404; check model and base_url)", model)
+	case st == http.StatusTooManyRequests:
+		code, text = CodeRateLimited, "the upstream is rate limiting (429)"
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			if n, err := strconv.Atoi(ra); err == nil {
+				text += fmt.Sprintf("; retry after %ds", n)
+			}
+		}
+	default:
+		text = fmt.Sprintf("the upstream answered %d", st)
+	}
+	if msg != "" {
+		text += ": " + msg
+	}
+	return &adapter.DriverError{Code: code, Message: d.safe(text)}
+}
+
+// upstreamMessage reads the message of an error body: {error: {message}},
+// {error: "…"}, {message: "…"}, or short plain text.
+func upstreamMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		if m := errorText(v.Error); m != "" {
+			return m
+		}
+		if v.Message != "" {
+			return v.Message
+		}
+		return ""
+	}
+	s := strings.TrimSpace(string(body))
+	if strings.HasPrefix(s, "<") { // an HTML error page says nothing useful
+		return ""
+	}
+	return s
+}
+
+// errorText reads an error value: {message, type, code} or a string.
+func errorText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var e struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	}
+	if json.Unmarshal(raw, &e) == nil {
+		switch {
+		case e.Message != "":
+			return e.Message
+		case e.Type != "":
+			return e.Type
+		case e.Code != nil:
+			return fmt.Sprint(e.Code)
+		}
+	}
+	return "unknown error"
+}
+
+// safe makes an upstream text fit for an event: the key scrubbed, secrets
+// redacted, valid UTF-8, bounded.
+func (d *Driver) safe(s string) string {
+	s = journal.RedactString(d.cfg.APIKey.Scrub(s))
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) > maxMessage {
+		i := maxMessage
+		for i > 0 && s[i]&0xC0 == 0x80 {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
+}
+
+// stream maps one answer to events.
+type stream struct {
+	d     *Driver
+	x     *adapter.Execution
+	model string
+	idle  *time.Timer
+	log   *slog.Logger
+
+	usage         *usage
+	upstreamModel string
+	finish        string
+	contentChunks int64
+	reasoning     bool // a reasoning block is open
+	blocks        int
+	malformed     int
+}
+
+// readError is a failed read of the answer's body.
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+
+// read consumes an SSE body until data: [DONE]. Lines starting with ':'
+// (keepalives) and the fields event, id and retry are ignored; a line that
+// is no SSE field, or data that is not a valid chunk, is skipped and
+// counted.
+func (s *stream) read(ctx context.Context, body io.Reader) error {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var pending []byte // data lines of an event not yet dispatched
+	for {
+		line, tooLong, rerr := readLine(br)
+		var done bool
+		var err error
+		switch {
+		case tooLong:
+			s.malformed++
+		case len(line) == 0: // end of an event
+			if len(pending) > 0 {
+				done, err = s.dispatch(ctx, pending)
+				pending = pending[:0]
+			}
+		case line[0] == ':': // comment: keepalive
+		default:
+			done, err = s.field(ctx, line, &pending)
+		}
+		if done || err != nil {
+			return err
+		}
+		if rerr != nil {
+			if len(pending) > 0 {
+				if done, err := s.dispatch(ctx, pending); done || err != nil {
+					return err
+				}
+			}
+			if errors.Is(rerr, io.EOF) {
+				if s.finish != "" {
+					return nil // finished, only the [DONE] line is missing
+				}
+				return &adapter.DriverError{Code: protocol.ErrorProviderError,
+					Message: "the upstream closed the stream before the answer finished"}
+			}
+			return readError{rerr}
+		}
+	}
+}
+
+// field handles one SSE field line.
+func (s *stream) field(ctx context.Context, line []byte, pending *[]byte) (done bool, err error) {
+	name, value, _ := bytes.Cut(line, []byte(":"))
+	value = bytes.TrimPrefix(value, []byte(" "))
+	switch string(name) {
+	case "data":
+	case "event", "id", "retry":
+		return false, nil
+	default:
+		s.malformed++ // not an SSE field (e.g. raw JSON without "data:")
+		return false, nil
+	}
+	if string(value) != "[DONE]" && !json.Valid(value) {
+		// Part of an event spread over several data lines (the SSE spec
+		// joins them with newlines), or garbage: decided at the event's end.
+		if len(*pending) > 0 {
+			*pending = append(*pending, '\n')
+		}
+		*pending = append(*pending, value...)
+		return false, nil
+	}
+	// A complete chunk on one line: dispatch at once, so servers that omit
+	// the blank line between events work too.
+	if len(*pending) > 0 {
+		joined := append(append(*pending, '\n'), value...)
+		*pending = (*pending)[:0]
+		if json.Valid(joined) {
+			return s.dispatch(ctx, joined)
+		}
+		s.malformed++
+	}
+	return s.dispatch(ctx, value)
+}
+
+// readLine reads one line without its line ending; a line over
+// maxLineBytes is consumed and reported tooLong.
+func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	for {
+		part, err := br.ReadSlice('\n')
+		if len(line)+len(part) <= maxLineBytes {
+			line = append(line, part...)
+		} else {
+			tooLong = true
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if tooLong {
+			line = nil
+		}
+		return line, tooLong, err
+	}
+}
+
+// dispatch handles one event's data; done reports data: [DONE].
+func (s *stream) dispatch(ctx context.Context, data []byte) (done bool, err error) {
+	if string(data) == "[DONE]" {
+		return true, nil
+	}
+	s.idle.Reset(s.d.cfg.IdleTimeout)
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		s.malformed++
+		return false, nil
+	}
+	return false, s.apply(ctx, &c)
+}
+
+func (s *stream) apply(ctx context.Context, c *chunk) error {
+	if msg := errorText(c.Error); msg != "" {
+		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: s.d.safe("the upstream failed mid-stream: " + msg)}
+	}
+	if c.Model != "" {
+		s.upstreamModel = c.Model
+	}
+	if c.Usage != nil {
+		s.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		dl := ch.Delta
+		if ch.Message != nil {
+			dl = *ch.Message
+		}
+		if r := cmp.Or(dl.ReasoningContent, dl.Reasoning); r != "" {
+			if !s.reasoning {
+				s.reasoning = true
+				s.blocks++
+			}
+			if _, err := s.x.Emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: s.blockID(), Text: r}); err != nil {
+				return err
+			}
+		}
+		if dl.Content != "" {
+			if err := s.closeReasoning(ctx); err != nil {
+				return err
+			}
+			s.contentChunks++
+			if _, err := s.x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: dl.Content}); err != nil {
+				return err
+			}
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.finish = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+func (s *stream) blockID() string { return "b" + strconv.Itoa(s.blocks) }
+
+// closeReasoning ends an open reasoning block with reasoning.done.
+func (s *stream) closeReasoning(ctx context.Context) error {
+	if !s.reasoning {
+		return nil
+	}
+	s.reasoning = false
+	_, err := s.x.Emit(ctx, protocol.EventReasoningDone, protocol.ReasoningPayload{BlockID: s.blockID(), Text: ""})
+	return err
+}
+
+// whole handles a server that answered with one JSON completion although
+// a stream was asked for.
+func (s *stream) whole(ctx context.Context, body io.Reader) error {
+	data, err := io.ReadAll(io.LimitReader(body, maxJSONBody))
+	if err != nil {
+		return readError{err}
+	}
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "the upstream answered with invalid JSON"}
+	}
+	return s.apply(ctx, &c)
+}
