@@ -189,6 +189,20 @@ func (x *Execution) Clarify(ctx context.Context, req protocol.ClarifyRequestedPa
 	}
 }
 
+// Resolve answers the pending approval (approval true) or clarify prompt
+// with id on the runtime's behalf, for drivers whose runtime settled the
+// prompt itself (answered from another of its clients, say). It is
+// delivered like a user's answer: the first answer wins and the waiting
+// Approval or Clarify journals the prompt's one resolution. It returns the
+// control status (accepted, not-active, expired).
+func (x *Execution) Resolve(approval bool, id, answer string) (string, error) {
+	slot := &x.clarify
+	if approval {
+		slot = &x.approval
+	}
+	return x.respond(slot, id, answer)
+}
+
 func (x *Execution) clearPrompt(slot **prompt, p *prompt) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

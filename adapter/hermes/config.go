@@ -1,0 +1,112 @@
+package hermes
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config is one Hermes Agent API server and how to talk to it. The caller
+// supplies the API key itself (read from the environment variable a profile
+// names), so the driver never touches process-global state.
+type Config struct {
+	// BaseURL of the Hermes API server, without /v1 (for example
+	// http://127.0.0.1:8642). Required.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <key>" (the server's
+	// API_SERVER_KEY). It is never logged or journaled; empty sends no
+	// Authorization header.
+	APIKey string
+	// Model, when set, is sent as the run's model unless the start request
+	// names one.
+	Model string
+	// Instructions, when set, are sent as the run's instructions (an
+	// ephemeral system prompt).
+	Instructions string
+	// HTTPClient makes every request (default: a client without an overall
+	// timeout, since the event stream is long-lived; each request below has
+	// its own deadline).
+	HTTPClient *http.Client
+	// RequestTimeout bounds the start, every control and every status poll
+	// (default 30s).
+	RequestTimeout time.Duration
+	// StopTimeout bounds the POST /stop sent when a run is cancelled or
+	// abandoned (default 5s).
+	StopTimeout time.Duration
+	// StreamIdleTimeout is how long the event stream may stay silent (not
+	// even a keepalive comment; Hermes sends one every 30s) before the
+	// connection is taken as broken (default 75s).
+	StreamIdleTimeout time.Duration
+	// EventIdleTimeout is how long a run may send nothing but keepalives
+	// while no prompt waits on the user before it ends with a timeout error
+	// (default 30m; a long tool call is silent too).
+	EventIdleTimeout time.Duration
+	// MaxReconnects bounds how often a broken event stream is resubscribed
+	// in one run (default 5).
+	MaxReconnects int
+	// PollInterval is the pause between status polls after the stream broke
+	// (default 1s).
+	PollInterval time.Duration
+	// ClarifyTimeout is how long a clarify question waits for the user
+	// (default 120s, the hub's default). On expiry Hermes is sent an empty
+	// response so its agent goes on.
+	ClarifyTimeout time.Duration
+	// MaxHistoryTurns bounds the conversation history sent on a start to the
+	// session's latest turns (default 200).
+	MaxHistoryTurns int
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultBaseURL is where a Hermes API server listens by default.
+const DefaultBaseURL = "http://127.0.0.1:8642"
+
+func (c Config) withDefaults() Config {
+	def := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	c.BaseURL = strings.TrimSuffix(c.BaseURL, "/v1")
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	def(&c.RequestTimeout, 30*time.Second)
+	def(&c.StopTimeout, 5*time.Second)
+	def(&c.StreamIdleTimeout, 75*time.Second)
+	def(&c.EventIdleTimeout, 30*time.Minute)
+	def(&c.PollInterval, time.Second)
+	def(&c.ClarifyTimeout, 120*time.Second)
+	if c.MaxReconnects <= 0 {
+		c.MaxReconnects = 5
+	}
+	if c.MaxHistoryTurns <= 0 {
+		c.MaxHistoryTurns = 200
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.BaseURL == "" {
+		return errors.New("hermes: base URL is required")
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("hermes: base URL must be an http(s) URL with a host")
+	}
+	if u.User != nil {
+		return errors.New("hermes: base URL must not hold credentials; set the API key instead")
+	}
+	if strings.ContainsAny(c.APIKey, "\r\n") {
+		return errors.New("hermes: API key must be one line")
+	}
+	return nil
+}

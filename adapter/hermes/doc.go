@@ -1,0 +1,51 @@
+// Package hermes is the runtime driver for a Hermes Agent API server's
+// /v1/runs API: each runhub run is one Hermes run, and the driver only
+// translates — upstream events in, contract events out, controls mapped
+// back. It keeps no agent loop of its own.
+//
+// Start: POST /v1/runs with the message as input, the session's earlier
+// turns (from the journal) as conversation_history, runhub's session id as
+// session_id, and Idempotency-Key set to runhub's run id, so a retried start
+// replays the same Hermes run instead of launching a second one.
+//
+// Events (GET /v1/runs/{id}/events, held by exactly one subscriber):
+//
+//	message.delta {delta}                   token.delta {message_id, text}
+//	reasoning.available {text},
+//	reasoning.delta {text|delta}            reasoning.delta {block_id, text}
+//	                                        (+ reasoning.done when the block ends)
+//	tool.started {tool, preview}            tool.started {tool_call_id, name, args: {preview}}
+//	tool.completed {tool, duration, error}  tool.done {tool_call_id, status, duration_ms, error}
+//	approval.request {command, description,
+//	  choices, request_id?}                 approval.requested (choices kept); the user's
+//	                                        choice is posted to /approval
+//	approval.responded                      nothing for runhub's own answer; a prompt
+//	                                        Hermes settled elsewhere gets its one
+//	                                        approval.resolved
+//	clarify.request {clarify_id, question,
+//	  choices}                              clarify.requested; the response is posted
+//	                                        to /clarify {clarify_id, response}
+//	clarify.retired / clarify.responded     as approval.responded
+//	run.steered                             progress
+//	subagent.start / subagent.complete      progress
+//	run.completed {output, usage}           unstreamed output as token.delta, usage.final,
+//	                                        then done (written by the executor)
+//	run.failed {error}                      terminal error provider_error (redacted)
+//	run.cancelled                           terminal cancelled
+//
+// Controls: cancel → POST /stop (within StopTimeout even though the run's
+// context is done); queue mode steer → POST /steer {input}.
+//
+// The upstream stream has no ids and no replay. When it breaks (read error,
+// end without a terminal event, or StreamIdleTimeout without even a
+// keepalive) the driver polls GET /v1/runs/{id}: a settled run ends the
+// same way here (completed → done, failed → error, cancelled → cancelled),
+// a gone (404) or interrupted one ends with error interrupted, and a run
+// still going is resubscribed — if Hermes dropped the stream (a resubscribe
+// answered 404) the Hermes run is stopped and the run ends interrupted.
+// A run that sends nothing but keepalives for EventIdleTimeout while no
+// prompt waits on the user ends with error timeout.
+//
+// The API key goes only into the Authorization header; upstream text that
+// reaches the journal or the logs is scrubbed of it and redacted.
+package hermes

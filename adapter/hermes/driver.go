@@ -1,0 +1,783 @@
+package hermes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Error codes of the driver's terminal errors besides the protocol's own
+// (provider_error, timeout, interrupted, internal).
+const (
+	CodeAuth        = "auth"
+	CodeRateLimited = "rate_limited"
+)
+
+// Provider is the usage.final provider of Hermes runs.
+const Provider = "hermes"
+
+// maxChunk bounds the text of one token.delta or reasoning.delta event;
+// longer upstream text is split.
+const maxChunk = 64 << 10
+
+// maxAnswer bounds the streamed answer kept to reconcile it with the final
+// output.
+const maxAnswer = 4 << 20
+
+// Driver runs each runhub run as one Hermes Agent run (POST /v1/runs) and
+// translates its event stream into runhub events. It is safe for
+// concurrent use; every run holds exactly one subscriber on its upstream
+// event stream.
+type Driver struct {
+	cfg Config
+	c   *client
+}
+
+// New returns a driver for the Hermes API server cfg describes.
+func New(cfg Config) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	return &Driver{cfg: cfg, c: &client{cfg: cfg}}, nil
+}
+
+// Steers reports that guidance for a running run (queue mode steer) is
+// forwarded to Hermes (POST /v1/runs/{id}/steer).
+func (d *Driver) Steers() bool { return true }
+
+// Execute implements adapter.Driver.
+func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+	r := &run{d: d, c: d.c, cfg: d.cfg, x: x, begin: time.Now(),
+		log:     d.cfg.Logger.With("driver", "hermes", "run_id", x.RunID),
+		tools:   map[string][]openTool{},
+		results: make(chan promptResult, 4)}
+	r.bgCtx, r.bgCancel = context.WithCancel(ctx)
+	defer func() {
+		// Prompts and steer deliveries end before the executor writes the
+		// terminal event, so nothing is journaled after it.
+		r.bgCancel()
+		r.bg.Wait()
+	}()
+	return r.execute(ctx)
+}
+
+// run is one execution: the upstream run and the mapping state. Its fields
+// are owned by the goroutine running Execute, except where noted.
+type run struct {
+	d     *Driver
+	c     *client
+	cfg   Config
+	x     *adapter.Execution
+	log   *slog.Logger
+	begin time.Time
+	id    string // the upstream run id
+	model string
+
+	// mapping state
+	msgN, blockN, toolN, promptN int
+	newMessage                   bool // the next message.delta starts a new message id
+	blockOpen                    bool // a reasoning block awaits its reasoning.done
+	answer                       strings.Builder
+	answerFull                   bool // answer outgrew maxAnswer
+	tools                        map[string][]openTool
+	malformed                    int
+
+	// prompts: one asked at a time, the rest wait in order
+	active  *prompt
+	waiting []*prompt
+	results chan promptResult
+
+	// background work (prompt workers, steer deliveries)
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+}
+
+type openTool struct {
+	id    string
+	start time.Time
+}
+
+func (r *run) execute(ctx context.Context) (*protocol.Usage, error) {
+	history, err := r.history(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.log.Error("read the session's earlier turns", "err", err)
+		return nil, &adapter.DriverError{Code: protocol.ErrorInternal, Message: "could not read the session's earlier turns"}
+	}
+	if err := r.start(ctx, history); err != nil {
+		return nil, err
+	}
+	usage, err := r.follow(ctx)
+	if ctx.Err() != nil {
+		// Cancelled by the user, or the executor is stopping: stop the
+		// upstream run too, even though ctx is done.
+		r.stop(ctx)
+		return nil, ctx.Err()
+	}
+	return usage, err
+}
+
+// history is the session's earlier turns, at most MaxHistoryTurns.
+func (r *run) history(ctx context.Context) ([]adapter.Turn, error) {
+	turns, err := r.x.Transcript(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(turns) - r.cfg.MaxHistoryTurns; n > 0 {
+		turns = turns[n:]
+	}
+	return turns, nil
+}
+
+// startBody is the body of POST /v1/runs.
+type startBody struct {
+	Input               string         `json:"input"`
+	SessionID           string         `json:"session_id,omitempty"`
+	Instructions        string         `json:"instructions,omitempty"`
+	ConversationHistory []adapter.Turn `json:"conversation_history,omitempty"`
+	Model               string         `json:"model,omitempty"`
+}
+
+// start admits the upstream run. The Idempotency-Key is runhub's run id,
+// so a start retried after a lost answer replays the same upstream run
+// instead of launching a second one.
+func (r *run) start(ctx context.Context, history []adapter.Turn) error {
+	r.model = r.x.Request.Model
+	if r.model == "" {
+		r.model = r.cfg.Model
+	}
+	body := startBody{Input: r.x.Request.Message, SessionID: r.x.SessionID, Instructions: r.cfg.Instructions,
+		ConversationHistory: history, Model: r.model}
+	hdr := http.Header{"Idempotency-Key": {r.x.RunID}}
+	var ans struct {
+		RunID    string `json:"run_id"`
+		Status   string `json:"status"`
+		Replayed bool   `json:"replayed"`
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			r.log.Warn("retrying the Hermes start", "attempt", attempt+1, "err", err)
+			if err := sleep(ctx, time.Duration(250<<attempt)*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		err = r.c.call(ctx, http.MethodPost, "/v1/runs", body, &ans, hdr)
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		de := r.startError(err)
+		r.log.Warn("Hermes refused the start", "code", de.Code, "err", de.Message)
+		return de
+	}
+	if ans.RunID == "" {
+		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes accepted the run without a run_id"}
+	}
+	r.id = ans.RunID
+	r.log = r.log.With("hermes_run_id", r.id)
+	r.log.Info("Hermes run started", "status", ans.Status, "replayed", ans.Replayed, "history_turns", len(history))
+	return nil
+}
+
+// retryable reports whether a request may be sent again: no answer came
+// (transport failure) or a gateway in front of Hermes failed.
+func retryable(err error) bool {
+	switch statusOf(err) {
+	case 0:
+		return true
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+func (r *run) startError(err error) *adapter.DriverError {
+	status := statusOf(err)
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return &adapter.DriverError{Code: CodeAuth, Message: "Hermes refused the API key (" + err.Error() + ")"}
+	case status == http.StatusTooManyRequests:
+		return &adapter.DriverError{Code: CodeRateLimited, Message: "Hermes is rate limiting runs (" + err.Error() + ")"}
+	case status == http.StatusNotFound:
+		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "no Hermes /v1/runs API at the configured base URL (" + err.Error() + ")"}
+	case status >= 400 && status < 500:
+		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes refused the run (" + err.Error() + ")"}
+	case status >= 500:
+		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes failed to start the run (" + err.Error() + ")"}
+	}
+	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "cannot reach Hermes: " + r.c.scrub(err.Error())}
+}
+
+// runPath is the path of the upstream run, plus suffix.
+func (r *run) runPath(suffix string) string { return "/v1/runs/" + url.PathEscape(r.id) + suffix }
+
+// stop asks Hermes to stop the upstream run, within StopTimeout even when
+// ctx is already cancelled.
+func (r *run) stop(ctx context.Context) {
+	if r.id == "" {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.StopTimeout)
+	defer cancel()
+	if err := r.c.call(sctx, http.MethodPost, r.runPath("/stop"), struct{}{}, nil, nil); err != nil {
+		r.log.Warn("stop the Hermes run", "err", err)
+		return
+	}
+	r.log.Info("asked Hermes to stop the run")
+}
+
+// giveUp stops the upstream run (runhub no longer follows it) and returns
+// err.
+func (r *run) giveUp(ctx context.Context, err error) error {
+	r.stop(ctx)
+	return err
+}
+
+// outcome is how one subscription to the event stream ended.
+type outcome struct {
+	final  bool            // the run ended: usage (done) or err
+	usage  *protocol.Usage //
+	err    error           //
+	broken string          // why the stream ended without a terminal event
+	gone   bool            // the subscription was answered 404
+}
+
+func finalErr(err error) outcome { return outcome{final: true, err: err} }
+
+// follow holds the run's one subscriber. When the stream breaks it polls
+// the run: a run still going is resubscribed, one that settled ends the
+// same way here, one that is gone ends with a clear error.
+func (r *run) follow(ctx context.Context) (*protocol.Usage, error) {
+	breaks := 0
+	for {
+		o := r.stream(ctx)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if o.final {
+			return o.usage, o.err
+		}
+		if o.gone && breaks > 0 {
+			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorInterrupted,
+				Message: "lost the Hermes event stream (" + o.broken + ") and Hermes cannot resume it; the Hermes run was stopped"})
+		}
+		breaks++
+		r.log.Warn("the Hermes event stream broke; polling the run", "reason", o.broken, "breaks", breaks)
+		st, err := r.poll(ctx)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if statusOf(err) == http.StatusNotFound {
+			return nil, &adapter.DriverError{Code: protocol.ErrorInterrupted,
+				Message: "the Hermes run is gone (" + err.Error() + ") after its event stream broke (" + o.broken + ")"}
+		}
+		if err != nil {
+			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorProviderError,
+				Message: "lost the Hermes event stream (" + o.broken + ") and cannot reach Hermes to check the run: " + err.Error()})
+		}
+		switch st.Status {
+		case "completed":
+			if err := r.closeReasoning(ctx); err != nil {
+				return nil, err
+			}
+			return r.completed(ctx, st.Output, st.Usage)
+		case "failed":
+			return nil, r.failed(st.Error)
+		case "cancelled":
+			return nil, &adapter.Cancelled{Reason: "the run was stopped in Hermes"}
+		case "interrupted":
+			return nil, &adapter.DriverError{Code: protocol.ErrorInterrupted,
+				Message: "the Hermes server restarted before the run settled"}
+		}
+		if breaks > r.cfg.MaxReconnects {
+			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorInterrupted,
+				Message: fmt.Sprintf("the Hermes event stream broke %d times (last: %s); the Hermes run was stopped", breaks, o.broken)})
+		}
+		r.log.Info("the Hermes run is still going; resubscribing", "status", st.Status)
+		if _, err := r.x.Emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: "reconnecting to Hermes"}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// runStatus is the answer of GET /v1/runs/{id}.
+type runStatus struct {
+	Status string          `json:"status"`
+	Output string          `json:"output"`
+	Error  json.RawMessage `json:"error"`
+	Usage  json.RawMessage `json:"usage"`
+}
+
+// poll reads the upstream run's status, retrying transient failures.
+func (r *run) poll(ctx context.Context) (runStatus, error) {
+	var st runStatus
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, r.cfg.PollInterval); err != nil {
+				return st, err
+			}
+		}
+		st = runStatus{}
+		if err = r.c.call(ctx, http.MethodGet, r.runPath(""), nil, &st, nil); err == nil {
+			return st, nil
+		}
+		if s := statusOf(err); s != 0 && s < 500 {
+			return st, err
+		}
+	}
+	return st, err
+}
+
+// stream subscribes to the run's events and maps them until the run ends,
+// the stream breaks or ctx ends.
+func (r *run) stream(ctx context.Context) outcome {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := r.c.request(sctx, http.MethodGet, r.runPath("/events"), nil)
+	if err != nil {
+		return finalErr(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	headers := time.AfterFunc(r.cfg.RequestTimeout, cancel) // bounds the wait for the answer's headers
+	resp, err := r.cfg.HTTPClient.Do(req)
+	headers.Stop()
+	if err != nil {
+		return outcome{broken: "cannot subscribe: " + r.c.transportError(err).Error()}
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return outcome{gone: true, broken: r.c.readError(resp).Error()}
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return finalErr(r.giveUp(ctx, &adapter.DriverError{Code: CodeAuth,
+			Message: "Hermes refused the API key for the event stream (" + r.c.readError(resp).Error() + ")"}))
+	case resp.StatusCode != http.StatusOK:
+		return outcome{broken: "subscribing answered " + r.c.readError(resp).Error()}
+	}
+
+	items := make(chan item, 64)
+	var readErr error
+	go func() {
+		readErr = readSSE(sctx, resp.Body, items)
+		close(items)
+	}()
+	defer func() {
+		cancel()
+		resp.Body.Close()
+		for range items { // wait for the reader
+		}
+	}()
+
+	streamIdle := time.NewTimer(r.cfg.StreamIdleTimeout)
+	defer streamIdle.Stop()
+	eventIdle := time.NewTimer(r.cfg.EventIdleTimeout)
+	defer eventIdle.Stop()
+	for {
+		var idle <-chan time.Time
+		if r.active == nil { // a prompt waiting on the user is no silence
+			idle = eventIdle.C
+		}
+		select {
+		case <-ctx.Done():
+			return outcome{}
+		case it, ok := <-items:
+			if !ok {
+				reason := "the event stream ended without a terminal event"
+				if readErr != nil && !errors.Is(readErr, context.Canceled) {
+					reason = "the event stream broke: " + r.c.scrub(readErr.Error())
+				}
+				return outcome{broken: reason}
+			}
+			streamIdle.Reset(r.cfg.StreamIdleTimeout)
+			if it.dropped > 0 {
+				r.dropMalformed(it.dropped)
+			}
+			if it.comment {
+				continue // a keepalive, or ": stream closed" before the end
+			}
+			eventIdle.Reset(r.cfg.EventIdleTimeout)
+			if o := r.handle(ctx, it); o.final {
+				return o
+			}
+		case <-streamIdle.C:
+			return outcome{broken: fmt.Sprintf("nothing from Hermes, not even a keepalive, for %v", r.cfg.StreamIdleTimeout)}
+		case <-idle:
+			return finalErr(r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorTimeout,
+				Message: fmt.Sprintf("Hermes sent no event (only keepalives) for %v; the Hermes run was stopped", r.cfg.EventIdleTimeout)}))
+		case res := <-r.results:
+			if o := r.promptDone(ctx, res); o.final {
+				return o
+			}
+			eventIdle.Reset(r.cfg.EventIdleTimeout)
+		case text := <-r.x.Steering():
+			r.steer(text)
+		}
+	}
+}
+
+func (r *run) dropMalformed(n int) {
+	before := r.malformed
+	r.malformed += n
+	if before == 0 || before/100 != r.malformed/100 {
+		r.log.Warn("dropped malformed lines of the Hermes event stream", "total", r.malformed)
+	}
+}
+
+// event is one decoded upstream event: its JSON fields.
+type event map[string]json.RawMessage
+
+func (e event) str(k string) string {
+	var s string
+	if json.Unmarshal(e[k], &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func (e event) num(k string) (float64, bool) {
+	var f float64
+	if json.Unmarshal(e[k], &f) != nil {
+		return 0, false
+	}
+	return f, true
+}
+
+func (e event) flag(k string) bool {
+	var b bool
+	return json.Unmarshal(e[k], &b) == nil && b
+}
+
+func (e event) strs(k string) []string {
+	var raw []any
+	if json.Unmarshal(e[k], &raw) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(raw))
+	for _, v := range raw {
+		if s, ok := v.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// handle maps one upstream event. A final outcome ends the run.
+func (r *run) handle(ctx context.Context, it item) outcome {
+	var ev event
+	if err := json.Unmarshal(it.data, &ev); err != nil || ev == nil {
+		r.dropMalformed(1)
+		return outcome{}
+	}
+	name := ev.str("event")
+	if name == "" {
+		name = it.name
+	}
+	if rid := ev.str("run_id"); rid != "" && rid != r.id {
+		r.log.Debug("ignored an event of another Hermes run", "event", name)
+		return outcome{}
+	}
+	var err error
+	switch name {
+	case "message.delta":
+		err = r.message(ctx, ev.str("delta"))
+	case "reasoning.available", "reasoning.delta":
+		text := ev.str("text")
+		if text == "" {
+			text = ev.str("delta")
+		}
+		err = r.reasoning(ctx, text)
+	case "tool.started":
+		err = r.toolStarted(ctx, ev)
+	case "tool.completed":
+		err = r.toolCompleted(ctx, ev)
+	case "approval.request":
+		err = r.approvalRequest(ctx, ev)
+	case "approval.responded":
+		r.upstreamResolved(kindApproval, ev.str("request_id"), ev.str("choice"))
+	case "clarify.request":
+		err = r.clarifyRequest(ctx, ev)
+	case "clarify.retired", "clarify.responded":
+		r.upstreamResolved(kindClarify, ev.str("clarify_id"), "")
+	case "run.steered":
+		text := "guidance delivered to Hermes"
+		if b, ok := ev["accepted"]; ok && string(b) == "false" {
+			text = "Hermes did not accept the guidance"
+		}
+		err = r.progress(ctx, text)
+	case "subagent.start", "subagent.complete":
+		err = r.subagent(ctx, name, ev)
+	case "run.completed":
+		if err := r.closeReasoning(ctx); err != nil {
+			return finalErr(err)
+		}
+		if s := ev.str("pending_steer"); s != "" {
+			if err := r.progress(ctx, "guidance Hermes did not use before the run ended: "+bound(s, 200)); err != nil {
+				return finalErr(err)
+			}
+		}
+		u, err := r.completed(ctx, ev.str("output"), ev["usage"])
+		return outcome{final: true, usage: u, err: err}
+	case "run.failed":
+		return finalErr(r.failed(ev["error"]))
+	case "run.cancelled":
+		if ctx.Err() != nil {
+			return finalErr(ctx.Err())
+		}
+		return finalErr(&adapter.Cancelled{Reason: "the run was stopped in Hermes"})
+	default:
+		r.log.Debug("ignored a Hermes event", "event", bound(name, 64))
+	}
+	if err != nil {
+		return finalErr(err)
+	}
+	return outcome{}
+}
+
+func (r *run) emit(ctx context.Context, typ protocol.EventType, payload any) error {
+	_, err := r.x.Emit(ctx, typ, payload)
+	return err
+}
+
+func (r *run) progress(ctx context.Context, text string) error {
+	return r.emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: text})
+}
+
+// message maps message.delta to token.delta. A message after tool activity
+// or a prompt gets a new message id.
+func (r *run) message(ctx context.Context, text string) error {
+	if text == "" {
+		return nil
+	}
+	if err := r.closeReasoning(ctx); err != nil {
+		return err
+	}
+	if r.msgN == 0 || r.newMessage {
+		r.msgN++
+		r.newMessage = false
+	}
+	if !r.answerFull {
+		if r.answer.Len()+len(text) > maxAnswer {
+			r.answerFull = true
+		} else {
+			r.answer.WriteString(text)
+		}
+	}
+	id := fmt.Sprintf("m%d", r.msgN)
+	for _, c := range chunks(text) {
+		if err := r.emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: id, Text: c}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reasoning maps reasoning.available / reasoning.delta to reasoning.delta;
+// the block gets its reasoning.done when something else follows.
+func (r *run) reasoning(ctx context.Context, text string) error {
+	if text == "" {
+		return nil
+	}
+	if !r.blockOpen {
+		r.blockN++
+		r.blockOpen = true
+	}
+	id := fmt.Sprintf("b%d", r.blockN)
+	for _, c := range chunks(text) {
+		if err := r.emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: id, Text: c}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) closeReasoning(ctx context.Context) error {
+	if !r.blockOpen {
+		return nil
+	}
+	r.blockOpen = false
+	return r.emit(ctx, protocol.EventReasoningDone, protocol.ReasoningPayload{BlockID: fmt.Sprintf("b%d", r.blockN), Text: ""})
+}
+
+// toolStarted maps tool.started {tool, preview}. Hermes has no tool call
+// ids: runhub numbers the calls and pairs each completion with the oldest
+// open call of the same tool.
+func (r *run) toolStarted(ctx context.Context, ev event) error {
+	if err := r.closeReasoning(ctx); err != nil {
+		return err
+	}
+	name := ev.str("tool")
+	if name == "" {
+		name = "tool"
+	}
+	_, err := r.openTool(ctx, name, ev.str("preview"))
+	return err
+}
+
+func (r *run) openTool(ctx context.Context, name, preview string) (string, error) {
+	r.toolN++
+	r.newMessage = true
+	id := fmt.Sprintf("t%d", r.toolN)
+	args := map[string]string{}
+	if preview != "" {
+		args["preview"] = bound(preview, 4096)
+	}
+	raw, _ := json.Marshal(args)
+	r.tools[name] = append(r.tools[name], openTool{id: id, start: time.Now()})
+	return id, r.emit(ctx, protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: id, Name: bound(name, 200), Args: raw})
+}
+
+// toolCompleted maps tool.completed {tool, duration (s), error (bool)}.
+func (r *run) toolCompleted(ctx context.Context, ev event) error {
+	if err := r.closeReasoning(ctx); err != nil {
+		return err
+	}
+	name := ev.str("tool")
+	if name == "" {
+		name = "tool"
+	}
+	if len(r.tools[name]) == 0 { // a completion without a start: show both
+		if _, err := r.openTool(ctx, name, ""); err != nil {
+			return err
+		}
+	}
+	t := r.tools[name][0]
+	r.tools[name] = r.tools[name][1:]
+	if len(r.tools[name]) == 0 {
+		delete(r.tools, name)
+	}
+	ms := time.Since(t.start).Milliseconds()
+	if s, ok := ev.num("duration"); ok && s >= 0 {
+		ms = int64(s*1000 + 0.5)
+	}
+	failed := ev.flag("error")
+	status := "ok"
+	if failed {
+		status = "error"
+	}
+	return r.emit(ctx, protocol.EventToolDone, protocol.ToolDonePayload{ToolCallID: t.id, Status: status,
+		DurationMS: ms, Error: failed, Result: json.RawMessage("null")})
+}
+
+func (r *run) subagent(ctx context.Context, name string, ev event) error {
+	text := ev.str("goal")
+	verb := "subagent started"
+	if name == "subagent.complete" {
+		verb = "subagent finished"
+		if s := ev.str("summary"); s != "" {
+			text = s
+		}
+	}
+	if text == "" {
+		text = ev.str("preview")
+	}
+	if text != "" {
+		verb += ": " + bound(text, 200)
+	}
+	return r.progress(ctx, verb)
+}
+
+// completed ends a run Hermes completed: the part of the final output that
+// was not streamed (all of it when nothing was) as token.delta, then
+// usage.final.
+func (r *run) completed(ctx context.Context, output string, rawUsage json.RawMessage) (*protocol.Usage, error) {
+	if streamed := r.answer.String(); output != "" && !r.answerFull && strings.HasPrefix(output, streamed) && len(output) > len(streamed) {
+		if err := r.message(ctx, output[len(streamed):]); err != nil {
+			return nil, err
+		}
+	}
+	var u struct {
+		InputTokens  float64 `json:"input_tokens"`
+		OutputTokens float64 `json:"output_tokens"`
+	}
+	if len(rawUsage) > 0 {
+		json.Unmarshal(rawUsage, &u)
+	}
+	usage := &protocol.Usage{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens),
+		Model: r.model, Provider: Provider, DurationMS: time.Since(r.begin).Milliseconds()}
+	if err := r.emit(ctx, protocol.EventUsageFinal, usage); err != nil {
+		return nil, err
+	}
+	return usage, nil
+}
+
+// failed is the terminal error of a run Hermes failed.
+func (r *run) failed(raw json.RawMessage) error {
+	var msg string
+	if json.Unmarshal(raw, &msg) != nil {
+		var obj struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(raw, &obj) == nil {
+			msg = obj.Message
+		}
+	}
+	msg = r.c.scrub(msg)
+	if msg == "" {
+		msg = "no reason given"
+	}
+	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "the Hermes run failed: " + msg}
+}
+
+// steer forwards guidance to Hermes; a refusal is journaled as progress.
+func (r *run) steer(text string) {
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		err := r.c.call(r.bgCtx, http.MethodPost, r.runPath("/steer"), map[string]string{"input": text}, nil, nil)
+		if err == nil || r.bgCtx.Err() != nil {
+			return
+		}
+		r.log.Warn("Hermes refused guidance", "err", err)
+		msg := "Hermes did not take the guidance: " + err.Error()
+		if statusOf(err) == http.StatusConflict {
+			msg = "Hermes did not take the guidance: the run is not accepting steer input now"
+		}
+		r.x.Emit(r.bgCtx, protocol.EventProgress, protocol.ProgressPayload{Text: msg})
+	}()
+}
+
+// chunks splits text into pieces of at most maxChunk bytes on rune
+// boundaries.
+func chunks(text string) []string {
+	var out []string
+	for len(text) > maxChunk {
+		i := maxChunk
+		for i > 0 && text[i]&0xC0 == 0x80 {
+			i--
+		}
+		out = append(out, text[:i])
+		text = text[i:]
+	}
+	return append(out, text)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,362 @@
+package hermes_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeHermes is a Hermes Agent API server speaking the documented /v1/runs
+// wire format (../shared/design/upstream-apis.md): admission with
+// Idempotency-Key, one SSE subscriber per run whose frames are
+// `data: {event, run_id, timestamp, …}` with `: keepalive` comments, the
+// controls, and the pollable status. What a run streams is the test's
+// script.
+type fakeHermes struct {
+	t   *testing.T
+	key string
+	srv *httptest.Server
+
+	// script streams the events of the n-th run (1-based) on its sub-th
+	// subscription (1-based). Returning normally ends the stream with
+	// ": stream closed"; panic(http.ErrAbortHandler) drops the connection.
+	script func(fr *fakeRun, n, sub int, w *sseWriter)
+	// startFail, when set, answers the n-th start attempt (1-based) with a
+	// status and body instead of admitting it; admit true admits the run
+	// anyway (the answer was "lost").
+	startFail func(attempt int) (status int, body string, admit bool)
+
+	mu       sync.Mutex
+	attempts int
+	starts   []startCall
+	runs     map[string]*fakeRun
+	byKey    map[string]string
+	authFail int // requests refused for a wrong key
+}
+
+type startCall struct {
+	Body    map[string]any
+	Key     string
+	Auth    string
+	Refused bool
+}
+
+type fakeRun struct {
+	id string
+	n  int
+
+	approvals chan map[string]any
+	clarifies chan map[string]any
+	steers    chan map[string]any
+	stopped   chan struct{}
+
+	mu         sync.Mutex
+	status     string
+	output     string
+	usage      map[string]any
+	errText    string
+	deleted    bool // GET answers 404 run_not_found
+	streamGone bool // events answer 404 (the queue was dropped)
+	subs       int
+	stopOnce   sync.Once
+	stops      int
+}
+
+func (fr *fakeRun) set(f func(fr *fakeRun)) {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	f(fr)
+}
+
+func (fr *fakeRun) stopCount() int {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.stops
+}
+
+// wait returns the next body posted on ch, failing the script after 10 s.
+func (fr *fakeRun) wait(t *testing.T, ch chan map[string]any, what string) map[string]any {
+	select {
+	case b := <-ch:
+		return b
+	case <-time.After(10 * time.Second):
+		t.Errorf("fake hermes: no %s POST", what)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func newFakeHermes(t *testing.T, key string) *fakeHermes {
+	f := &fakeHermes{t: t, key: key, runs: map[string]*fakeRun{}, byKey: map[string]string{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs", f.handleStart)
+	mux.HandleFunc("GET /v1/runs/{id}", f.handleGet)
+	mux.HandleFunc("GET /v1/runs/{id}/events", f.handleEvents)
+	mux.HandleFunc("POST /v1/runs/{id}/approval", f.control(func(fr *fakeRun) chan map[string]any { return fr.approvals }))
+	mux.HandleFunc("POST /v1/runs/{id}/clarify", f.control(func(fr *fakeRun) chan map[string]any { return fr.clarifies }))
+	mux.HandleFunc("POST /v1/runs/{id}/steer", f.control(func(fr *fakeRun) chan map[string]any { return fr.steers }))
+	mux.HandleFunc("POST /v1/runs/{id}/stop", f.handleStop)
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": code}})
+}
+
+func (f *fakeHermes) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get("Authorization") == "Bearer "+f.key {
+		return true
+	}
+	f.mu.Lock()
+	f.authFail++
+	f.mu.Unlock()
+	writeError(w, http.StatusUnauthorized, "invalid_api_key", "Invalid API key")
+	return false
+}
+
+func (f *fakeHermes) run(w http.ResponseWriter, r *http.Request) *fakeRun {
+	if !f.authorized(w, r) {
+		return nil
+	}
+	f.mu.Lock()
+	fr := f.runs[r.PathValue("id")]
+	f.mu.Unlock()
+	if fr == nil {
+		writeError(w, http.StatusNotFound, "run_not_found", "Run not found: "+r.PathValue("id"))
+		return nil
+	}
+	fr.mu.Lock()
+	deleted := fr.deleted
+	fr.mu.Unlock()
+	if deleted {
+		writeError(w, http.StatusNotFound, "run_not_found", "Run not found: "+fr.id)
+		return nil
+	}
+	return fr
+}
+
+func (f *fakeHermes) handleStart(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	json.NewDecoder(r.Body).Decode(&body)
+	call := startCall{Body: body, Key: r.Header.Get("Idempotency-Key"), Auth: r.Header.Get("Authorization")}
+	if !f.authorized(w, r) {
+		call.Refused = true
+		f.mu.Lock()
+		f.starts = append(f.starts, call)
+		f.mu.Unlock()
+		return
+	}
+	if in, _ := body["input"].(string); in == "" {
+		writeError(w, http.StatusBadRequest, "", "Missing 'input' field")
+		return
+	}
+	f.mu.Lock()
+	f.attempts++
+	attempt := f.attempts
+	f.starts = append(f.starts, call)
+	fail := f.startFail
+	f.mu.Unlock()
+	status, errBody, admit := 0, "", true
+	if fail != nil {
+		status, errBody, admit = fail(attempt)
+	}
+	var id string
+	replayed := false
+	if admit {
+		f.mu.Lock()
+		if prev, ok := f.byKey[call.Key]; ok && call.Key != "" {
+			id, replayed = prev, true
+		} else {
+			id = fmt.Sprintf("run_%032x", len(f.runs)+1)
+			f.runs[id] = &fakeRun{id: id, n: len(f.runs) + 1, status: "running",
+				approvals: make(chan map[string]any, 8), clarifies: make(chan map[string]any, 8),
+				steers: make(chan map[string]any, 8), stopped: make(chan struct{})}
+			if call.Key != "" {
+				f.byKey[call.Key] = id
+			}
+		}
+		f.mu.Unlock()
+	}
+	if status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write([]byte(errBody))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	json.NewEncoder(w).Encode(map[string]any{"run_id": id, "status": "started", "replayed": replayed})
+}
+
+func (f *fakeHermes) handleGet(w http.ResponseWriter, r *http.Request) {
+	fr := f.run(w, r)
+	if fr == nil {
+		return
+	}
+	fr.mu.Lock()
+	st := map[string]any{"object": "hermes.run", "run_id": fr.id, "status": fr.status,
+		"created_at": 1.0, "updated_at": 2.0, "last_event": "message.delta"}
+	if fr.output != "" {
+		st["output"] = fr.output
+	}
+	if fr.usage != nil {
+		st["usage"] = fr.usage
+	}
+	if fr.errText != "" {
+		st["error"] = fr.errText
+	}
+	fr.mu.Unlock()
+	json.NewEncoder(w).Encode(st)
+}
+
+func (f *fakeHermes) handleEvents(w http.ResponseWriter, r *http.Request) {
+	fr := f.run(w, r)
+	if fr == nil {
+		return
+	}
+	fr.mu.Lock()
+	gone := fr.streamGone
+	fr.subs++
+	sub := fr.subs
+	fr.mu.Unlock()
+	if gone {
+		writeError(w, http.StatusNotFound, "run_not_found", "Run not found: "+fr.id)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sw := &sseWriter{tt: f.t, w: w, f: w.(http.Flusher), run: fr.id, ctx: r.Context()}
+	sw.f.Flush()
+	f.script(fr, fr.n, sub, sw)
+	// Hermes drops the queue once the run's stream is closed.
+	fr.set(func(fr *fakeRun) { fr.streamGone = true })
+	sw.raw(": stream closed\n\n")
+}
+
+func (f *fakeHermes) control(ch func(*fakeRun) chan map[string]any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		fr := f.run(w, r)
+		if fr == nil {
+			return
+		}
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		select {
+		case ch(fr) <- body:
+		default:
+		}
+		json.NewEncoder(w).Encode(map[string]any{"run_id": fr.id, "accepted": true})
+	}
+}
+
+func (f *fakeHermes) handleStop(w http.ResponseWriter, r *http.Request) {
+	fr := f.run(w, r)
+	if fr == nil {
+		return
+	}
+	fr.mu.Lock()
+	fr.stops++
+	fr.status = "stopping"
+	fr.mu.Unlock()
+	fr.stopOnce.Do(func() { close(fr.stopped) })
+	json.NewEncoder(w).Encode(map[string]any{"run_id": fr.id, "status": "stopping"})
+}
+
+// onlyRun returns the fake's one run.
+func (f *fakeHermes) onlyRun(t *testing.T) *fakeRun {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.runs) != 1 {
+		t.Fatalf("fake hermes has %d runs, want 1", len(f.runs))
+	}
+	for _, fr := range f.runs {
+		return fr
+	}
+	return nil
+}
+
+func (f *fakeHermes) startCalls() []startCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]startCall(nil), f.starts...)
+}
+
+// sseWriter writes the frames of one subscription.
+type sseWriter struct {
+	tt  *testing.T
+	w   http.ResponseWriter
+	f   http.Flusher
+	run string
+	ctx context.Context
+}
+
+// event writes one event frame: data is {event, run_id, timestamp, …fields}.
+func (s *sseWriter) event(name string, fields map[string]any) {
+	m := map[string]any{"event": name, "run_id": s.run, "timestamp": 1778750000.5}
+	for k, v := range fields {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	s.raw("data: " + string(b) + "\n\n")
+}
+
+func (s *sseWriter) raw(text string) {
+	if _, err := s.w.Write([]byte(text)); err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	s.f.Flush()
+}
+
+func (s *sseWriter) t() *testing.T { return s.tt }
+
+func (s *sseWriter) keepalive() { s.raw(": keepalive\n\n") }
+
+// drop breaks the connection mid-stream.
+func (s *sseWriter) drop() { panic(http.ErrAbortHandler) }
+
+// hold keeps the stream open (sending keepalives every every, when not
+// zero) until the client leaves or the run is stopped.
+func (s *sseWriter) hold(fr *fakeRun, every time.Duration) {
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-s.ctx.Done():
+			s.drop() // the subscriber left; the queue stays (resubscribable)
+		case <-fr.stopped:
+			s.event("run.cancelled", nil)
+			return
+		case <-tick:
+			s.keepalive()
+		}
+	}
+}
+
+func deltas(s *sseWriter, words ...string) {
+	for _, w := range words {
+		s.event("message.delta", map[string]any{"delta": w})
+	}
+}
+
+func completed(s *sseWriter, output string) {
+	s.event("run.completed", map[string]any{"output": output,
+		"usage": map[string]any{"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}})
+}
+
+// joined is the text of words.
+func joined(words ...string) string { return strings.Join(words, "") }

@@ -1,0 +1,619 @@
+package hermes_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runhub/runhub/adapter/hermes"
+	"github.com/runhub/runhub/protocol"
+)
+
+// A full run, mapped event by event, as the second turn of a session: the
+// first turn's message and answer go upstream as conversation_history, the
+// Idempotency-Key is runhub's run id, and the key only travels in the
+// Authorization header.
+func TestFullRunMappedEventByEvent(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		if n == 1 { // answers without streaming: the output becomes the text
+			completed(s, "Hello world")
+			return
+		}
+		s.event("reasoning.available", map[string]any{"text": "thinking about it"})
+		deltas(s, "Let me look. ")
+		s.event("tool.started", map[string]any{"tool": "terminal", "preview": "ls -la"})
+		s.event("tool.completed", map[string]any{"tool": "terminal", "duration": 1.25, "error": false})
+		s.event("tool.started", map[string]any{"tool": "read_file", "preview": "README.md"})
+		s.event("tool.started", map[string]any{"tool": "terminal", "preview": "false"})
+		s.event("tool.completed", map[string]any{"tool": "read_file", "duration": 0.5, "error": false})
+		s.event("tool.completed", map[string]any{"tool": "terminal", "duration": 0.1, "error": true})
+		s.event("subagent.start", map[string]any{"goal": "summarize"})
+		s.event("subagent.complete", map[string]any{"summary": "ok", "status": "completed"})
+		s.keepalive()
+		s.event("reasoning.delta", map[string]any{"text": "more"})
+		deltas(s, "Done.")
+		completed(s, "Let me look. Done.")
+	}, nil)
+
+	first := h.start("", "first question")
+	evs1 := h.finish(first.RunID)
+	if got := text(evs1); got != "Hello world" {
+		t.Fatalf("run 1 text %q, want the output", got)
+	}
+	second := h.start(first.SessionID, "second question")
+	evs := h.finish(second.RunID)
+
+	type ev struct {
+		typ protocol.EventType
+		p   any
+	}
+	toolArgs := func(preview string) json.RawMessage {
+		b, _ := json.Marshal(map[string]string{"preview": preview})
+		return b
+	}
+	null := json.RawMessage("null")
+	usage := &protocol.Usage{InputTokens: 11, OutputTokens: 7, Provider: "hermes"}
+	want := []ev{
+		{protocol.EventRunStarted, nil},
+		{protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: "b1", Text: "thinking about it"}},
+		{protocol.EventReasoningDone, protocol.ReasoningPayload{BlockID: "b1", Text: ""}},
+		{protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: "Let me look. "}},
+		{protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: "t1", Name: "terminal", Args: toolArgs("ls -la")}},
+		{protocol.EventToolDone, protocol.ToolDonePayload{ToolCallID: "t1", Status: "ok", DurationMS: 1250, Result: null}},
+		{protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: "t2", Name: "read_file", Args: toolArgs("README.md")}},
+		{protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: "t3", Name: "terminal", Args: toolArgs("false")}},
+		{protocol.EventToolDone, protocol.ToolDonePayload{ToolCallID: "t2", Status: "ok", DurationMS: 500, Result: null}},
+		{protocol.EventToolDone, protocol.ToolDonePayload{ToolCallID: "t3", Status: "error", DurationMS: 100, Error: true, Result: null}},
+		{protocol.EventProgress, protocol.ProgressPayload{Text: "subagent started: summarize"}},
+		{protocol.EventProgress, protocol.ProgressPayload{Text: "subagent finished: ok"}},
+		{protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: "b2", Text: "more"}},
+		{protocol.EventReasoningDone, protocol.ReasoningPayload{BlockID: "b2", Text: ""}},
+		{protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m2", Text: "Done."}},
+		{protocol.EventUsageFinal, usage},
+		{protocol.EventDone, nil},
+	}
+	if len(evs) != len(want) {
+		t.Fatalf("got %d events, want %d:\n%s", len(evs), len(want), dump(evs))
+	}
+	for i, w := range want {
+		e := evs[i]
+		if e.Type != w.typ {
+			t.Fatalf("event %d is %s, want %s:\n%s", i, e.Type, w.typ, dump(evs))
+		}
+		if w.p == nil {
+			continue
+		}
+		got := reflect.New(reflect.TypeOf(w.p)).Interface()
+		if err := json.Unmarshal(e.Payload, got); err != nil {
+			t.Fatal(err)
+		}
+		g := reflect.ValueOf(got).Elem().Interface()
+		if u, ok := g.(*protocol.Usage); ok {
+			u.DurationMS = 0
+		}
+		if !reflect.DeepEqual(g, w.p) {
+			t.Errorf("event %d %s payload %s, want %+v", i, e.Type, e.Payload, w.p)
+		}
+	}
+	done := payload[protocol.DonePayload](terminal(evs))
+	if done.Status != "completed" || done.Usage == nil || done.Usage.InputTokens != 11 || done.Usage.OutputTokens != 7 {
+		t.Errorf("done %+v", done)
+	}
+
+	starts := h.fake.startCalls()
+	if len(starts) != 2 {
+		t.Fatalf("%d starts, want 2", len(starts))
+	}
+	for i, s := range starts {
+		if s.Auth != "Bearer "+testKey {
+			t.Errorf("start %d Authorization %q", i, s.Auth)
+		}
+		if s.Key != []string{first.RunID, second.RunID}[i] {
+			t.Errorf("start %d Idempotency-Key %q, want the run id", i, s.Key)
+		}
+		if s.Body["session_id"] != first.SessionID {
+			t.Errorf("start %d session_id %v", i, s.Body["session_id"])
+		}
+	}
+	if _, ok := starts[0].Body["conversation_history"]; ok {
+		t.Errorf("the first turn sent history %v", starts[0].Body["conversation_history"])
+	}
+	hist, _ := json.Marshal(starts[1].Body["conversation_history"])
+	if want := `[{"content":"first question","role":"user"},{"content":"Hello world","role":"assistant"}]`; string(hist) != want {
+		t.Errorf("conversation_history %s, want %s", hist, want)
+	}
+	if starts[1].Body["input"] != "second question" {
+		t.Errorf("input %v", starts[1].Body["input"])
+	}
+}
+
+// approval.request becomes approval.requested with Hermes' choices; the
+// user's choice is posted to /approval with the request_id; Hermes' echo
+// (approval.responded) adds nothing: exactly one approval.resolved.
+func TestApprovalRoundTrip(t *testing.T) {
+	posted := make(chan map[string]any, 1)
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		s.event("approval.request", map[string]any{"command": "rm -rf build/", "description": "recursive delete",
+			"pattern_key": "rm", "choices": []string{"once", "session", "deny"}, "request_id": "req_1"})
+		body := fr.wait(s.t(), fr.approvals, "approval")
+		posted <- body
+		s.event("approval.responded", map[string]any{"choice": body["choice"], "request_id": "req_1", "resolved": 1})
+		s.event("tool.started", map[string]any{"tool": "terminal", "preview": "rm -rf build/"})
+		s.event("tool.completed", map[string]any{"tool": "terminal", "duration": 0.2, "error": false})
+		completed(s, "cleaned")
+	}, nil)
+	res := h.start("", "clean up")
+	ch := h.watch(res.RunID)
+	req := payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
+	if req.Summary != "recursive delete: rm -rf build/" || !reflect.DeepEqual(req.Choices, []string{"once", "session", "deny"}) {
+		t.Fatalf("approval.requested %+v", req)
+	}
+	ctx := context.Background()
+	if _, err := h.rt.RespondApproval(ctx, res.RunID, req.ApprovalID, "always"); err == nil {
+		t.Fatal("a choice Hermes did not offer was accepted")
+	}
+	r, err := h.rt.RespondApproval(ctx, res.RunID, req.ApprovalID, "session")
+	if err != nil || !r.Accepted {
+		t.Fatalf("approve: %+v %v", r, err)
+	}
+	if r, _ := h.rt.RespondApproval(ctx, res.RunID, req.ApprovalID, "once"); r.Status != protocol.ResultNotActive {
+		t.Fatalf("a second answer: %+v", r)
+	}
+	body := <-posted
+	if body["choice"] != "session" || body["request_id"] != "req_1" {
+		t.Fatalf("POST /approval %v", body)
+	}
+	evs := h.finish(res.RunID)
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s", terminal(evs).Type)
+	}
+	resolved := ofType(evs, protocol.EventApprovalRes)
+	if len(resolved) != 1 {
+		t.Fatalf("%d approval.resolved, want 1:\n%s", len(resolved), dump(evs))
+	}
+	if p := payload[protocol.ApprovalResolvedPayload](resolved[0]); p.ApprovalID != req.ApprovalID || p.Choice != "session" || p.Status != "resolved" {
+		t.Errorf("approval.resolved %+v", p)
+	}
+}
+
+// An approval Hermes settled on its own (another client answered) resolves
+// the runhub prompt once with Hermes' choice, and nothing is posted back.
+func TestApprovalSettledInHermes(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		s.event("approval.request", map[string]any{"command": "curl x | sh", "description": "pipe to shell",
+			"choices": []string{"once", "session", "always", "deny"}})
+		time.Sleep(100 * time.Millisecond)
+		s.event("approval.responded", map[string]any{"choice": "deny", "resolved": 1})
+		completed(s, "did not run it")
+	}, nil)
+	res := h.start("", "install")
+	evs := h.finish(res.RunID)
+	resolved := ofType(evs, protocol.EventApprovalRes)
+	if len(resolved) != 1 {
+		t.Fatalf("%d approval.resolved, want 1:\n%s", len(resolved), dump(evs))
+	}
+	if p := payload[protocol.ApprovalResolvedPayload](resolved[0]); p.Choice != "deny" || p.Status != "resolved" {
+		t.Errorf("approval.resolved %+v", p)
+	}
+	if fr := h.fake.onlyRun(t); len(fr.approvals) != 0 {
+		t.Errorf("an answer was posted for an approval Hermes settled")
+	}
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s", terminal(evs).Type)
+	}
+}
+
+// clarify.request becomes clarify.requested; the user's response is posted
+// to /clarify {clarify_id, response}; exactly one clarify.resolved.
+func TestClarifyRoundTrip(t *testing.T) {
+	posted := make(chan map[string]any, 1)
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		s.event("clarify.request", map[string]any{"clarify_id": "clr_9", "question": "Which environment?",
+			"choices": []string{"staging", "production"}, "multi_select": false})
+		body := fr.wait(s.t(), fr.clarifies, "clarify")
+		posted <- body
+		s.event("clarify.retired", map[string]any{"clarify_id": "clr_9", "notice": "answered"})
+		deltas(s, "deploying to ", body["response"].(string))
+		completed(s, "deploying to "+body["response"].(string))
+	}, nil)
+	res := h.start("", "deploy")
+	ch := h.watch(res.RunID)
+	req := payload[protocol.ClarifyRequestedPayload](h.until(ch, protocol.EventClarifyReq))
+	if req.Question != "Which environment?" || req.InputMode != "choice" || !reflect.DeepEqual(req.Choices, []string{"staging", "production"}) {
+		t.Fatalf("clarify.requested %+v", req)
+	}
+	r, err := h.rt.RespondClarify(context.Background(), res.RunID, req.ClarifyID, "staging")
+	if err != nil || !r.Accepted {
+		t.Fatalf("clarify: %+v %v", r, err)
+	}
+	if body := <-posted; body["clarify_id"] != "clr_9" || body["response"] != "staging" {
+		t.Fatalf("POST /clarify %v", body)
+	}
+	evs := h.finish(res.RunID)
+	resolved := ofType(evs, protocol.EventClarifyRes)
+	if len(resolved) != 1 {
+		t.Fatalf("%d clarify.resolved, want 1:\n%s", len(resolved), dump(evs))
+	}
+	if p := payload[protocol.ClarifyResolvedPayload](resolved[0]); p.Status != "resolved" || p.Response != "staging" {
+		t.Errorf("clarify.resolved %+v", p)
+	}
+	if got := text(evs); got != "deploying to staging" {
+		t.Errorf("text %q", got)
+	}
+}
+
+// A clarify question nobody answers expires in runhub (clarify.resolved
+// expired) and Hermes gets an empty response so its agent goes on.
+func TestClarifyExpires(t *testing.T) {
+	posted := make(chan map[string]any, 1)
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		s.event("clarify.request", map[string]any{"clarify_id": "clr_1", "question": "Anything else?", "choices": nil})
+		posted <- fr.wait(s.t(), fr.clarifies, "clarify")
+		completed(s, "ok")
+	}, func(c *hermes.Config) { c.ClarifyTimeout = 200 * time.Millisecond })
+	res := h.start("", "go")
+	evs := h.finish(res.RunID)
+	if body := <-posted; body["clarify_id"] != "clr_1" || body["response"] != "" {
+		t.Fatalf("POST /clarify %v", body)
+	}
+	req := payload[protocol.ClarifyRequestedPayload](ofType(evs, protocol.EventClarifyReq)[0])
+	if req.InputMode != "text" || req.Choices == nil {
+		t.Errorf("clarify.requested %+v", req)
+	}
+	resolved := ofType(evs, protocol.EventClarifyRes)
+	if len(resolved) != 1 || payload[protocol.ClarifyResolvedPayload](resolved[0]).Status != "expired" {
+		t.Fatalf("clarify.resolved:\n%s", dump(evs))
+	}
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s", terminal(evs).Type)
+	}
+}
+
+// Cancel mid-stream: Hermes gets POST /stop and the run ends cancelled with
+// partial set.
+func TestCancelMidStream(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "partial ")
+		s.hold(fr, 20*time.Millisecond)
+	}, nil)
+	res := h.start("", "long task")
+	ch := h.watch(res.RunID)
+	h.until(ch, protocol.EventTokenDelta)
+	r, err := h.rt.CancelRun(context.Background(), res.RunID)
+	if err != nil || !r.Accepted {
+		t.Fatalf("cancel: %+v %v", r, err)
+	}
+	evs := h.finish(res.RunID)
+	e := terminal(evs)
+	if e.Type != protocol.EventCancelled || !payload[protocol.CancelledPayload](e).Partial {
+		t.Fatalf("terminal %s %s, want cancelled with partial", e.Type, e.Payload)
+	}
+	if fr := h.fake.onlyRun(t); fr.stopCount() != 1 {
+		t.Errorf("Hermes got %d stops, want 1", fr.stopCount())
+	}
+}
+
+// A run stopped in Hermes itself (run.cancelled without a runhub cancel)
+// ends cancelled, and runhub sends no stop of its own.
+func TestCancelledInHermes(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "half ")
+		s.event("run.cancelled", nil)
+	}, nil)
+	res := h.start("", "task")
+	evs := h.finish(res.RunID)
+	e := terminal(evs)
+	p := payload[protocol.CancelledPayload](e)
+	if e.Type != protocol.EventCancelled || !p.Partial || !strings.Contains(p.Reason, "Hermes") {
+		t.Fatalf("terminal %s %s, want cancelled in Hermes with partial", e.Type, e.Payload)
+	}
+	if fr := h.fake.onlyRun(t); fr.stopCount() != 0 {
+		t.Errorf("Hermes got %d stops, want 0", fr.stopCount())
+	}
+}
+
+// run.failed ends the run with provider_error and a redacted message: the
+// API key and other secrets in Hermes' error text never reach the journal.
+func TestRunFailedRedacted(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "trying ")
+		s.event("run.failed", map[string]any{"error": "provider said 401 for api_key=sk-live-abcdefghijklmnop1234 (key " + testKey + ")"})
+	}, nil)
+	res := h.start("", "task")
+	evs := h.finish(res.RunID)
+	p := wantError(t, evs, protocol.ErrorProviderError)
+	if strings.Contains(p.Message, "sk-live") || !strings.Contains(p.Message, "the Hermes run failed") {
+		t.Errorf("message %q", p.Message)
+	}
+}
+
+// Start refused: 401 (wrong key) → auth, 429 → rate_limited, 500 →
+// provider_error; each one terminal error, and an error body echoing the
+// key never reaches the journal.
+func TestStartErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		key    string
+		status int
+		body   string
+		code   string
+	}{
+		{"401", "wrong-key", 0, "", hermes.CodeAuth},
+		{"429", testKey, 429, `{"error":{"message":"Too many concurrent runs","code":"rate_limit_exceeded"}}`, hermes.CodeRateLimited},
+		{"500", testKey, 500, `{"error":{"message":"boom with Authorization: Bearer ` + testKey + `"}}`, protocol.ErrorProviderError},
+		{"500 text", testKey, 500, `Internal Server Error`, protocol.ErrorProviderError},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) { completed(s, "never") },
+				func(c *hermes.Config) { c.APIKey = tc.key })
+			if tc.status != 0 {
+				h.fake.startFail = func(int) (int, string, bool) { return tc.status, tc.body, false }
+			}
+			res := h.start("", "hello")
+			evs := h.finish(res.RunID)
+			p := wantError(t, evs, tc.code)
+			if strings.Contains(p.Message, testKey) {
+				t.Errorf("message %q holds the key", p.Message)
+			}
+			if got := types(evs); len(got) != 2 {
+				t.Errorf("events %v, want run.started and the terminal error", got)
+			}
+			if n := len(h.fake.startCalls()); n != 1 {
+				t.Errorf("%d start attempts, want 1 (no retry for %s)", n, tc.name)
+			}
+		})
+	}
+}
+
+// A start whose answer was lost (503 from a gateway although Hermes
+// admitted it) is retried with the same Idempotency-Key: Hermes replays the
+// same run, so it is never launched twice.
+func TestStartRetryIsIdempotent(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "once")
+		completed(s, "once")
+	}, nil)
+	h.fake.startFail = func(attempt int) (int, string, bool) {
+		if attempt == 1 {
+			return http.StatusServiceUnavailable, `{"error":{"message":"upstream timeout"}}`, true
+		}
+		return 0, "", true
+	}
+	res := h.start("", "hello")
+	evs := h.finish(res.RunID)
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s %s", terminal(evs).Type, terminal(evs).Payload)
+	}
+	starts := h.fake.startCalls()
+	if len(starts) != 2 || starts[0].Key != res.RunID || starts[1].Key != res.RunID {
+		t.Fatalf("starts %+v", starts)
+	}
+	h.fake.onlyRun(t) // one upstream run
+}
+
+// Malformed SSE lines (bad JSON, unknown fields, a non-object, an
+// over-long line, another run's event, an unknown event) are dropped; the
+// run goes on and completes with the right text.
+func TestMalformedSSELines(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "a")
+		s.raw("data: {not json\n\n")
+		s.raw("this line has no colon\n\n")
+		s.raw("data: [1,2,3]\n\n")
+		s.raw("data: \"just a string\"\n\n")
+		s.raw("bogus: field\ndata: {\"event\":\"message.delta\",\"delta\":\"b\"}\n\n")
+		s.raw("data: " + strings.Repeat("x", 2<<20) + "\n\n")
+		s.raw(`data: {"event":"message.delta","run_id":"run_other","delta":"NOT MINE"}` + "\n\n")
+		s.raw(`data: {"event":"shiny.new.event","x":1}` + "\n\n")
+		s.raw("event: message.delta\ndata: {\"delta\":\"c\"}\n\n") // name from the event: field
+		s.raw("id: 7\nretry: 100\ndata: {\"event\":\"message.delta\",\n" + `data: "delta":"d"}` + "\n\n")
+		s.raw(`data: {"event":"tool.completed","tool":"x","duration":"soon","error":"yes"}` + "\n\n")
+		completed(s, "abcd")
+	}, nil)
+	res := h.start("", "go")
+	evs := h.finish(res.RunID)
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s %s", terminal(evs).Type, terminal(evs).Payload)
+	}
+	if got := text(evs); got != "abcd" {
+		t.Errorf("text %q, want abcd:\n%s", got, dump(evs))
+	}
+	if !strings.Contains(h.logs.String(), "dropped malformed lines") {
+		t.Errorf("no log of the dropped lines")
+	}
+}
+
+// The connection drops mid-stream: the driver polls the run, finds it
+// running and resubscribes; the run completes with every token.
+func TestStreamDropResubscribes(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		if sub == 1 {
+			deltas(s, "one ", "two ")
+			s.drop()
+		}
+		deltas(s, "three")
+		completed(s, "one two three")
+	}, nil)
+	res := h.start("", "go")
+	evs := h.finish(res.RunID)
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s %s\n%s", terminal(evs).Type, terminal(evs).Payload, dump(evs))
+	}
+	if got := text(evs); got != "one two three" {
+		t.Errorf("text %q", got)
+	}
+	if p := ofType(evs, protocol.EventProgress); len(p) != 1 || payload[protocol.ProgressPayload](p[0]).Text != "reconnecting to Hermes" {
+		t.Errorf("progress:\n%s", dump(evs))
+	}
+	if fr := h.fake.onlyRun(t); fr.subs != 2 {
+		t.Errorf("%d subscriptions, want 2", fr.subs)
+	}
+}
+
+// The connection drops and the poll finds the run gone (404), interrupted
+// (Hermes restarted), failed, cancelled or completed: each ends the run with
+// the matching terminal event.
+func TestStreamDropThenPoll(t *testing.T) {
+	cases := []struct {
+		name  string
+		set   func(fr *fakeRun)
+		check func(t *testing.T, evs []protocol.Envelope)
+	}{
+		{"gone", func(fr *fakeRun) { fr.deleted = true }, func(t *testing.T, evs []protocol.Envelope) {
+			if p := wantError(t, evs, protocol.ErrorInterrupted); !strings.Contains(p.Message, "gone") {
+				t.Errorf("message %q", p.Message)
+			}
+		}},
+		{"interrupted", func(fr *fakeRun) { fr.status = "interrupted" }, func(t *testing.T, evs []protocol.Envelope) {
+			if p := wantError(t, evs, protocol.ErrorInterrupted); !strings.Contains(p.Message, "restarted") {
+				t.Errorf("message %q", p.Message)
+			}
+		}},
+		{"failed", func(fr *fakeRun) { fr.status, fr.errText = "failed", "model overloaded" }, func(t *testing.T, evs []protocol.Envelope) {
+			if p := wantError(t, evs, protocol.ErrorProviderError); !strings.Contains(p.Message, "model overloaded") {
+				t.Errorf("message %q", p.Message)
+			}
+		}},
+		{"cancelled", func(fr *fakeRun) { fr.status = "cancelled" }, func(t *testing.T, evs []protocol.Envelope) {
+			if e := terminal(evs); e.Type != protocol.EventCancelled || !payload[protocol.CancelledPayload](e).Partial {
+				t.Errorf("terminal %s %s", e.Type, e.Payload)
+			}
+		}},
+		{"completed", func(fr *fakeRun) {
+			fr.status, fr.output, fr.usage = "completed", "one two three", map[string]any{"input_tokens": 3, "output_tokens": 4}
+		}, func(t *testing.T, evs []protocol.Envelope) {
+			if e := terminal(evs); e.Type != protocol.EventDone {
+				t.Fatalf("terminal %s %s", e.Type, e.Payload)
+			}
+			if got := text(evs); got != "one two three" {
+				t.Errorf("text %q: the unstreamed rest of the output is missing", got)
+			}
+			if u := payload[protocol.Usage](ofType(evs, protocol.EventUsageFinal)[0]); u.InputTokens != 3 || u.OutputTokens != 4 {
+				t.Errorf("usage.final %+v", u)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+				deltas(s, "one ")
+				fr.set(tc.set)
+				s.drop()
+			}, nil)
+			res := h.start("", "go")
+			evs := h.finish(res.RunID)
+			tc.check(t, evs)
+			if fr := h.fake.onlyRun(t); fr.subs != 1 {
+				t.Errorf("%d subscriptions, want 1 (a settled run is not resubscribed)", fr.subs)
+			}
+		})
+	}
+}
+
+// The connection drops, the run is still running, but Hermes dropped its
+// event queue (a resubscribe answers 404): the stream cannot be resumed, so
+// the Hermes run is stopped and the run ends interrupted.
+func TestStreamDropNotResumable(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "one ")
+		fr.set(func(fr *fakeRun) { fr.streamGone = true })
+		s.drop()
+	}, nil)
+	res := h.start("", "go")
+	evs := h.finish(res.RunID)
+	if p := wantError(t, evs, protocol.ErrorInterrupted); !strings.Contains(p.Message, "cannot resume") {
+		t.Errorf("message %q", p.Message)
+	}
+	if fr := h.fake.onlyRun(t); fr.stopCount() != 1 {
+		t.Errorf("Hermes got %d stops, want 1", fr.stopCount())
+	}
+}
+
+// A slow upstream that sends only keepalives: the run ends with a timeout
+// error after EventIdleTimeout and the Hermes run is stopped.
+func TestSlowUpstreamKeepalivesOnly(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "started ")
+		s.hold(fr, 30*time.Millisecond)
+	}, func(c *hermes.Config) {
+		c.EventIdleTimeout = 400 * time.Millisecond
+		c.StreamIdleTimeout = 200 * time.Millisecond // keepalives keep the connection alive
+	})
+	res := h.start("", "go")
+	evs := h.finish(res.RunID)
+	if p := wantError(t, evs, protocol.ErrorTimeout); !strings.Contains(p.Message, "keepalives") {
+		t.Errorf("message %q", p.Message)
+	}
+	fr := h.fake.onlyRun(t)
+	if fr.stopCount() != 1 || fr.subs != 1 {
+		t.Errorf("stops %d, subscriptions %d; want 1 and 1", fr.stopCount(), fr.subs)
+	}
+}
+
+// An upstream that goes fully silent (not even keepalives) is taken as a
+// broken connection: polled, resubscribed, and after MaxReconnects the run
+// ends interrupted with the Hermes run stopped.
+func TestSilentUpstream(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		s.hold(fr, 0)
+	}, func(c *hermes.Config) {
+		c.StreamIdleTimeout = 150 * time.Millisecond
+		c.MaxReconnects = 2
+	})
+	res := h.start("", "go")
+	evs := h.finish(res.RunID)
+	if p := wantError(t, evs, protocol.ErrorInterrupted); !strings.Contains(p.Message, "broke 3 times") {
+		t.Errorf("message %q", p.Message)
+	}
+	fr := h.fake.onlyRun(t)
+	if fr.subs != 3 || fr.stopCount() != 1 {
+		t.Errorf("subscriptions %d, stops %d; want 3 and 1", fr.subs, fr.stopCount())
+	}
+}
+
+// Queue mode steer reaches Hermes as POST /steer {input}; run.steered
+// becomes progress.
+func TestSteer(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "working ")
+		body := fr.wait(s.t(), fr.steers, "steer")
+		if body["input"] != "focus on tests" {
+			s.t().Errorf("POST /steer %v", body)
+		}
+		s.event("run.steered", map[string]any{"accepted": true})
+		deltas(s, "on tests")
+		completed(s, "working on tests")
+	}, nil)
+	res := h.start("", "go")
+	ch := h.watch(res.RunID)
+	h.until(ch, protocol.EventTokenDelta)
+	r, err := h.rt.QueueMessage(context.Background(), "local", res.SessionID,
+		protocol.QueueRequest{Message: "focus on tests", Mode: protocol.ModeSteer}, "")
+	if err != nil || !r.Accepted {
+		t.Fatalf("steer: %+v %v", r, err)
+	}
+	evs := h.finish(res.RunID)
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s", terminal(evs).Type)
+	}
+	p := ofType(evs, protocol.EventProgress)
+	if len(p) != 1 || payload[protocol.ProgressPayload](p[0]).Text != "guidance delivered to Hermes" {
+		t.Errorf("progress:\n%s", dump(evs))
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, bad := range []hermes.Config{{}, {BaseURL: "ftp://x"}, {BaseURL: "http://u:p@host"}, {BaseURL: "http://h", APIKey: "a\nb"}} {
+		if _, err := hermes.New(bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	if _, err := hermes.New(hermes.Config{BaseURL: hermes.DefaultBaseURL + "/v1/"}); err != nil {
+		t.Error(err)
+	}
+}
