@@ -2,11 +2,13 @@ package hub_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/client"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/protocol"
 	"go.uber.org/goleak"
@@ -31,6 +34,7 @@ type testHub struct {
 	hub   *hub.Hub
 	rt    *adapter.InProcess
 	store *bolt.Store
+	fault *faultStore // set when runtimeOpts.Faults
 	srv   *httptest.Server
 	URL   string // http://127.0.0.1:port
 	WSURL string // ws://…/v1/ws
@@ -43,6 +47,93 @@ func newTestHub(t testing.TB, cfg hub.Config) *testHub {
 // newTestHubListener serves the hub on ln (nil: a default loopback one).
 func newTestHubListener(t testing.TB, cfg hub.Config, ln net.Listener) *testHub {
 	t.Helper()
+	return newTestHubWith(t, cfg, ln, runtimeOpts{})
+}
+
+// runtimeOpts tune the in-process runtime of a test hub.
+type runtimeOpts struct {
+	// Adapter are the runtime's options; Drivers defaults to the simulator.
+	Adapter adapter.Options
+	// ClarifyTimeout is the simulator's clarify expiry (0: none).
+	ClarifyTimeout time.Duration
+	// Faults puts a faultStore between the journal and the hub and runtime.
+	Faults bool
+}
+
+// faultStore is the journal with a switch: while failing, its reads and
+// writes answer an internal error (the kind of text that must never reach
+// a client).
+type faultStore struct {
+	*bolt.Store
+	failing atomic.Bool
+}
+
+var errFault = errors.New("journal/bolt: tx 9: page 17 checksum mismatch: unexpected EOF")
+
+func (f *faultStore) fail() error {
+	if f.failing.Load() {
+		return errFault
+	}
+	return nil
+}
+
+func (f *faultStore) Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error) {
+	if err := f.fail(); err != nil {
+		return protocol.Envelope{}, err
+	}
+	return f.Store.Append(ctx, e, key)
+}
+
+func (f *faultStore) Read(ctx context.Context, runID string, afterSeq uint64, limit int) ([]protocol.Envelope, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	return f.Store.Read(ctx, runID, afterSeq, limit)
+}
+
+func (f *faultStore) Run(ctx context.Context, runID string) (journal.RunMeta, error) {
+	if err := f.fail(); err != nil {
+		return journal.RunMeta{}, err
+	}
+	return f.Store.Run(ctx, runID)
+}
+
+func (f *faultStore) Session(ctx context.Context, id string) (journal.SessionMeta, error) {
+	if err := f.fail(); err != nil {
+		return journal.SessionMeta{}, err
+	}
+	return f.Store.Session(ctx, id)
+}
+
+func (f *faultStore) CreateSession(ctx context.Context, s journal.SessionMeta) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Store.CreateSession(ctx, s)
+}
+
+func (f *faultStore) BeginRun(ctx context.Context, r journal.RunMeta) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Store.BeginRun(ctx, r)
+}
+
+func (f *faultStore) UpdateSession(ctx context.Context, id string, fn func(*journal.SessionMeta) error) (journal.SessionMeta, error) {
+	if err := f.fail(); err != nil {
+		return journal.SessionMeta{}, err
+	}
+	return f.Store.UpdateSession(ctx, id, fn)
+}
+
+// newTestHubRuntime is newTestHub with a tuned runtime.
+func newTestHubRuntime(t testing.TB, cfg hub.Config, ro runtimeOpts) *testHub {
+	t.Helper()
+	return newTestHubWith(t, cfg, nil, ro)
+}
+
+func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpts) *testHub {
+	t.Helper()
 	store, err := // NoSync: these tests are about delivery, not durability (the journal
 		// suite and the process tests cover that), and a sim run emits its
 		// events one after another, each waiting for its commit.
@@ -50,8 +141,21 @@ func newTestHubListener(t testing.TB, cfg hub.Config, ln net.Listener) *testHub 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := adapter.NewInProcess(store, adapter.Options{Drivers: map[string]adapter.Driver{"sim": &sim.Driver{}}})
-	h := hub.New(cfg, store, rt)
+	opts := ro.Adapter
+	if opts.Drivers == nil {
+		opts.Drivers = map[string]adapter.Driver{"sim": &sim.Driver{ClarifyTimeout: ro.ClarifyTimeout}}
+	}
+	var served interface {
+		adapter.Store
+		journal.SessionUpdater
+	} = store
+	var fault *faultStore
+	if ro.Faults {
+		fault = &faultStore{Store: store}
+		served = fault
+	}
+	rt := adapter.NewInProcess(served, opts)
+	h := hub.New(cfg, served, rt)
 	e := echo.New()
 	e.HTTPErrorHandler = hub.ErrorHandler
 	h.Routes(e)
@@ -61,7 +165,7 @@ func newTestHubListener(t testing.TB, cfg hub.Config, ln net.Listener) *testHub 
 		srv.Listener = ln
 	}
 	srv.Start()
-	th := &testHub{t: t, hub: h, rt: rt, store: store, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+	th := &testHub{t: t, hub: h, rt: rt, store: store, fault: fault, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
 	t.Cleanup(th.close)
 	return th
 }
