@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -36,10 +37,11 @@ type Conn struct {
 	ws      *websocket.Conn
 	Welcome protocol.Welcome
 
-	inbox  chan any
-	done   chan struct{}
-	err    error // why the reader stopped; read after done is closed
-	nextID atomic.Uint64
+	inbox    chan any
+	done     chan struct{}
+	err      error // why the reader stopped; read after done is closed
+	nextID   atomic.Uint64
+	idPrefix string // random per connection: control ids double as idempotency keys
 
 	mu      sync.Mutex
 	pending map[string]chan protocol.ControlResultMessage
@@ -65,7 +67,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Conn, error) {
 		return nil, err
 	}
 	ws.SetReadLimit(opts.ReadLimit)
-	c := &Conn{ws: ws, inbox: make(chan any, opts.Inbox), done: make(chan struct{}),
+	c := &Conn{ws: ws, inbox: make(chan any, opts.Inbox), done: make(chan struct{}), idPrefix: "go" + strconv.FormatUint(rand.Uint64(), 36) + "-",
 		pending: map[string]chan protocol.ControlResultMessage{}, errs: map[string]chan protocol.ErrorMessage{}}
 	if err := c.Send(ctx, protocol.Hello{Type: protocol.MsgHello, Token: opts.Token, Client: opts.ClientName}); err != nil {
 		ws.CloseNow()
@@ -125,7 +127,7 @@ func (c *Conn) Focus(ctx context.Context, sessionID, cursor string) error {
 func (c *Conn) Control(ctx context.Context, m protocol.Control) (protocol.ControlResult, error) {
 	m.Type = protocol.MsgControl
 	if m.ID == "" {
-		m.ID = "go" + strconv.FormatUint(c.nextID.Add(1), 10)
+		m.ID = c.idPrefix + strconv.FormatUint(c.nextID.Add(1), 10)
 	}
 	ch := make(chan protocol.ControlResultMessage, 1)
 	ech := make(chan protocol.ErrorMessage, 1)
