@@ -49,8 +49,8 @@ func statusOf(err error) int {
 // scrub makes upstream text safe to journal and log: the API key itself and
 // anything secret-looking are replaced, and the text is bounded.
 func (c *client) scrub(s string) string {
-	if c.cfg.APIKey != "" {
-		s = strings.ReplaceAll(s, c.cfg.APIKey, journal.Redacted)
+	if k := c.cfg.APIKey.Reveal(); k != "" {
+		s = strings.ReplaceAll(s, k, journal.Redacted)
 	}
 	s = journal.RedactString(strings.TrimSpace(s))
 	return bound(s, 500)
@@ -74,8 +74,8 @@ func (c *client) request(ctx context.Context, method, path string, body any) (*h
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	if !c.cfg.APIKey.Empty() {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey.Reveal())
 	}
 	return req, nil
 }

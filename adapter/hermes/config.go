@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/runhub/runhub/adapter/profile"
 )
 
 // Config is one Hermes Agent API server and how to talk to it. The caller
@@ -19,7 +21,11 @@ type Config struct {
 	// APIKey is sent as "Authorization: Bearer <key>" (the server's
 	// API_SERVER_KEY). It is never logged or journaled; empty sends no
 	// Authorization header.
-	APIKey string
+	APIKey profile.Secret
+	// APIKeyEnv names the variable the key came from; when it is set and
+	// the key is empty (the variable is unset where the run executes), runs
+	// end with error auth instead of reaching Hermes without a key.
+	APIKeyEnv string
 	// Model, when set, is sent as the run's model unless the start request
 	// names one.
 	Model string
@@ -44,6 +50,9 @@ type Config struct {
 	// while no prompt waits on the user before it ends with a timeout error
 	// (default 30m; a long tool call is silent too).
 	EventIdleTimeout time.Duration
+	// Timeout bounds a whole run (0: none); over it the Hermes run is
+	// stopped and the run ends with error timeout.
+	Timeout time.Duration
 	// MaxReconnects bounds how often a broken event stream is resubscribed
 	// in one run (default 5).
 	MaxReconnects int
@@ -64,6 +73,10 @@ type Config struct {
 // DefaultBaseURL is where a Hermes API server listens by default.
 const DefaultBaseURL = "http://127.0.0.1:8642"
 
+// DefaultEventIdleTimeout is the default EventIdleTimeout: long, because a
+// Hermes tool call (a build, a test suite) streams nothing but keepalives.
+const DefaultEventIdleTimeout = 30 * time.Minute
+
 func (c Config) withDefaults() Config {
 	def := func(p *time.Duration, v time.Duration) {
 		if *p <= 0 {
@@ -78,7 +91,7 @@ func (c Config) withDefaults() Config {
 	def(&c.RequestTimeout, 30*time.Second)
 	def(&c.StopTimeout, 5*time.Second)
 	def(&c.StreamIdleTimeout, 75*time.Second)
-	def(&c.EventIdleTimeout, 30*time.Minute)
+	def(&c.EventIdleTimeout, DefaultEventIdleTimeout)
 	def(&c.PollInterval, time.Second)
 	def(&c.ClarifyTimeout, 120*time.Second)
 	if c.MaxReconnects <= 0 {
@@ -105,7 +118,7 @@ func (c Config) Validate() error {
 	if u.User != nil {
 		return errors.New("hermes: base URL must not hold credentials; set the API key instead")
 	}
-	if strings.ContainsAny(c.APIKey, "\r\n") {
+	if strings.ContainsAny(c.APIKey.Reveal(), "\r\n") {
 		return errors.New("hermes: API key must be one line")
 	}
 	return nil

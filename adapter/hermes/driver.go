@@ -56,8 +56,30 @@ func New(cfg Config) (*Driver, error) {
 // forwarded to Hermes (POST /v1/runs/{id}/steer).
 func (d *Driver) Steers() bool { return true }
 
+// errRunTimeout is the cause of a run's context when Config.Timeout ends it.
+var errRunTimeout = errors.New("run timeout")
+
 // Execute implements adapter.Driver.
 func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+	if d.cfg.APIKeyEnv != "" && d.cfg.APIKey.Empty() {
+		return nil, &adapter.DriverError{Code: CodeAuth,
+			Message: "the API key variable " + d.cfg.APIKeyEnv + " is not set where this run executes"}
+	}
+	outer := ctx
+	if d.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d.cfg.Timeout, errRunTimeout)
+		defer cancel()
+	}
+	u, err := d.execute(ctx, x)
+	if outer.Err() == nil && errors.Is(context.Cause(ctx), errRunTimeout) {
+		return nil, &adapter.DriverError{Code: protocol.ErrorTimeout,
+			Message: fmt.Sprintf("the run exceeded its %v timeout; the Hermes run was stopped", d.cfg.Timeout)}
+	}
+	return u, err
+}
+
+func (d *Driver) execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
 	r := &run{d: d, c: d.c, cfg: d.cfg, x: x, begin: time.Now(),
 		log:     d.cfg.Logger.With("driver", "hermes", "run_id", x.RunID),
 		tools:   map[string][]openTool{},

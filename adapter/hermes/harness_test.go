@@ -14,6 +14,7 @@ import (
 
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/hermes"
+	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/protocol"
@@ -72,7 +73,7 @@ func newHarness(t *testing.T, script func(fr *fakeRun, n, sub int, w *sseWriter)
 	}
 	h.store = store
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c := hermes.Config{BaseURL: h.fake.srv.URL, APIKey: testKey, Logger: logger,
+	c := hermes.Config{BaseURL: h.fake.srv.URL, APIKey: profile.NewSecret(testKey), Logger: logger,
 		RequestTimeout: 5 * time.Second, StopTimeout: 2 * time.Second, StreamIdleTimeout: 5 * time.Second,
 		EventIdleTimeout: 30 * time.Second, PollInterval: 20 * time.Millisecond, ClarifyTimeout: 10 * time.Second}
 	if cfg != nil {

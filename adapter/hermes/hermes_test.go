@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/hermes"
+	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -350,7 +352,7 @@ func TestStartErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) { completed(s, "never") },
-				func(c *hermes.Config) { c.APIKey = tc.key })
+				func(c *hermes.Config) { c.APIKey = profile.NewSecret(tc.key) })
 			if tc.status != 0 {
 				h.fake.startFail = func(int) (int, string, bool) { return tc.status, tc.body, false }
 			}
@@ -608,12 +610,99 @@ func TestSteer(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, bad := range []hermes.Config{{}, {BaseURL: "ftp://x"}, {BaseURL: "http://u:p@host"}, {BaseURL: "http://h", APIKey: "a\nb"}} {
+	for _, bad := range []hermes.Config{{}, {BaseURL: "ftp://x"}, {BaseURL: "http://u:p@host"}, {BaseURL: "http://h", APIKey: profile.NewSecret("a\nb")}} {
 		if _, err := hermes.New(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
 	if _, err := hermes.New(hermes.Config{BaseURL: hermes.DefaultBaseURL + "/v1/"}); err != nil {
 		t.Error(err)
+	}
+}
+
+// A run over its Timeout ends with error timeout and the Hermes run is
+// stopped.
+func TestRunTimeout(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "slow ")
+		for i := 0; i < 100; i++ { // events keep coming: only the whole-run bound ends it
+			select {
+			case <-fr.stopped:
+				s.event("run.cancelled", nil)
+				return
+			case <-s.ctx.Done():
+				s.drop()
+			case <-time.After(20 * time.Millisecond):
+				deltas(s, ".")
+			}
+		}
+	}, func(c *hermes.Config) { c.Timeout = 300 * time.Millisecond })
+	res := h.start("", "go")
+	evs := h.finish(res.RunID)
+	if p := wantError(t, evs, protocol.ErrorTimeout); !strings.Contains(p.Message, "300ms") {
+		t.Errorf("message %q", p.Message)
+	}
+	if fr := h.fake.onlyRun(t); fr.stopCount() != 1 {
+		t.Errorf("Hermes got %d stops, want 1", fr.stopCount())
+	}
+}
+
+// A profile's api_key_env variable unset where the run executes: the run
+// ends with error auth naming the variable, and Hermes is never called.
+func TestKeyVariableUnset(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) { completed(s, "never") },
+		func(c *hermes.Config) { c.APIKey, c.APIKeyEnv = profile.Secret{}, "HERMES_TEST_KEY" })
+	evs := h.finish(h.start("", "hi").RunID)
+	if p := wantError(t, evs, hermes.CodeAuth); !strings.Contains(p.Message, "HERMES_TEST_KEY") {
+		t.Errorf("message %q", p.Message)
+	}
+	if n := len(h.fake.startCalls()); n != 0 {
+		t.Errorf("%d starts reached Hermes", n)
+	}
+}
+
+// FromProfile builds the driver from a profile: its own key variable only,
+// its options, and the trailing /v1 of a base URL accepted.
+func TestFromProfile(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		deltas(s, "hi")
+		completed(s, "hi")
+	}, nil)
+	var read []string
+	p := profile.Profile{Name: "hermes", Driver: profile.KindHermes, BaseURL: h.fake.srv.URL + "/v1/",
+		APIKeyEnv: "HERMES_KEY", Model: "hermes-4", Instructions: "be brief",
+		Options: json.RawMessage(`{"max_history_turns": 4, "stream_idle_timeout": "10s"}`)}
+	d, err := hermes.FromProfile(p, profile.Env{Getenv: func(k string) string {
+		read = append(read, k)
+		if k == "HERMES_KEY" {
+			return testKey
+		}
+		return "another-profiles-key"
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(read, []string{"HERMES_KEY"}) {
+		t.Errorf("read variables %v, want only HERMES_KEY", read)
+	}
+	h.rt.Close()
+	h.rt = adapter.NewInProcess(h.store, adapter.Options{Profiles: map[string]adapter.ProfileDriver{
+		"hermes": {Driver: d, Kind: profile.KindHermes, Model: p.Model}}, DefaultProfile: "hermes"})
+	evs := h.finish(h.start("", "hello").RunID)
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s %s", terminal(evs).Type, terminal(evs).Payload)
+	}
+	started := payload[protocol.RunStartedPayload](evs[0])
+	if started.Profile != "hermes" || started.Provider != "hermes" || started.Model != "hermes-4" {
+		t.Errorf("run.started %+v", started)
+	}
+	s := h.fake.startCalls()[0]
+	if s.Auth != "Bearer "+testKey || s.Body["model"] != "hermes-4" || s.Body["instructions"] != "be brief" {
+		t.Errorf("start %+v", s)
+	}
+	bad := p
+	bad.Options = json.RawMessage(`{"max_history": 4}`)
+	if _, err := hermes.FromProfile(bad, profile.Env{Getenv: func(string) string { return "" }}); err == nil {
+		t.Error("an unknown option was accepted")
 	}
 }
