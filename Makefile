@@ -40,8 +40,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSplitBatch -fuzztime $(FUZZTIME) ./protocol
 	$(GO) test -run '^$$' -fuzz FuzzApplyValidEvent -fuzztime $(FUZZTIME) ./session
 
+# The standard scenario (loadtest/README.md): a spawned embedded hub, 1,000
+# tabs each watching 10 of 200 sessions, 200 concurrent runs at 50 tokens/s.
+# ARGS replaces it. Thousands of sockets need open files: the limit is raised
+# for the generator and the hubs it spawns.
+LOADTEST_ARGS ?= -spawn -tabs 1000 -watch 10 -sessions 200 -runs 200 -tokens 500 -token-ms 20 -focus-every 10s -warmup 5s -duration 30s
 loadtest:
-	$(GO) run ./loadtest $(ARGS)
+	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) run ./loadtest $(or $(ARGS),$(LOADTEST_ARGS))
 
 docker:
 	docker build -t runhub:$(VERSION) .

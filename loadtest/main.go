@@ -33,6 +33,7 @@ type config struct {
 	HubBin        string        `json:"-"`
 	HubEnv        []string      `json:"hub_env,omitempty"`
 	HubPID        int           `json:"hub_pid,omitempty"`
+	DataDir       string        `json:"data_dir,omitempty"`
 	Tabs          int           `json:"tabs"`
 	Watch         int           `json:"watch"`
 	Sessions      int           `json:"sessions"`
@@ -52,6 +53,7 @@ type config struct {
 	ReplayFocuses int           `json:"replay_focuses"`
 	JSONOut       string        `json:"-"`
 	CPUProfile    string        `json:"-"`
+	HeapProfile   string        `json:"-"`
 	Quiet         bool          `json:"-"`
 }
 
@@ -70,6 +72,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.HubBin, "hub-bin", "", "hub binary for -spawn/-spawn-redis (default: go build ./cmd/hub)")
 	hubEnv := listFlag{}
 	fs.Var(&hubEnv, "hub-env", "KEY=VALUE for spawned hubs (repeatable), e.g. RUNHUB_STATUS_INTERVAL=200ms")
+	fs.StringVar(&c.DataDir, "data", "", "with -spawn: the directory under which the hub's journal goes (default $TMPDIR; /dev/shm takes the disk's fsync out of the figures)")
 	fs.IntVar(&c.HubPID, "hub-pid", 0, "pid of the hub under test, for CPU and RSS from /proc (set by -spawn)")
 	fs.IntVar(&c.Tabs, "tabs", 100, "tab sockets")
 	fs.IntVar(&c.Watch, "watch", 10, "sessions each tab watches")
@@ -90,6 +93,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.ReplayFocuses, "replay-focuses", 10, "focuses timed by -replay")
 	fs.StringVar(&c.JSONOut, "json", "", "write the report as JSON to this file ('-': stdout)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "save a CPU profile of the (first) hub over the measurement (needs RUNHUB_PPROF; on with -spawn)")
+	fs.StringVar(&c.HeapProfile, "heapprofile", "", "save a heap profile of the (first) hub once the sockets are idle (needs RUNHUB_PPROF; on with -spawn)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress lines")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loadtest [flags]  (see loadtest/README.md)\n")

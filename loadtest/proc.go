@@ -129,8 +129,8 @@ func readGoMem(hc *http.Client, base string) (goMem, error) {
 			switch k {
 			case "HeapInuse":
 				m.HeapInuse = v
-			case "StackInuse":
-				m.StackInuse = v
+			case "Stack": // "# Stack = inuse / sys"
+				fmt.Sscanf(line, "# Stack = %d", &m.StackInuse)
 			case "Sys":
 				m.Sys = v
 			}

@@ -34,7 +34,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 			return nil, err
 		}
 		if cfg.Spawn {
-			cl, err = spawnEmbedded(bin, cfg.HubEnv)
+			cl, err = spawnEmbedded(bin, cfg.DataDir, cfg.HubEnv)
 		} else {
 			cl, err = spawnRedis(bin, cfg.Hubs, max(2*cfg.Runs, 100), cfg.HubEnv)
 		}
@@ -47,7 +47,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		}
 		g.pids = cl.pids()
 		g.pprofBase = "http://" + g.targets[0]
-		rep.Mode = map[bool]string{true: "embedded (spawned)", false: fmt.Sprintf("redis, %d hubs + 1 runner (spawned)", cfg.Hubs)}[cfg.Spawn]
+		rep.Mode = map[bool]string{true: "embedded (spawned, journal in " + cl.dir + ")", false: fmt.Sprintf("redis, %d hubs + 1 runner (spawned)", cfg.Hubs)}[cfg.Spawn]
 	} else {
 		g.targets = strings.Split(cfg.Target, ",")
 		if cfg.HubPID > 0 {
@@ -101,6 +101,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 	rep.Idle = g.sample()
 	rep.GoIdle = g.goMem()
 	rep.ConnsIdle = g.open()
+	if cfg.HeapProfile != "" {
+		if err := g.fetch("/debug/pprof/heap?gc=1", cfg.HeapProfile); err != nil {
+			g.noteErr("heap profile: " + err.Error())
+		}
+	}
 
 	// Runs.
 	runCtx, stopRuns := context.WithCancel(ctx)
@@ -483,6 +488,27 @@ func (g *gen) startProfile(path string, d time.Duration) *profileFetch {
 		p.done <- err
 	}()
 	return p
+}
+
+// fetch saves GET path of the first hub to a file.
+func (g *gen) fetch(path, file string) error {
+	resp, err := g.hc.Get(g.pprofBase + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %s (is RUNHUB_PPROF on?)", path, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, resp.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (p *profileFetch) wait() error {

@@ -137,8 +137,8 @@ func waitHealthy(c *child) error {
 }
 
 // spawnEmbedded starts one hub with the embedded journal in a temp dir.
-func spawnEmbedded(bin string, extraEnv []string) (*cluster, error) {
-	dir, err := os.MkdirTemp("", "runhub-loadtest-")
+func spawnEmbedded(bin, base string, extraEnv []string) (*cluster, error) {
+	dir, err := os.MkdirTemp(base, "runhub-loadtest-")
 	if err != nil {
 		return nil, err
 	}
