@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/execdrv"
 	"github.com/runhub/runhub/adapter/hermes"
 	"github.com/runhub/runhub/adapter/openai"
 	"github.com/runhub/runhub/adapter/profile"
@@ -19,6 +20,7 @@ func driverBuilders() map[string]profile.Builder {
 			return &sim.Driver{ClarifyTimeout: env.ClarifyTimeout}, nil
 		},
 		profile.KindOpenAI: openai.FromProfile,
+		profile.KindExec:   execdrv.FromProfile,
 		profile.KindHermes: hermes.FromProfile,
 	}
 }

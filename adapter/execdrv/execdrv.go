@@ -1,0 +1,628 @@
+// Package execdrv is the exec driver: it runs a configured command once per
+// run and speaks runhub's JSONL convention with it (docs/exec-driver.md).
+//
+// runhub writes a start line, then controls, as JSON lines on the command's
+// stdin; the command writes one event per line on stdout ({"type",
+// "payload"} as in protocol.md §1); stderr is kept as diagnostics (its last
+// lines explain a failure). The command ends the run with a done, error or
+// cancelled line. A command that exits without one ends the run with error
+// provider_error ("exit status N" and the last stderr lines, redacted).
+//
+// A cancel writes {"op":"cancel"}, then after cancel_grace sends SIGTERM to
+// the command's process group, then after kill_grace SIGKILL. The command
+// is always waited for (no zombie), and whatever is left of its process
+// group when the run ends is killed. The command gets a minimal
+// environment: never the hub's whole environment, so never another
+// profile's key.
+package execdrv
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/profile"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Defaults and bounds.
+const (
+	DefaultCancelGrace = 5 * time.Second
+	DefaultKillGrace   = 5 * time.Second
+	maxLineBytes       = 1 << 20 // one stdout line
+	stderrLines        = 10      // stderr lines kept for an error message
+	maxStderrLine      = 300     // bytes kept of one stderr line
+	maxMessage         = 2000    // bytes of an error message
+	writeTimeout       = 5 * time.Second
+	drainAfterExit     = 2 * time.Second // reading stdout after the command exited
+)
+
+// InheritedEnv are the variables of the hub's environment every command
+// gets (when set); a profile's inherit_env adds names.
+var InheritedEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "USER"}
+
+// Config is one profile's driver settings.
+type Config struct {
+	Command      string
+	Args         []string
+	Dir          string
+	Env          []string       // the command's environment ("NAME=value"), without the key
+	APIKeyEnv    string         // the key is passed under this name
+	APIKey       profile.Secret // the profile's key (empty: none)
+	Profile      string         // the profile's name (RUNHUB_PROFILE)
+	Model        string         // the start line's model unless a start names one
+	Instructions string         // the start line's instructions
+	CancelGrace  time.Duration  // after the cancel line, before SIGTERM (default 5s)
+	KillGrace    time.Duration  // after SIGTERM, before SIGKILL (default 5s)
+	Timeout      time.Duration  // bound on a whole run (0: none)
+	// ClarifyTimeout is how long a clarify prompt waits (0: until the run
+	// ends).
+	ClarifyTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Driver runs one command per run.
+type Driver struct{ cfg Config }
+
+// New returns a driver for cfg.
+func New(cfg Config) (*Driver, error) {
+	if strings.TrimSpace(cfg.Command) == "" {
+		return nil, errors.New("exec: command is required")
+	}
+	cfg.CancelGrace = cmp.Or(cfg.CancelGrace, DefaultCancelGrace)
+	cfg.KillGrace = cmp.Or(cfg.KillGrace, DefaultKillGrace)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Driver{cfg: cfg}, nil
+}
+
+// FromProfile is the profile.Builder of driver kind exec: the command's
+// environment is InheritedEnv and the profile's inherit_env from the hub's
+// environment, then the profile's env, then its key under api_key_env.
+func FromProfile(p profile.Profile, env profile.Env) (adapter.Driver, error) {
+	getenv := env.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	vars := map[string]string{}
+	for _, name := range append(slices.Clone(InheritedEnv), p.InheritEnv...) {
+		if v := getenv(name); v != "" {
+			vars[name] = v
+		}
+	}
+	for k, v := range p.Env {
+		vars[k] = v
+	}
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	list := make([]string, 0, len(names))
+	for _, k := range names {
+		list = append(list, k+"="+vars[k])
+	}
+	return New(Config{Command: p.Command, Args: p.Args, Dir: p.Dir, Env: list, APIKeyEnv: p.APIKeyEnv,
+		APIKey: p.APIKey(getenv), Profile: p.Name, Model: p.Model, Instructions: p.Instructions,
+		CancelGrace: p.CancelGrace.D(), KillGrace: p.KillGrace.D(), Timeout: p.Timeout.D(),
+		ClarifyTimeout: env.ClarifyTimeout, Logger: env.Logger})
+}
+
+// Steers reports that guidance reaches the command as steer lines.
+func (d *Driver) Steers() bool { return true }
+
+// StartLine is the first line on the command's stdin.
+type StartLine struct {
+	Op           string          `json:"op"` // "start"
+	RunID        string          `json:"run_id"`
+	SessionID    string          `json:"session_id"`
+	Message      string          `json:"message"`
+	Profile      string          `json:"profile"`
+	Model        string          `json:"model,omitempty"`
+	Instructions string          `json:"instructions,omitempty"`
+	Workspace    string          `json:"workspace,omitempty"`
+	Toolsets     []string        `json:"toolsets,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	History      []adapter.Turn  `json:"history"`
+}
+
+// Control is a later line on the command's stdin.
+type Control struct {
+	Op         string `json:"op"` // cancel, approve, clarify, steer
+	ApprovalID string `json:"approval_id,omitempty"`
+	Choice     string `json:"choice,omitempty"`
+	ClarifyID  string `json:"clarify_id,omitempty"`
+	Response   string `json:"response,omitempty"`
+	Status     string `json:"status,omitempty"` // clarify: resolved or expired
+	Text       string `json:"text,omitempty"`
+}
+
+// Line is one event line on the command's stdout.
+type Line struct {
+	Type    protocol.EventType `json:"type"`
+	Payload json.RawMessage    `json:"payload"`
+}
+
+var errTimeout = errors.New("run timeout")
+
+// Execute implements adapter.Driver.
+func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+	begin := time.Now()
+	log := d.cfg.Logger.With("run_id", x.RunID, "session_id", x.SessionID)
+	history, err := x.Transcript(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("exec: transcript: %w", err)
+	}
+	p, err := d.start(x)
+	if err != nil {
+		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: d.safe("could not start the command: " + err.Error())}
+	}
+	defer p.cleanup()
+	model := cmp.Or(x.Request.Model, d.cfg.Model)
+	if history == nil {
+		history = []adapter.Turn{}
+	}
+	p.send(log, StartLine{Op: "start", RunID: x.RunID, SessionID: x.SessionID, Message: x.Request.Message,
+		Profile: cmp.Or(x.Request.Profile, d.cfg.Profile), Model: model, Instructions: d.cfg.Instructions,
+		Workspace: x.Request.Workspace, Toolsets: x.Request.Toolsets, Metadata: x.Request.Metadata, History: history})
+	p.steer(log, x.Steering())
+
+	var timeout <-chan time.Time
+	if d.cfg.Timeout > 0 {
+		t := time.NewTimer(d.cfg.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	exited := p.exited
+	var drain <-chan time.Time
+	skipped := 0
+	defer func() {
+		if skipped > 0 {
+			log.Warn("exec: skipped stdout lines that are not valid events", "lines", skipped)
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			p.stop(log, true)
+			return nil, ctx.Err()
+		case <-timeout:
+			p.stop(log, true)
+			return nil, &adapter.DriverError{Code: protocol.ErrorTimeout, Message: fmt.Sprintf("the run exceeded its %s timeout", d.cfg.Timeout)}
+		case <-exited:
+			// Whatever it wrote is still in the pipe; stragglers of its
+			// process group that hold stdout open are killed.
+			exited = nil
+			p.killGroup(syscall.SIGKILL)
+			t := time.NewTimer(drainAfterExit)
+			defer t.Stop()
+			drain = t.C
+		case <-drain:
+			drain = nil
+			p.outR.Close() // something outside the group holds stdout
+		case line, ok := <-p.lines:
+			if !ok {
+				return nil, d.ended(log, p)
+			}
+			u, end, err := d.handle(ctx, log, x, p, line, &skipped)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				p.stop(log, true)
+				return nil, ctx.Err()
+			case err != nil:
+				p.stop(log, false)
+				return nil, err
+			case end:
+				p.stop(log, false) // stdin closes: the command is done
+				if u == nil {
+					u = &protocol.Usage{}
+				}
+				u.Model = cmp.Or(u.Model, model)
+				u.Provider = cmp.Or(u.Provider, profile.KindExec)
+				if u.DurationMS == 0 {
+					u.DurationMS = time.Since(begin).Milliseconds()
+				}
+				return u, nil
+			}
+		}
+	}
+}
+
+// handle maps one stdout line. end reports the command's done (with its
+// usage); a terminal error or cancelled line is returned as err.
+func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *adapter.Execution, p *proc, raw []byte, skipped *int) (*protocol.Usage, bool, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, false, nil
+	}
+	var l Line
+	if err := json.Unmarshal(raw, &l); err != nil || l.Type == "" {
+		*skipped++
+		log.Debug("exec: stdout line is not a JSON event", "line", d.safe(truncate(string(raw), 200)))
+		return nil, false, nil
+	}
+	if len(l.Payload) == 0 || string(l.Payload) == "null" {
+		l.Payload = json.RawMessage("{}")
+	}
+	switch l.Type {
+	case protocol.EventDone:
+		var dp struct {
+			Usage *protocol.Usage `json:"usage"`
+		}
+		json.Unmarshal(l.Payload, &dp)
+		return dp.Usage, true, nil
+	case protocol.EventCancelled:
+		var cp protocol.CancelledPayload
+		json.Unmarshal(l.Payload, &cp)
+		return nil, false, &adapter.Cancelled{Reason: d.safe(cmp.Or(cp.Reason, "cancelled by the command"))}
+	case protocol.EventError:
+		if protocol.IsTerminal(l.Type, l.Payload) {
+			var ep protocol.ErrorPayload
+			json.Unmarshal(l.Payload, &ep)
+			return nil, false, &adapter.DriverError{Code: cmp.Or(ep.Code, protocol.ErrorProviderError),
+				Message: d.safe(cmp.Or(ep.Message, "the command reported an error"))}
+		}
+	case protocol.EventRunStarted, protocol.EventApprovalRes, protocol.EventClarifyRes:
+		*skipped++ // runhub writes these itself
+		log.Debug("exec: the command may not emit this event type", "type", l.Type)
+		return nil, false, nil
+	case protocol.EventApprovalReq:
+		var req protocol.ApprovalRequestedPayload
+		if err := json.Unmarshal(l.Payload, &req); err != nil || req.ApprovalID == "" {
+			*skipped++
+			return nil, false, nil
+		}
+		pctx, cancel := p.whileAlive(ctx)
+		defer cancel()
+		choice, err := x.Approval(pctx, req)
+		if err != nil {
+			return nil, false, p.promptErr(ctx, err)
+		}
+		p.send(log, Control{Op: protocol.OpApprove, ApprovalID: req.ApprovalID, Choice: choice})
+		return nil, false, nil
+	case protocol.EventClarifyReq:
+		var req protocol.ClarifyRequestedPayload
+		if err := json.Unmarshal(l.Payload, &req); err != nil || req.ClarifyID == "" {
+			*skipped++
+			return nil, false, nil
+		}
+		pctx, cancel := p.whileAlive(ctx)
+		defer cancel()
+		resp, ok, err := x.Clarify(pctx, req, d.cfg.ClarifyTimeout)
+		if err != nil {
+			return nil, false, p.promptErr(ctx, err)
+		}
+		status := "resolved"
+		if !ok {
+			status = "expired"
+		}
+		p.send(log, Control{Op: protocol.OpClarify, ClarifyID: req.ClarifyID, Response: resp, Status: status})
+		return nil, false, nil
+	}
+	if _, err := x.Emit(ctx, l.Type, l.Payload); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) { // not a valid event: skipped, the run goes on
+			*skipped++
+			log.Debug("exec: invalid event from the command", "type", truncate(string(l.Type), 40), "err", pe.Message)
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return nil, false, nil
+}
+
+// ended reports a command whose stdout closed without a terminal event.
+func (d *Driver) ended(log *slog.Logger, p *proc) error {
+	p.stop(log, false)
+	msg := "the command exited without a terminal event (" + exitStatus(p.waitErr) + ")"
+	if tail := p.stderrTail(); tail != "" {
+		msg += "; stderr: " + tail
+	}
+	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: d.safe(msg)}
+}
+
+func exitStatus(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "exit status 0"
+	case errors.As(err, &ee):
+		return ee.Error()
+	}
+	return err.Error()
+}
+
+// safe makes command output fit for an event: the key scrubbed, secrets
+// redacted, valid UTF-8, bounded.
+func (d *Driver) safe(s string) string {
+	s = journal.RedactString(d.cfg.APIKey.Scrub(s))
+	return truncate(strings.ToValidUTF8(s, "?"), maxMessage)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// proc is one running command.
+type proc struct {
+	d      *Driver
+	cmd    *exec.Cmd
+	pid    int
+	inW    *os.File
+	outR   *os.File
+	errR   *os.File
+	lines  chan []byte
+	exited chan struct{} // closed once Wait returned
+	quit   chan struct{} // closed by cleanup: the readers stop
+
+	waitErr error // set before exited closes
+
+	wmu sync.Mutex // one stdin writer at a time
+
+	tmu    sync.Mutex
+	tail   []string // last stderr lines
+	errEOF chan struct{}
+
+	wg sync.WaitGroup
+}
+
+func (d *Driver) start(x *adapter.Execution) (*proc, error) {
+	cmd := exec.Command(d.cfg.Command, d.cfg.Args...)
+	cmd.Dir = d.cfg.Dir
+	env := slices.Clone(d.cfg.Env)
+	if d.cfg.APIKeyEnv != "" && !d.cfg.APIKey.Empty() {
+		env = append(env, d.cfg.APIKeyEnv+"="+d.cfg.APIKey.Reveal())
+	}
+	cmd.Env = append(env, "RUNHUB_RUN_ID="+x.RunID, "RUNHUB_SESSION_ID="+x.SessionID,
+		"RUNHUB_PROFILE="+cmp.Or(x.Request.Profile, d.cfg.Profile))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group: signals reach its children
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, err
+	}
+	closeAll(inR, outW, errW) // the child holds its ends
+	p := &proc{d: d, cmd: cmd, pid: cmd.Process.Pid, inW: inW, outR: outR, errR: errR,
+		lines: make(chan []byte, 64), exited: make(chan struct{}), quit: make(chan struct{}), errEOF: make(chan struct{})}
+	p.wg.Add(3)
+	go func() {
+		defer p.wg.Done()
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	go p.readStdout()
+	go p.readStderr()
+	return p, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+func (p *proc) readStdout() {
+	defer p.wg.Done()
+	defer close(p.lines)
+	br := bufio.NewReaderSize(p.outR, 64<<10)
+	for {
+		line, tooLong, err := readLine(br)
+		if tooLong {
+			line = []byte("{}") // counted as a skipped line
+		}
+		if len(line) > 0 {
+			select {
+			case p.lines <- line:
+			case <-p.quit:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *proc) readStderr() {
+	defer p.wg.Done()
+	defer close(p.errEOF)
+	br := bufio.NewReaderSize(p.errR, 4<<10)
+	for {
+		line, _, err := readLine(br)
+		if s := strings.TrimSpace(string(line)); s != "" {
+			p.tmu.Lock()
+			p.tail = append(p.tail, truncate(s, maxStderrLine))
+			if len(p.tail) > stderrLines {
+				p.tail = p.tail[1:]
+			}
+			p.tmu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stderrTail waits (briefly) for stderr to end and returns its last lines.
+func (p *proc) stderrTail() string {
+	select {
+	case <-p.errEOF:
+	case <-time.After(time.Second):
+	}
+	p.tmu.Lock()
+	defer p.tmu.Unlock()
+	return strings.Join(p.tail, " | ")
+}
+
+// readLine reads one line without its line ending; a line over
+// maxLineBytes is consumed and reported tooLong.
+func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	for {
+		part, err := br.ReadSlice('\n')
+		if !tooLong && len(line)+len(part) <= maxLineBytes {
+			line = append(line, part...)
+		} else {
+			tooLong, line = true, nil
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(line, "\r\n"), tooLong, err
+	}
+}
+
+// send writes one JSON line on stdin. A command that does not read its
+// stdin cannot block the run: the write gives up after writeTimeout.
+func (p *proc) send(log *slog.Logger, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.inW.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := p.inW.Write(append(b, '\n')); err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
+		log.Warn("exec: could not write to the command's stdin", "err", err)
+	}
+}
+
+// steer forwards guidance to the command until cleanup.
+func (p *proc) steer(log *slog.Logger, in <-chan string) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			select {
+			case text := <-in:
+				p.send(log, Control{Op: "steer", Text: text})
+			case <-p.quit:
+				return
+			}
+		}
+	}()
+}
+
+// whileAlive returns a context that ends with ctx or when the command
+// exits, so a prompt does not wait on a command that is gone.
+func (p *proc) whileAlive(ctx context.Context) (context.Context, context.CancelFunc) {
+	pctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-p.exited:
+			cancel()
+		case <-pctx.Done():
+		}
+	}()
+	return pctx, cancel
+}
+
+// promptErr is the error of a prompt that ended without an answer: ctx's
+// when the run was cancelled, none when the command exited (the main loop
+// reports the exit), else err.
+func (p *proc) promptErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	select {
+	case <-p.exited:
+		return nil
+	default:
+		return err
+	}
+}
+
+func (p *proc) killGroup(sig syscall.Signal) {
+	syscall.Kill(-p.pid, sig) // ESRCH: nothing left
+}
+
+func (p *proc) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stop ends the command: the cancel line (when cancel), its stdin closed,
+// cancel_grace to exit on its own, SIGTERM to its group, kill_grace, then
+// SIGKILL; it returns once the command has been waited for.
+func (p *proc) stop(log *slog.Logger, cancel bool) {
+	if cancel {
+		p.send(log, Control{Op: protocol.OpCancel})
+	}
+	p.wmu.Lock()
+	p.inW.Close()
+	p.wmu.Unlock()
+	if p.waitExit(p.d.cfg.CancelGrace) {
+		return
+	}
+	log.Info("exec: the command did not exit; sending SIGTERM", "pid", p.pid)
+	p.killGroup(syscall.SIGTERM)
+	if p.waitExit(p.d.cfg.KillGrace) {
+		return
+	}
+	log.Warn("exec: the command ignored SIGTERM; sending SIGKILL", "pid", p.pid)
+	p.killGroup(syscall.SIGKILL)
+	<-p.exited
+}
+
+// cleanup makes sure nothing of the run is left: the command waited for,
+// its process group killed, the pipes closed, the goroutines ended.
+func (p *proc) cleanup() {
+	select {
+	case <-p.exited:
+	default:
+		p.killGroup(syscall.SIGKILL)
+		<-p.exited
+	}
+	p.killGroup(syscall.SIGKILL)
+	close(p.quit)
+	p.wmu.Lock()
+	p.inW.Close()
+	p.wmu.Unlock()
+	p.outR.Close()
+	p.errR.Close()
+	p.wg.Wait()
+}
