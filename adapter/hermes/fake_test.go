@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +30,10 @@ type fakeHermes struct {
 	// status and body instead of admitting it; admit true admits the run
 	// anyway (the answer was "lost").
 	startFail func(attempt int) (status int, body string, admit bool)
+
+	// controlStatus, when set, answers every control POST with this status
+	// (the body is still recorded).
+	controlStatus int
 
 	mu       sync.Mutex
 	attempts int
@@ -255,6 +258,10 @@ func (f *fakeHermes) control(ch func(*fakeRun) chan map[string]any) http.Handler
 		case ch(fr) <- body:
 		default:
 		}
+		if f.controlStatus != 0 {
+			writeError(w, f.controlStatus, "approval_not_pending", "Run has no pending approval: "+fr.id)
+			return
+		}
 		json.NewEncoder(w).Encode(map[string]any{"run_id": fr.id, "accepted": true})
 	}
 }
@@ -357,6 +364,3 @@ func completed(s *sseWriter, output string) {
 	s.event("run.completed", map[string]any{"output": output,
 		"usage": map[string]any{"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}})
 }
-
-// joined is the text of words.
-func joined(words ...string) string { return strings.Join(words, "") }

@@ -706,3 +706,74 @@ func TestFromProfile(t *testing.T) {
 		t.Error("an unknown option was accepted")
 	}
 }
+
+// Cancel while an approval waits on the user: the prompt is withdrawn
+// without a resolution, Hermes gets /stop, the run ends cancelled.
+func TestCancelWhileAwaitingApproval(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		s.event("approval.request", map[string]any{"command": "rm -rf /", "description": "delete everything"})
+		s.hold(fr, 20*time.Millisecond)
+	}, nil)
+	res := h.start("", "go")
+	ch := h.watch(res.RunID)
+	req := payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
+	if !reflect.DeepEqual(req.Choices, []string{"once", "session", "always", "deny"}) {
+		t.Errorf("default choices %v", req.Choices)
+	}
+	if r, err := h.rt.CancelRun(context.Background(), res.RunID); err != nil || !r.Accepted {
+		t.Fatalf("cancel: %+v %v", r, err)
+	}
+	evs := h.finish(res.RunID)
+	if e := terminal(evs); e.Type != protocol.EventCancelled || payload[protocol.CancelledPayload](e).Partial {
+		t.Fatalf("terminal %s %s, want cancelled without partial", e.Type, e.Payload)
+	}
+	if n := len(ofType(evs, protocol.EventApprovalRes)); n != 0 {
+		t.Errorf("%d approval.resolved for a withdrawn prompt", n)
+	}
+	fr := h.fake.onlyRun(t)
+	if fr.stopCount() != 1 || len(fr.approvals) != 0 {
+		t.Errorf("stops %d, approvals posted %d; want 1 and 0", fr.stopCount(), len(fr.approvals))
+	}
+}
+
+// An answer Hermes no longer waits for (409 approval_not_pending, e.g. its
+// own approval timeout passed) is journaled as progress; the run goes on.
+// Also: the clarify form variant ({questions: [...]}) is asked as its first
+// question and answered as both response and responses.
+func TestAnswerHermesNoLongerWaitsFor(t *testing.T) {
+	posted := make(chan map[string]any, 2)
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+		s.event("approval.request", map[string]any{"command": "make", "choices": []string{"once", "deny"}})
+		posted <- fr.wait(s.t(), fr.approvals, "approval")
+		s.event("clarify.request", map[string]any{"clarify_id": "clr_f",
+			"questions": []map[string]any{{"id": "q0", "prompt": "Which target?", "choices": []string{"eu", "us"}}}})
+		posted <- fr.wait(s.t(), fr.clarifies, "clarify")
+		completed(s, "built")
+	}, nil)
+	h.fake.controlStatus = http.StatusConflict
+	res := h.start("", "build")
+	ch := h.watch(res.RunID)
+	a := payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
+	if r, err := h.rt.RespondApproval(context.Background(), res.RunID, a.ApprovalID, "once"); err != nil || !r.Accepted {
+		t.Fatalf("approve: %+v %v", r, err)
+	}
+	c := payload[protocol.ClarifyRequestedPayload](h.until(ch, protocol.EventClarifyReq))
+	if c.Question != "Which target?" || !reflect.DeepEqual(c.Choices, []string{"eu", "us"}) {
+		t.Fatalf("clarify.requested %+v", c)
+	}
+	if r, err := h.rt.RespondClarify(context.Background(), res.RunID, c.ClarifyID, "us"); err != nil || !r.Accepted {
+		t.Fatalf("clarify: %+v %v", r, err)
+	}
+	<-posted
+	if body := <-posted; body["response"] != "us" || !reflect.DeepEqual(body["responses"], []any{"us"}) {
+		t.Errorf("POST /clarify %v", body)
+	}
+	evs := h.finish(res.RunID)
+	if terminal(evs).Type != protocol.EventDone {
+		t.Fatalf("terminal %s %s", terminal(evs).Type, terminal(evs).Payload)
+	}
+	notes := ofType(evs, protocol.EventProgress)
+	if len(notes) != 2 || !strings.Contains(payload[protocol.ProgressPayload](notes[0]).Text, "no longer waits for this approval") {
+		t.Errorf("progress:\n%s", dump(evs))
+	}
+}
