@@ -535,11 +535,11 @@ func (r *run) handle(ctx context.Context, it item) outcome {
 	case "approval.request":
 		err = r.approvalRequest(ctx, ev)
 	case "approval.responded":
-		r.upstreamResolved(kindApproval, ev.str("request_id"), ev.str("choice"))
+		return r.upstreamResolved(ctx, kindApproval, ev.str("request_id"), ev.str("choice"))
 	case "clarify.request":
 		err = r.clarifyRequest(ctx, ev)
 	case "clarify.retired", "clarify.responded":
-		r.upstreamResolved(kindClarify, ev.str("clarify_id"), "")
+		return r.upstreamResolved(ctx, kindClarify, ev.str("clarify_id"), "")
 	case "run.steered":
 		text := "guidance delivered to Hermes"
 		if b, ok := ev["accepted"]; ok && string(b) == "false" {

@@ -772,8 +772,11 @@ func TestAnswerHermesNoLongerWaitsFor(t *testing.T) {
 	if terminal(evs).Type != protocol.EventDone {
 		t.Fatalf("terminal %s %s", terminal(evs).Type, terminal(evs).Payload)
 	}
+	// The approval's note comes before the clarify is asked (prompts are
+	// asked one at a time); the clarify's may be dropped when Hermes ends
+	// the run before its 409 arrives.
 	notes := ofType(evs, protocol.EventProgress)
-	if len(notes) != 2 || !strings.Contains(payload[protocol.ProgressPayload](notes[0]).Text, "no longer waits for this approval") {
+	if len(notes) < 1 || !strings.Contains(payload[protocol.ProgressPayload](notes[0]).Text, "no longer waits for this approval") {
 		t.Errorf("progress:\n%s", dump(evs))
 	}
 }

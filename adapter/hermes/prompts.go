@@ -161,17 +161,18 @@ func (r *run) promptDone(ctx context.Context, res promptResult) outcome {
 // clarify.responded. For a prompt runhub answered this is the echo of its
 // own POST; for one still waiting on the user, Hermes settled it on its
 // own, so the runhub prompt is resolved with Hermes' answer (exactly one
-// resolution either way: the Execution takes the first answer only).
-func (r *run) upstreamResolved(kind, upID, choice string) {
+// resolution either way: the Execution takes the first answer only), and
+// the run waits for it to be journaled before it maps what follows.
+func (r *run) upstreamResolved(ctx context.Context, kind, upID, choice string) outcome {
 	for i, p := range r.waiting { // never asked: drop it
 		if p.kind == kind && upID != "" && p.upID == upID {
 			r.waiting = append(r.waiting[:i], r.waiting[i+1:]...)
-			return
+			return outcome{}
 		}
 	}
 	p := r.active
 	if p == nil || p.kind != kind || (upID != "" && p.upID != "" && upID != p.upID) {
-		return
+		return outcome{}
 	}
 	p.settled.Store(true)
 	if kind == kindApproval && choice == "" {
@@ -190,6 +191,19 @@ func (r *run) upstreamResolved(kind, upID, choice string) {
 	}
 	status, err := r.x.Resolve(kind == kindApproval, p.id, choice)
 	r.log.Debug("Hermes settled a prompt", "kind", kind, "status", status, "err", err)
+	if status != protocol.ResultAccepted {
+		return outcome{} // the user's answer came first; its worker goes on
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return finalErr(ctx.Err())
+		case res := <-r.results:
+			if o := r.promptDone(ctx, res); o.final || res.p == p {
+				return o
+			}
+		}
+	}
 }
 
 // askApproval journals approval.requested, waits for the user and posts the
