@@ -21,7 +21,7 @@ const maxBodyBytes = 1 << 20
 // §3 on e.
 func (h *Hub) Routes(e *echo.Echo) {
 	e.GET("/v1/ws", echo.WrapHandler(http.HandlerFunc(h.ServeWS)))
-	g := e.Group("/v1")
+	g := e.Group("/v1", h.checkOrigin, h.requireAuth)
 	g.POST("/sessions", h.createSession)
 	g.GET("/sessions", h.listSessions)
 	g.GET("/sessions/:sid", h.getSession)
@@ -35,9 +35,26 @@ func (h *Hub) Routes(e *echo.Echo) {
 	g.POST("/runs/:rid/clarifications/:cid", h.clarify)
 }
 
-// subject is the caller's identity (authentication arrives with the
-// security work; until then the hub runs open as "local").
-func (h *Hub) subject(c echo.Context) string { return "local" }
+// ProfileInfo is a runtime profile as browsers see it: its name and driver
+// kind, never its settings or secrets.
+type ProfileInfo struct {
+	Name    string `json:"name"`
+	Driver  string `json:"driver"`
+	Default bool   `json:"default,omitempty"`
+}
+
+// ProfilesHandler answers GET /v1/profiles: {"profiles": [ProfileInfo]},
+// the profiles a start may name.
+func ProfilesHandler(list []ProfileInfo) echo.HandlerFunc {
+	body := struct {
+		Profiles []ProfileInfo `json:"profiles"`
+	}{Profiles: append([]ProfileInfo{}, list...)}
+	return func(c echo.Context) error { return c.JSON(http.StatusOK, body) }
+}
+
+// subject is the caller's identity (requireAuth set it; OpenSubject when
+// the hub runs open).
+func (h *Hub) subject(c echo.Context) string { return h.principal(c).Subject }
 
 // HTTPStatus maps a protocol error code to its HTTP status.
 func HTTPStatus(code protocol.Code) int {
@@ -191,7 +208,7 @@ func (h *Hub) sessionStatus(c echo.Context, sid string) (protocol.SessionStatus,
 
 func (h *Hub) getSession(c echo.Context) error {
 	sid := c.Param("sid")
-	if _, err := h.ownSession(c.Request().Context(), h.subject(c), sid); err != nil {
+	if _, err := h.readSession(c.Request().Context(), h.principal(c), sid); err != nil {
 		return h.publicError(err)
 	}
 	st, err := h.sessionStatus(c, sid)
@@ -220,6 +237,11 @@ func (h *Hub) startRun(c echo.Context) error {
 	if req.Source != "" {
 		sreq.Source = req.Source
 	}
+	release, err := h.runGate(ctx, h.subject(c), m.SessionID)
+	if err != nil {
+		return err
+	}
+	defer release()
 	r, err := h.runtime.StartRun(ctx, h.subject(c), sreq)
 	if errors.Is(err, adapter.ErrConflict) {
 		return c.JSON(http.StatusConflict, adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""))
@@ -233,7 +255,7 @@ func (h *Hub) startRun(c echo.Context) error {
 func (h *Hub) getRun(c echo.Context) error {
 	ctx := c.Request().Context()
 	rid := c.Param("rid")
-	if _, err := h.ownRun(ctx, h.subject(c), rid); err != nil {
+	if _, err := h.readRun(ctx, h.principal(c), rid); err != nil {
 		return h.publicError(err)
 	}
 	st, err := h.runtime.GetRun(ctx, rid)

@@ -253,6 +253,7 @@ func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *adapter.Execut
 	if len(raw) == 0 {
 		return nil, false, nil
 	}
+	raw = d.scrubLine(raw)
 	var l Line
 	if err := json.Unmarshal(raw, &l); err != nil || l.Type == "" {
 		*skipped++
@@ -327,6 +328,22 @@ func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *adapter.Execut
 		return nil, false, err
 	}
 	return nil, false, nil
+}
+
+// scrubLine replaces the profile's key in a stdout line (as it appears
+// inside a JSON string), so a command that prints its key never gets it
+// journaled.
+func (d *Driver) scrubLine(line []byte) []byte {
+	key := d.cfg.APIKey.Reveal()
+	if len(key) < 4 {
+		return line
+	}
+	enc, _ := json.Marshal(key)
+	enc = enc[1 : len(enc)-1]
+	if !bytes.Contains(line, enc) {
+		return line
+	}
+	return bytes.ReplaceAll(line, enc, []byte(journal.Redacted))
 }
 
 // ended reports a command whose stdout closed without a terminal event.

@@ -101,6 +101,7 @@ echo '{"type":"token.delta","payload":{"text":"no message_id: invalid"}}'
 echo '{"type":"run.started","payload":{}}'
 echo '{"type":"no.such.type","payload":{}}'
 echo '{"type":"token.delta","payload":{"message_id":"m1","text":"lo"}}'
+echo '{"type":"progress","payload":{"text":"my key is '"$MY_KEY"'"}}'
 echo "a diagnostic" >&2
 echo '{"type":"usage.final","payload":{"input_tokens":1,"output_tokens":2,"model":"x","provider":"exec","duration_ms":3}}'
 echo '{"type":"done","payload":{"status":"completed","usage":{"input_tokens":1,"output_tokens":2,"model":"x","provider":"exec","duration_ms":3}}}'
@@ -111,7 +112,7 @@ func TestFullRun_EventByEvent(t *testing.T) {
 	h, out := setup(t, fullScript, nil)
 	rid := start(h, "", "hello there")
 	ev := h.Events(rid, 10*time.Second)
-	want := "run.started title.updated reasoning.delta tool.started tool.done token.delta token.delta usage.final done"
+	want := "run.started title.updated reasoning.delta tool.started tool.done token.delta token.delta progress usage.final done"
 	if got := drivertest.Types(ev); got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
@@ -125,6 +126,12 @@ func TestFullRun_EventByEvent(t *testing.T) {
 	done := payload[protocol.DonePayload](t, drivertest.Terminal(t, ev, protocol.EventDone))
 	if done.Usage == nil || done.Usage.OutputTokens != 2 || done.Usage.Model != "x" {
 		t.Errorf("done = %+v", done)
+	}
+	if pr := payload[protocol.ProgressPayload](t, ev[7]); pr.Text != "my key is [REDACTED]" {
+		t.Errorf("progress = %+v: the key was not scrubbed", pr)
+	}
+	if strings.Contains(string(h.JournalBytes()), ownKey) {
+		t.Error("the key is in the journal")
 	}
 	if !strings.Contains(h.Logs.String(), "lines=4") {
 		t.Errorf("skipped lines not logged: %s", h.Logs.String())

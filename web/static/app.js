@@ -47,6 +47,8 @@ const els = {
   startMessage: $("start-message"),
   startNew: $("start-new-session"),
   startSubmit: $("start-submit"),
+  startProfile: $("start-profile"),
+  simOptions: $("sim-options"),
   sim: {
     tokens: $("sim-tokens"),
     tokenMs: $("sim-token-ms"),
@@ -459,6 +461,48 @@ function simOptions() {
   return sim;
 }
 
+// Profiles: GET /v1/profiles names the runtime profiles (name and driver
+// kind only). The picked one is remembered; the sim options show only for
+// a sim profile. Without the list, starts name no profile (the hub's
+// default).
+const profileDrivers = new Map(); // name → driver kind
+
+async function loadProfiles() {
+  const token = localStorage.getItem("runhub.token");
+  try {
+    const resp = await fetch("/v1/profiles", { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+    if (!resp.ok) return;
+    const { profiles = [] } = await resp.json();
+    if (!profiles.length) return;
+    const saved = localStorage.getItem("runhub.profile");
+    let pick = profiles.find((p) => p.name === saved) || profiles.find((p) => p.default) || profiles[0];
+    els.startProfile.replaceChildren();
+    for (const p of profiles) {
+      profileDrivers.set(p.name, p.driver);
+      const label = p.driver === p.name ? p.name : `${p.name} · ${p.driver}`;
+      els.startProfile.append(h("option", { value: p.name, text: p.default ? `${label} (default)` : label }));
+    }
+    els.startProfile.value = pick.name;
+    profileChanged();
+  } catch {
+    // keep "default": the hub picks
+  }
+}
+
+function selectedDriver() {
+  const name = els.startProfile.value;
+  return name ? profileDrivers.get(name) : "sim";
+}
+
+function profileChanged() {
+  els.simOptions.hidden = selectedDriver() !== "sim";
+}
+
+els.startProfile.addEventListener("change", () => {
+  if (els.startProfile.value) localStorage.setItem("runhub.profile", els.startProfile.value);
+  profileChanged();
+});
+
 els.startNew.addEventListener("change", () => {
   paneDirty = true;
   schedule();
@@ -472,7 +516,9 @@ els.startForm.addEventListener("submit", async (ev) => {
     return;
   }
   const inNew = els.startNew.checked || !focused;
-  const fields = { message, metadata: { sim: simOptions() } };
+  const fields = { message };
+  if (els.startProfile.value) fields.profile = els.startProfile.value;
+  if (selectedDriver() === "sim") fields.metadata = { sim: simOptions() };
   if (!inNew) fields.session_id = focused;
   els.startSubmit.disabled = true;
   try {
@@ -567,6 +613,7 @@ els.theme.addEventListener("click", () => {
 
 // ---- start ---------------------------------------------------------------
 
+loadProfiles();
 rh.connect();
 rh.watch({ all: true });
 focusSession(sessionFromHash(), true);
