@@ -72,7 +72,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 		defer cancel()
 	}
 	u, err := d.execute(ctx, x)
-	if outer.Err() == nil && errors.Is(context.Cause(ctx), errRunTimeout) {
+	if err != nil && outer.Err() == nil && errors.Is(context.Cause(ctx), errRunTimeout) {
 		return nil, &adapter.DriverError{Code: protocol.ErrorTimeout,
 			Message: fmt.Sprintf("the run exceeded its %v timeout; the Hermes run was stopped", d.cfg.Timeout)}
 	}
