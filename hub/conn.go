@@ -175,6 +175,24 @@ func (c *conn) offerStatus(sid string, frame []byte) {
 	c.signal()
 }
 
+// offerStatuses queues several sessions' statuses at once (one lock, one
+// wake-up); an unsent older status of a session is replaced.
+func (c *conn) offerStatuses(offers []statusOffer) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	for _, o := range offers {
+		if _, ok := c.statuses[o.sid]; !ok {
+			c.statusOrder = append(c.statusOrder, o.sid)
+		}
+		c.statuses[o.sid] = o.frame
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
 // closeWith makes the writer flush queued messages, then close the socket
 // with code.
 func (c *conn) closeWith(code int, reason string) {

@@ -198,20 +198,22 @@ func (t *tracker) flushLoop() {
 	}
 }
 
-type delivery struct {
+// statusOffer is one session's encoded status for a socket.
+type statusOffer struct {
 	sid   string
 	frame []byte
-	conns []*conn
 }
 
-// flush sends every changed status, encoded once, to its watchers.
+// flush sends every changed status, encoded once, to its watchers: each
+// socket gets all of its changed statuses under one lock and one wake-up,
+// so they leave in one frame.
 func (t *tracker) flush() {
 	t.mu.Lock()
 	if len(t.dirty) == 0 {
 		t.mu.Unlock()
 		return
 	}
-	out := make([]delivery, 0, len(t.dirty))
+	byConn := make(map[*conn][]statusOffer)
 	for sid, s := range t.dirty {
 		delete(t.dirty, sid)
 		if !s.loaded {
@@ -222,22 +224,19 @@ func (t *tracker) flush() {
 			t.h.log.Error("encode status", "session_id", sid, "err", err)
 			continue
 		}
-		d := delivery{sid: sid, frame: frame}
+		o := statusOffer{sid: sid, frame: frame}
 		for c := range s.watchers {
-			d.conns = append(d.conns, c)
+			byConn[c] = append(byConn[c], o)
 		}
 		for c := range t.owners[s.owner] {
 			if _, dup := s.watchers[c]; !dup {
-				d.conns = append(d.conns, c)
+				byConn[c] = append(byConn[c], o)
 			}
 		}
-		out = append(out, d)
 	}
 	t.mu.Unlock()
-	for _, d := range out {
-		for _, c := range d.conns {
-			c.offerStatus(d.sid, d.frame)
-		}
+	for c, offers := range byConn {
+		c.offerStatuses(offers)
 	}
 }
 
@@ -276,7 +275,7 @@ func (t *tracker) ensure(meta journal.SessionMeta) *tracked {
 
 // watchOwner makes c watch every session of owner, now and future.
 func (t *tracker) watchOwner(c *conn, owner string, metas []journal.SessionMeta) {
-	var snaps []delivery
+	var snaps []statusOffer
 	t.mu.Lock()
 	set := t.owners[owner]
 	if set == nil {
@@ -288,13 +287,13 @@ func (t *tracker) watchOwner(c *conn, owner string, metas []journal.SessionMeta)
 		s := t.ensure(m)
 		if s.loaded {
 			if frame, err := encodeStatus(&s.state); err == nil {
-				snaps = append(snaps, delivery{sid: m.ID, frame: frame})
+				snaps = append(snaps, statusOffer{sid: m.ID, frame: frame})
 			}
 		}
 	}
 	t.mu.Unlock()
-	for _, d := range snaps {
-		c.offerStatus(d.sid, d.frame)
+	if len(snaps) > 0 {
+		c.offerStatuses(snaps)
 	}
 }
 

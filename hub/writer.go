@@ -3,25 +3,49 @@ package hub
 import (
 	"context"
 	"errors"
+	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 )
+
+// framePool holds frame buffers: a socket borrows one only while it has
+// something to send, so an idle socket holds none.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledFrame is the largest buffer returned to framePool.
+const maxPooledFrame = 64 << 10
 
 // writeLoop drains the socket's queues: everything waiting goes out as one
 // NDJSON frame (up to MaxBatchBytes); when nothing waits and the focus needs
 // catching up, it reads the journal; then it sleeps until signalled.
 func (c *conn) writeLoop() {
-	buf := make([]byte, 0, 4096)
+	// One timer bounds every write (armed per frame, never reallocated), and
+	// one AfterFunc ends a write in flight when the socket's context ends:
+	// the writes themselves carry no context, so they set up no per-write
+	// timer or cancellation.
+	timeout := time.AfterFunc(time.Hour, func() { c.ws.CloseNow() })
+	timeout.Stop()
+	defer timeout.Stop()
+	stop := context.AfterFunc(c.ctx, func() { c.ws.CloseNow() })
+	defer stop()
 	for {
-		var done bool
-		buf, done = c.take(buf[:0])
+		bp := framePool.Get().(*[]byte)
+		buf, done := c.take((*bp)[:0])
 		if len(buf) > 0 {
-			if err := c.write(buf); err != nil {
+			err := c.write(timeout, buf)
+			if cap(buf) <= maxPooledFrame {
+				*bp = buf[:0]
+				framePool.Put(bp)
+			}
+			if err != nil {
 				c.cancel()
 				return
 			}
 			continue
 		}
+		*bp = buf[:0]
+		framePool.Put(bp)
 		if done {
 			c.finish()
 			return
@@ -108,10 +132,16 @@ func compactStrings(q []string, n int) []string {
 	return q[:m]
 }
 
-func (c *conn) write(frame []byte) error {
-	ctx, cancel := context.WithTimeout(c.ctx, c.h.cfg.WriteTimeout)
-	defer cancel()
-	return c.ws.Write(ctx, websocket.MessageText, frame)
+// write sends one frame; timeout closes the socket if the write takes
+// longer than WriteTimeout.
+func (c *conn) write(timeout *time.Timer, frame []byte) error {
+	if c.ctx.Err() != nil {
+		return c.ctx.Err()
+	}
+	timeout.Reset(c.h.cfg.WriteTimeout)
+	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
+	timeout.Stop()
+	return err
 }
 
 // finish closes the socket with the requested code.

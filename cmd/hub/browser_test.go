@@ -80,10 +80,10 @@ type workbench struct {
 	exc  []string // uncaught exceptions only
 }
 
-// openWorkbench starts a hub and Chromium, loads the workbench and waits
+// openWorkbench starts a hub (with env added to its environment) and Chromium, loads the workbench and waits
 // until its socket is welcomed. Everything it starts ends in t.Cleanup, and a
 // last cleanup checks that no goroutine of this test outlives it.
-func openWorkbench(t *testing.T) *workbench {
+func openWorkbench(t *testing.T, env ...string) *workbench {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
@@ -92,7 +92,7 @@ func openWorkbench(t *testing.T) *workbench {
 	})
 
 	exe := chromiumPath(t)
-	hub := startHub(t, t.TempDir())
+	hub := startHub(t, t.TempDir(), env...)
 	w := &workbench{t: t, hub: hub, out: &syncBuffer{}}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
