@@ -158,8 +158,6 @@ type Line struct {
 	Payload json.RawMessage    `json:"payload"`
 }
 
-var errTimeout = errors.New("run timeout")
-
 // Execute implements adapter.Driver.
 func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
 	begin := time.Now()

@@ -396,6 +396,8 @@ func (p Profile) Validate() error {
 		unused(!http && p.IdleTimeout != 0, "idle_timeout"),
 		unused(p.Driver == KindSim && p.APIKeyEnv != "", "api_key_env"),
 		unused(p.Driver == KindSim && p.Instructions != "", "instructions"),
+		unused(p.Driver == KindSim && p.Timeout != 0, "timeout"),
+		unused(p.Driver == KindSim && p.CancelGrace != 0, "cancel_grace"),
 	); err != nil {
 		return err
 	}

@@ -84,6 +84,7 @@ func TestParse_Errors(t *testing.T) {
 		{"url creds", `{"profiles": {"a": {"driver": "hermes", "base_url": "http://u:hunter22@x"}}}`, "must not carry credentials", "hunter22"},
 		{"exec no command", `{"profiles": {"a": {"driver": "exec"}}}`, "command is required", ""},
 		{"command on openai", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x", "model": "m", "command": "sh"}}}`, "command is not used by driver openai", ""},
+		{"timeout on sim", `{"profiles": {"a": {"driver": "sim", "timeout": "1s"}}}`, "timeout is not used by driver sim", ""},
 		{"base_url on exec", `{"profiles": {"a": {"driver": "exec", "command": "sh", "base_url": "http://x"}}}`, "base_url is not used by driver exec", ""},
 		{"bad duration", `{"profiles": {"a": {"driver": "exec", "command": "sh", "timeout": "soon"}}}`, `"soon" is not a duration`, ""},
 		{"number duration", `{"profiles": {"a": {"driver": "exec", "command": "sh", "timeout": 5}}}`, "duration string", ""},

@@ -295,7 +295,9 @@ func TestProcess_Profiles(t *testing.T) {
 	}
 
 	// No profile: the file's default, "local" (openai).
+	var runs []string
 	ev := tab.start(ctx, "c1", map[string]any{"message": "hello"})
+	runs = append(runs, ev[0].RunID)
 	if last := ev[len(ev)-1]; last.Type != protocol.EventDone || tokenText(ev) != "Hi there" {
 		t.Fatalf("default-profile run: %s %q", last.Type, tokenText(ev))
 	}
@@ -307,16 +309,19 @@ func TestProcess_Profiles(t *testing.T) {
 
 	// The upstream echoes the key in its 401: error auth, key scrubbed.
 	ev = tab.start(ctx, "c2", map[string]any{"session_id": sid, "message": "please leak", "profile": "local"})
+	runs = append(runs, ev[0].RunID)
 	if ep := lastError(t, ev); ep.Code != "auth" || !strings.Contains(ep.Message, "Incorrect API key provided: [REDACTED]") {
 		t.Errorf("auth error = %+v", ep)
 	}
 
 	// The exec profile: a run, and a crash whose stderr holds its key.
 	ev = tab.start(ctx, "c3", map[string]any{"session_id": sid, "message": "fine", "profile": "script"})
+	runs = append(runs, ev[0].RunID)
 	if last := ev[len(ev)-1]; last.Type != protocol.EventDone || tokenText(ev) != "script says hi" {
 		t.Fatalf("script run: %s %q", last.Type, tokenText(ev))
 	}
 	ev = tab.start(ctx, "c4", map[string]any{"session_id": sid, "message": "crash", "profile": "script"})
+	runs = append(runs, ev[0].RunID)
 	if ep := lastError(t, ev); ep.Code != protocol.ErrorProviderError || !strings.Contains(ep.Message, "exit status 4") ||
 		!strings.Contains(ep.Message, "debug: using key [REDACTED]") {
 		t.Errorf("crash error = %+v", ep)
@@ -325,12 +330,20 @@ func TestProcess_Profiles(t *testing.T) {
 		t.Fatalf("the upstream saw the key %d times: the search below would prove nothing", authed())
 	}
 
-	// Every answer over HTTP for the session's runs.
-	code, body = httpBody(t, "GET", p.URL()+"/v1/sessions/"+sid, "")
+	// Every answer over HTTP about the session and its runs.
+	_, body = httpBody(t, "GET", p.URL()+"/v1/sessions/"+sid, "")
 	answers = append(answers, body)
-	json.Unmarshal(body, &st)
-	for _, e := range allEvents(t, p.URL(), st.RunID) {
-		answers = append(answers, e.Payload)
+	_, body = httpBody(t, "GET", p.URL()+"/v1/sessions", "")
+	answers = append(answers, body)
+	for _, rid := range runs {
+		for _, e := range allEvents(t, p.URL(), rid) {
+			answers = append(answers, e.Payload)
+		}
+		_, body = httpBody(t, "GET", p.URL()+"/v1/runs/"+rid, "")
+		answers = append(answers, body)
+	}
+	if len(runs) != 4 {
+		t.Fatalf("runs %v", runs)
 	}
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
