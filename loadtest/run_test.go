@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/sim"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/journal/bolt"
+)
+
+// A short scenario against an in-process hub: every socket held, events
+// delivered live and on replay, no duplicate and no gap across focus
+// switches, and a complete replay of one longer run.
+func TestRunAgainstHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a hub for a few seconds")
+	}
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rt := adapter.NewInProcess(store, adapter.Options{Drivers: map[string]adapter.Driver{"sim": &sim.Driver{}}})
+	defer rt.Close()
+	h := hub.New(hub.Config{}, store, rt)
+	e := echo.New()
+	e.HTTPErrorHandler = hub.ErrorHandler
+	h.Routes(e)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		h.Shutdown(ctx)
+	}()
+
+	cfg, err := parseFlags([]string{"-target", strings.TrimPrefix(srv.URL, "http://"), "-tabs", "20", "-watch", "3",
+		"-sessions", "6", "-runs", "4", "-tokens", "40", "-token-ms", "5", "-focus-every", "400ms",
+		"-warmup", "300ms", "-duration", "2s", "-settle", "100ms", "-replay", "500", "-replay-focuses", "2", "-quiet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := run(ctx, cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Dups != 0 || rep.Gaps != 0 {
+		t.Errorf("duplicates %d, gaps %d: %v", rep.Dups, rep.Gaps, rep.Errors)
+	}
+	if rep.ConnsEnd != 20 || rep.ConnectFailed != 0 || rep.Disconnects != 0 {
+		t.Errorf("sockets: held %d, failed %d, dropped %d", rep.ConnsEnd, rep.ConnectFailed, rep.Disconnects)
+	}
+	if rep.LiveEventsPerS <= 0 || rep.Latency.Count == 0 || rep.StatusesPerS <= 0 {
+		t.Errorf("nothing delivered: %+v", rep)
+	}
+	if rep.FocusSwitches == 0 || rep.FocusReplay.Count == 0 {
+		t.Errorf("no focus switch measured: %d switches, %d replays", rep.FocusSwitches, rep.FocusReplay.Count)
+	}
+	if rep.Replay == nil || !rep.Replay.Complete || rep.Replay.Events < 500 || rep.Replay.Time.Count != 2 {
+		t.Errorf("replay: %+v", rep.Replay)
+	}
+	if rep.ErrorMsgs != 0 || rep.RunStartErrors != 0 {
+		t.Errorf("errors: %v", rep.Errors)
+	}
+}
+
+func TestParseFlagsBounds(t *testing.T) {
+	for _, args := range [][]string{
+		{"-target", "10.1.2.3:8080"},
+		{"-target", "127.0.0.1:8080,192.168.0.1:80"},
+		{"-tabs", "70000"},
+		{"-runs", "10", "-sessions", "5"},
+		{"-duration", "2h"},
+		{"-spawn", "-spawn-redis"},
+	} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	if _, err := parseFlags([]string{"-target", "localhost:8080"}); err != nil {
+		t.Error(err)
+	}
+}
