@@ -36,13 +36,25 @@ type conn struct {
 	hello       bool
 	watchAll    bool
 	watched     map[string]struct{}
+	expiry      *time.Timer // fires when the credentials expire
+	expiryGen   uint64      // bumped on every renewal; a stale timer does nothing
+
+	// The reader goroutine alone uses these (subject is set by the first
+	// hello, before anything reads it elsewhere).
+	pre     *Principal // authenticated by the upgrade's Authorization header
+	admin   bool
+	claimed bool // counted in Hub.sockets
+	rate    *bucket
 
 	routerSID string // focused session as the router knows it; guarded by router.mu
 }
 
-func newConn(h *Hub, ws *websocket.Conn, subject string) *conn {
+// newConn makes a socket; pre is the principal of the upgrade's
+// Authorization header, if any.
+func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 	ctx, cancel := context.WithCancel(h.ctx)
-	return &conn{h: h, ws: ws, id: adapter.NewID("c_"), subject: subject, ctx: ctx, cancel: cancel,
+	return &conn{h: h, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: cancel, pre: pre,
+		rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now()),
 		wake: make(chan struct{}, 1), statuses: map[string][]byte{}, watched: map[string]struct{}{}}
 }
 
@@ -59,6 +71,19 @@ func (c *conn) serve() {
 	c.cancel()
 	wg.Wait()
 	c.ws.CloseNow()
+	c.mu.Lock()
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	c.expiryGen++
+	c.mu.Unlock()
+}
+
+// release returns the socket's slot of its subject (after serve).
+func (c *conn) release() {
+	if c.claimed {
+		c.h.releaseSocket(c.subject)
+	}
 }
 
 func (c *conn) signal() {
@@ -75,10 +100,15 @@ func (c *conn) readLoop() {
 			return // read limit (1009), peer close, hub stop: the socket is done
 		}
 		if typ != websocket.MessageText {
-			c.sendError(protocol.CodeBadRequest, "frames must be UTF-8 text", "")
+			if c.admit() {
+				c.sendError(protocol.CodeBadRequest, "frames must be UTF-8 text", "")
+			}
 			continue
 		}
 		for _, line := range protocol.SplitBatch(data) {
+			if !c.admit() {
+				continue
+			}
 			if !c.handle(line) {
 				return
 			}
@@ -94,24 +124,24 @@ func (c *conn) handle(line []byte) bool {
 		return true
 	}
 	c.mu.Lock()
-	hello := c.hello
+	hello, closing := c.hello, c.closing
 	c.mu.Unlock()
+	if closing {
+		return true // closing (expired token, flood, goaway): nothing more is handled
+	}
 	if !hello {
 		if m.Type != protocol.MsgHello {
 			c.sendError(protocol.CodeProtocol, "the first message must be hello", m.Type)
 			c.closeWith(protocol.CloseProtocol, "hello required")
 			return true
 		}
-		c.mu.Lock()
-		c.hello = true
-		c.mu.Unlock()
-		c.send(c.welcome())
+		c.greet(m.Hello, true)
 		return true
 	}
 	switch m.Type {
 	case protocol.MsgHello:
-		// A fresh hello refreshes credentials (with auth); answer welcome again.
-		c.send(c.welcome())
+		// A fresh hello renews the credentials; answer welcome again.
+		c.greet(m.Hello, false)
 	case protocol.MsgWatch:
 		c.watch(m.Watch)
 	case protocol.MsgUnwatch:
@@ -126,11 +156,83 @@ func (c *conn) handle(line []byte) bool {
 	return true
 }
 
+// greet authenticates a hello and answers welcome: the first hello opens
+// the socket for its subject, a later one renews the credentials (same
+// subject) before they expire. A refused hello gets error unauthorized and
+// close 4401, or limit_exceeded and close 1008 past MaxSocketsPerSubject.
+func (c *conn) greet(m *protocol.Hello, first bool) {
+	p, err := c.credentials(m.Token)
+	if err == nil && !first && p.Subject != c.subject {
+		err = protocol.Errorf(protocol.CodeUnauthorized, "a renewed token must have the socket's subject")
+	}
+	if err != nil {
+		c.sendError(protocol.CodeUnauthorized, errMessage(err), protocol.MsgHello)
+		c.closeWith(protocol.CloseUnauthorized, "unauthorized")
+		return
+	}
+	if first {
+		if !c.h.claimSocket(p.Subject) {
+			c.sendError(protocol.CodeLimitExceeded, "too many open sockets for this subject; close one first", protocol.MsgHello)
+			c.closeWith(protocol.ClosePolicy, "too many sockets")
+			return
+		}
+		c.subject, c.claimed = p.Subject, true
+	}
+	c.admin = p.Admin
+	c.mu.Lock()
+	c.hello = true
+	c.expiryGen++
+	if c.expiry != nil {
+		c.expiry.Stop()
+		c.expiry = nil
+	}
+	if !p.Expires.IsZero() && !c.closing {
+		gen := c.expiryGen
+		c.expiry = time.AfterFunc(time.Until(p.Expires), func() { c.expire(gen) })
+	}
+	c.mu.Unlock()
+	c.send(c.welcome())
+}
+
+// credentials verifies a hello's token. Without one, a socket whose
+// upgrade carried a valid Authorization header keeps that principal.
+func (c *conn) credentials(token string) (Principal, error) {
+	if token == "" && c.pre != nil && c.h.cfg.Authenticator != nil {
+		if !c.pre.Expires.IsZero() && !time.Now().Before(c.pre.Expires) {
+			return Principal{}, protocol.Errorf(protocol.CodeUnauthorized, "the token has expired")
+		}
+		return *c.pre, nil
+	}
+	return c.h.authenticate(token)
+}
+
+// expire closes the socket with 4401 when its credentials run out, unless
+// a hello renewed them meanwhile (gen is stale then). The error and the
+// close are queued under one lock, so a renewal either wins or is ignored.
+func (c *conn) expire(gen uint64) {
+	b, _ := json.Marshal(protocol.ErrorMessage{Type: protocol.MsgError, Code: protocol.CodeUnauthorized,
+		Message: "the token has expired; send hello with a fresh token before it does", Ref: protocol.MsgHello})
+	c.mu.Lock()
+	if gen != c.expiryGen || c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.msgs = append(c.msgs, b)
+	c.closing, c.closeCode, c.closeReason = true, websocket.StatusCode(protocol.CloseUnauthorized), "token expired"
+	c.mu.Unlock()
+	c.signal()
+}
+
 func (c *conn) welcome() protocol.Welcome {
+	mps := 0
+	if c.rate != nil {
+		mps = int(c.rate.rate)
+	}
 	return protocol.Welcome{Type: protocol.MsgWelcome, Protocol: protocol.SubprotocolV1, ConnID: c.id,
 		HubID: c.h.cfg.HubID, Subject: c.subject, Limits: protocol.Limits{
 			MaxFrameBytes: int(c.h.cfg.MaxFrameBytes), MaxWatch: c.h.cfg.MaxWatch,
-			MaxMessageBytes: protocol.MaxClientMessageBytes, StatusIntervalMS: int(c.h.cfg.StatusInterval / time.Millisecond)}}
+			MaxMessageBytes: protocol.MaxClientMessageBytes, StatusIntervalMS: int(c.h.cfg.StatusInterval / time.Millisecond),
+			MessagesPerSecond: mps}}
 }
 
 // send queues a non-event message. A socket that lets QueueMessages pile up

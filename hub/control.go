@@ -39,7 +39,7 @@ func (c *conn) watch(w *protocol.Watch) {
 			return
 		}
 		meta, err := c.h.store.Session(c.ctx, sid)
-		if err != nil || meta.Owner != c.subject {
+		if err != nil || !c.mayRead(meta.Owner) {
 			if err != nil && !errors.Is(err, journal.ErrNotFound) {
 				c.sendError(protocol.CodeInternal, "could not load session "+sid, protocol.MsgWatch)
 				continue
@@ -94,6 +94,16 @@ func (c *conn) control(m *protocol.Control) {
 func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, key string) (protocol.ControlResult, error) {
 	switch m.Op {
 	case protocol.OpStart:
+		if m.SessionID != "" {
+			if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
+				return h.notActive(err, m)
+			}
+		}
+		release, err := h.runGate(ctx, subject, m.SessionID)
+		if err != nil {
+			return protocol.ControlResult{}, err
+		}
+		defer release()
 		r, err := h.runtime.StartRun(ctx, subject, m.StartRequest())
 		switch {
 		case errors.Is(err, adapter.ErrConflict):
@@ -126,12 +136,26 @@ func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, 
 		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
 			return h.notActive(err, m)
 		}
+		if m.Mode != protocol.ModeSteer {
+			release, err := h.runGate(ctx, subject, m.SessionID)
+			if err != nil {
+				return protocol.ControlResult{}, err
+			}
+			defer release()
+		}
 		res, err := h.runtime.QueueMessage(ctx, subject, m.SessionID, protocol.QueueRequest{Message: m.Message, Mode: m.Mode}, key)
 		h.tracker.reload(m.SessionID)
 		return res, h.publicError(err)
 	case protocol.OpGoal:
 		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
 			return h.notActive(err, m)
+		}
+		if m.Action == protocol.GoalSet || m.Action == protocol.GoalEdit || m.Action == protocol.GoalResume {
+			release, err := h.runGate(ctx, subject, m.SessionID)
+			if err != nil {
+				return protocol.ControlResult{}, err
+			}
+			defer release()
 		}
 		res, err := h.runtime.UpdateGoal(ctx, m.SessionID, protocol.GoalRequest{Action: m.Action, Text: m.Text})
 		h.tracker.reload(m.SessionID)
@@ -168,6 +192,27 @@ func (h *Hub) ownRun(ctx context.Context, subject, runID string) (journal.RunMet
 	}
 	return meta, err
 }
+
+// readSession loads a session p may read: its own, or any for an admin.
+func (h *Hub) readSession(ctx context.Context, p Principal, sid string) (journal.SessionMeta, error) {
+	meta, err := h.store.Session(ctx, sid)
+	if errors.Is(err, journal.ErrNotFound) || (err == nil && !p.mayRead(meta.Owner)) {
+		return meta, errUnknown
+	}
+	return meta, err
+}
+
+// readRun loads a run p may read: its own, or any for an admin.
+func (h *Hub) readRun(ctx context.Context, p Principal, runID string) (journal.RunMeta, error) {
+	meta, err := h.store.Run(ctx, runID)
+	if errors.Is(err, journal.ErrNotFound) || (err == nil && !p.mayRead(meta.Owner)) {
+		return meta, errUnknown
+	}
+	return meta, err
+}
+
+// mayRead reports whether the socket's caller may read a session of owner.
+func (c *conn) mayRead(owner string) bool { return owner == c.subject || c.admin }
 
 // runOf resolves a control's run: the run id, or the session's active run.
 func (h *Hub) runOf(ctx context.Context, subject, runID, sid string) (string, error) {

@@ -25,7 +25,8 @@ func (h *Hub) now() time.Time { return time.Now() }
 func (h *Hub) events(c echo.Context) error {
 	ctx := c.Request().Context()
 	rid := c.Param("rid")
-	meta, err := h.ownRun(ctx, h.subject(c), rid)
+	p := h.principal(c)
+	meta, err := h.readRun(ctx, p, rid)
 	if err != nil {
 		return h.publicError(err)
 	}
@@ -44,7 +45,7 @@ func (h *Hub) events(c echo.Context) error {
 			}
 			after = cur.Seq
 		}
-		return h.streamSSE(c, rid, after)
+		return h.streamSSE(c, rid, after, p.Expires)
 	}
 	limit, err := parseUint(c, "limit", defaultPage)
 	if err != nil {
@@ -68,10 +69,16 @@ func (h *Hub) events(c echo.Context) error {
 }
 
 // streamSSE writes the run's events after `after`, then live ones, until the
-// terminal event, the client leaving or the hub stopping.
-func (h *Hub) streamSSE(c echo.Context, rid string, after uint64) error {
+// terminal event, the client leaving, the hub stopping or the caller's
+// credentials expiring (expires; zero: never), whichever comes first.
+func (h *Hub) streamSSE(c echo.Context, rid string, after uint64, expires time.Time) error {
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
+	if !expires.IsZero() {
+		var cancelExp context.CancelFunc
+		ctx, cancelExp = context.WithDeadline(ctx, expires)
+		defer cancelExp()
+	}
 	stop := context.AfterFunc(h.ctx, cancel)
 	defer stop()
 	w := c.Response()

@@ -38,7 +38,7 @@ func (c *conn) setFocus(f *protocol.Focus) {
 	}
 	sid := *f.SessionID
 	meta, err := c.h.store.Session(c.ctx, sid)
-	if err != nil || meta.Owner != c.subject {
+	if err != nil || !c.mayRead(meta.Owner) {
 		if err != nil && !errors.Is(err, journal.ErrNotFound) {
 			c.sendError(protocol.CodeInternal, "could not load the session", "focus")
 			return

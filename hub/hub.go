@@ -47,9 +47,37 @@ type Config struct {
 	ReplayPage int
 	// GoawayReconnect is the reconnect_after_ms sent in goaway (default 1000).
 	GoawayReconnect time.Duration
-	// OriginPatterns are extra allowed WebSocket origins (host patterns, see
-	// websocket.AcceptOptions). Same-origin is always allowed.
+	// OriginPatterns are extra allowed browser origins of the WebSocket
+	// upgrade and the HTTP API: host patterns (path.Match, case-insensitive),
+	// or scheme://host patterns, as websocket.AcceptOptions. Same-origin and
+	// requests without an Origin header are always allowed; any other
+	// origin gets 403 forbidden (default: none). Danger: a pattern such as
+	// "*" lets any web page drive the hub with a visitor's credentials.
 	OriginPatterns []string
+	// Authenticator verifies bearer tokens (hello.token, Authorization).
+	// Nil runs the hub open: every caller is subject OpenSubject ("local")
+	// and tokens are ignored. Danger: open is for a loopback address only.
+	Authenticator Authenticator
+	// MessagesPerSecond is the sustained rate of client messages one socket
+	// may send (a token bucket of MessageBurst); a message over it is
+	// refused with error rate_limited, and a socket that has more than
+	// MessageBurst messages refused within one second is closed with 1008
+	// (default 50; negative: no limit).
+	MessagesPerSecond float64
+	// MessageBurst is the bucket size of MessagesPerSecond (default 100).
+	MessageBurst int
+	// MaxSocketsPerSubject bounds the open sockets of one subject on this
+	// hub; the hello past it gets error limit_exceeded and close 1008
+	// (default 64 with an Authenticator, no limit in open mode; negative: no
+	// limit).
+	MaxSocketsPerSubject int
+	// MaxRunsPerSubject bounds the active runs of one subject (sessions
+	// with a run not yet ended); a start (or a queue or goal control that
+	// would start a run on an idle session) past it gets limit_exceeded
+	// (default 32 with an Authenticator, no limit in open mode; negative: no
+	// limit). Replicas count from the shared journal, so concurrent starts
+	// through different hubs may overshoot by their number.
+	MaxRunsPerSubject int
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -88,6 +116,18 @@ func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.MessagesPerSecond == 0 {
+		c.MessagesPerSecond = 50
+	}
+	if c.MessageBurst <= 0 {
+		c.MessageBurst = 100
+	}
+	if c.MaxSocketsPerSubject == 0 && c.Authenticator != nil {
+		c.MaxSocketsPerSubject = 64
+	}
+	if c.MaxRunsPerSubject == 0 && c.Authenticator != nil {
+		c.MaxRunsPerSubject = 32
+	}
 }
 
 // Hub serves tabs. Create it with New, serve ServeWS and Routes, stop it
@@ -107,8 +147,11 @@ type Hub struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	sockets  map[string]int // welcomed sockets by subject
 	draining bool
 	stopOnce sync.Once
+
+	starts keyedMutex // serializes run-limit checks per subject
 }
 
 // New starts a hub over a journal and a runtime.
@@ -116,7 +159,7 @@ func New(cfg Config, store Store, runtime adapter.RuntimeAdapter) *Hub {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{cfg: cfg, store: store, runtime: runtime, log: cfg.Logger,
-		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}}
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, sockets: map[string]int{}}
 	h.router = newRouter(h)
 	h.tracker = newTracker(h)
 	h.tracker.start()
@@ -140,6 +183,23 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down"))
 		return
 	}
+	if err := originAllowed(r, h.cfg.OriginPatterns); err != nil {
+		h.log.Info("websocket upgrade refused: cross-origin", "origin", r.Header.Get("Origin"), "host", r.Host)
+		writeJSONError(w, http.StatusForbidden, errOrigin)
+		return
+	}
+	// A non-browser client may authenticate the upgrade itself; a browser
+	// sends its token in hello.
+	var pre *Principal
+	if token, ok := bearer(r); ok && h.cfg.Authenticator != nil {
+		p, err := h.authenticate(token)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="runhub", error="invalid_token"`)
+			writeJSONError(w, http.StatusUnauthorized, err.(*protocol.Error))
+			return
+		}
+		pre = &p
+	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protocol.SubprotocolV1},
 		OriginPatterns: h.cfg.OriginPatterns,
@@ -152,7 +212,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(h.cfg.MaxFrameBytes)
-	c := newConn(h, ws, "local")
+	c := newConn(h, ws, pre)
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -167,6 +227,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	delete(h.conns, c)
 	h.mu.Unlock()
+	c.release()
 	h.tracker.unwatchAll(c)
 	h.router.unfocus(c)
 }

@@ -32,6 +32,42 @@ type ServeConfig struct {
 	StatusInterval time.Duration // RUNHUB_STATUS_INTERVAL, -status-interval: least time between two statuses of a session (default 100ms)
 	Retention      time.Duration // RUNHUB_RETENTION, -retention: how long terminal runs are kept (default 168h; 0 = forever)
 	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; it exposes profiles to anyone who can reach the address)
+	Security
+}
+
+// Security is the authentication, origin and limit configuration of `hub
+// serve` (docs/protocol.md §5.9, README).
+type Security struct {
+	JWTSecret      string        // RUNHUB_JWT_SECRET (environment only, never a flag): HS256 shared secret, at least 32 bytes
+	JWTPublicKey   string        // RUNHUB_JWT_PUBLIC_KEY, -jwt-public-key: PEM file of the RS256 (RSA) or ES256 (P-256) verification key
+	JWTIssuer      string        // RUNHUB_JWT_ISSUER, -jwt-issuer: required iss (default: not checked)
+	JWTAudience    string        // RUNHUB_JWT_AUDIENCE, -jwt-audience: required aud (default: not checked)
+	JWTLeeway      time.Duration // RUNHUB_JWT_LEEWAY, -jwt-leeway: clock skew allowed on exp/nbf/iat (default 30s)
+	InsecureListen bool          // RUNHUB_INSECURE_LISTEN, -insecure-listen: allow a non-loopback address without a JWT key (default off)
+	AllowedOrigins string        // RUNHUB_ALLOWED_ORIGINS, -allowed-origins: comma-separated browser origin patterns besides same-origin (default none)
+	WSRate         float64       // RUNHUB_WS_RATE, -ws-rate: client messages per second per socket (default 50; negative: no limit)
+	WSBurst        int           // RUNHUB_WS_BURST, -ws-burst: burst of the socket rate limit (default 100)
+	MaxSockets     int           // RUNHUB_MAX_SOCKETS_PER_SUBJECT, -max-sockets-per-subject: open sockets per subject (default 64 with a JWT key, none open; negative: no limit)
+	MaxRunsPerSub  int           // RUNHUB_MAX_RUNS_PER_SUBJECT, -max-runs-per-subject: active runs per subject (default 32 with a JWT key, none open; negative: no limit)
+}
+
+// security defines the Security flags.
+func (f *flagSet) security(c *Security) {
+	c.JWTSecret = f.getenv("RUNHUB_JWT_SECRET")
+	f.str(&c.JWTPublicKey, "jwt-public-key", "RUNHUB_JWT_PUBLIC_KEY", "", "PEM public key of RS256/ES256 tokens")
+	f.str(&c.JWTIssuer, "jwt-issuer", "RUNHUB_JWT_ISSUER", "", "required token issuer")
+	f.str(&c.JWTAudience, "jwt-audience", "RUNHUB_JWT_AUDIENCE", "", "required token audience")
+	f.dur(&c.JWTLeeway, "jwt-leeway", "RUNHUB_JWT_LEEWAY", "30s", "clock skew allowed on token times")
+	f.bool(&c.InsecureListen, "insecure-listen", "RUNHUB_INSECURE_LISTEN", "listen on a non-loopback address without authentication")
+	f.str(&c.AllowedOrigins, "allowed-origins", "RUNHUB_ALLOWED_ORIGINS", "", "comma-separated allowed browser origin patterns")
+	v, err := strconv.ParseFloat(f.env("RUNHUB_WS_RATE", "50"), 64)
+	if err != nil && f.err == nil {
+		f.err = fmt.Errorf("RUNHUB_WS_RATE: %v", err)
+	}
+	f.Float64Var(&c.WSRate, "ws-rate", v, "client messages per second per socket (RUNHUB_WS_RATE)")
+	f.int(&c.WSBurst, "ws-burst", "RUNHUB_WS_BURST", 100, "burst of the socket message rate")
+	f.int(&c.MaxSockets, "max-sockets-per-subject", "RUNHUB_MAX_SOCKETS_PER_SUBJECT", 0, "open sockets per subject (0: default)")
+	f.int(&c.MaxRunsPerSub, "max-runs-per-subject", "RUNHUB_MAX_RUNS_PER_SUBJECT", 0, "active runs per subject (0: default)")
 }
 
 // flagSet defines flags whose defaults come from the environment.
@@ -125,8 +161,15 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	f.dur(&cfg.StatusInterval, "status-interval", "RUNHUB_STATUS_INTERVAL", "100ms", "least time between two statuses of a session")
 	f.dur(&cfg.Retention, "retention", "RUNHUB_RETENTION", "168h", "how long terminal runs are kept")
 	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/")
+	f.security(&cfg.Security)
 	if err := f.parse(args, &cfg.RuntimeConfig); err != nil {
 		return cfg, err
+	}
+	if cfg.JWTSecret != "" && cfg.JWTPublicKey != "" {
+		return cfg, fmt.Errorf("set RUNHUB_JWT_SECRET or RUNHUB_JWT_PUBLIC_KEY, not both")
+	}
+	if cfg.WSRate == 0 {
+		return cfg, fmt.Errorf("ws rate 0: want a positive rate, or a negative one for no limit")
 	}
 	switch cfg.Runtime {
 	case "", RuntimeInProcess, RuntimeRunners:

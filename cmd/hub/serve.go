@@ -21,6 +21,10 @@ import (
 // every socket, close 1012, in-process runs ended as interrupted, exit.
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	log := newLogger(cfg.LogFormat, cfg.LogLevel)
+	hcfg := hub.Config{StatusInterval: cfg.StatusInterval, Logger: log}
+	if err := cfg.Security.apply(&hcfg); err != nil {
+		return err
+	}
 	rt, err := openRuntime(ctx, cfg.RuntimeConfig, log, cfg.Runtime, false)
 	if err != nil {
 		return err
@@ -28,7 +32,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	defer rt.close()
 	store := rt.store
 
-	h := hub.New(hub.Config{StatusInterval: cfg.StatusInterval, Logger: log}, store, rt.exec)
+	h := hub.New(hcfg, store, rt.exec)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = hub.ErrorHandler
@@ -53,7 +57,16 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return err
 	}
-	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg.RuntimeConfig), "runtime", rt.mode, "hub_id", h.ID())
+	open := hcfg.Authenticator == nil
+	if err := checkListen(ln.Addr(), open, cfg.InsecureListen); err != nil {
+		ln.Close()
+		h.Shutdown(context.Background())
+		return err
+	}
+	if open && cfg.InsecureListen {
+		log.Warn("serving WITHOUT authentication on a non-loopback address (-insecure-listen): anyone who reaches it is subject local")
+	}
+	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg.RuntimeConfig), "runtime", rt.mode, "hub_id", h.ID(), "auth", !open)
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

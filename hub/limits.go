@@ -1,0 +1,155 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// bucket is a socket's message rate limit: a token bucket of burst
+// messages refilled at rate per second. Only the socket's reader uses it.
+type bucket struct {
+	rate, burst float64
+	tokens      float64
+	last        time.Time
+	window      time.Time // start of the current one-second refusal window
+	refused     int       // messages refused in the window
+}
+
+func newBucket(rate float64, burst int, now time.Time) *bucket {
+	if rate <= 0 {
+		return nil // no limit
+	}
+	return &bucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: now}
+}
+
+// take spends one token. A refused message reports warn for the first
+// refusal of a one-second window (one error per second, not one per
+// message) and flood once more than burst messages were refused in it.
+func (b *bucket) take(now time.Time) (ok, warn, flood bool) {
+	if b == nil {
+		return true, false, false
+	}
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, false, false
+	}
+	if now.Sub(b.window) >= time.Second {
+		b.window, b.refused, warn = now, 0, true
+	}
+	b.refused++
+	return false, warn, float64(b.refused) > b.burst
+}
+
+// admit applies the socket's rate limit to one client message; false drops
+// it (the socket is told once per second, and closed with 1008 on a flood).
+func (c *conn) admit() bool {
+	ok, warn, flood := c.rate.take(time.Now())
+	switch {
+	case flood:
+		c.sendError(protocol.CodeRateLimited, "message flood; closing", "")
+		c.closeWith(protocol.ClosePolicy, "message rate exceeded")
+	case warn:
+		c.sendError(protocol.CodeRateLimited, fmt.Sprintf("over %g messages per second; messages are dropped until the rate falls", c.rate.rate), "")
+	}
+	return ok
+}
+
+// claimSocket counts a welcomed socket of subject, refusing one past
+// MaxSocketsPerSubject.
+func (h *Hub) claimSocket(subject string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.cfg.MaxSocketsPerSubject; n > 0 && h.sockets[subject] >= n {
+		return false
+	}
+	h.sockets[subject]++
+	return true
+}
+
+func (h *Hub) releaseSocket(subject string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sockets[subject] <= 1 {
+		delete(h.sockets, subject)
+	} else {
+		h.sockets[subject]--
+	}
+}
+
+// errTooManyRuns answers a start past MaxRunsPerSubject.
+var errTooManyRuns = protocol.Errorf(protocol.CodeLimitExceeded, "too many active runs for this subject; wait for one to end or cancel one")
+
+// runGate checks MaxRunsPerSubject before something that may start a run
+// on session sid ("" = a new session) and holds the subject's start lock
+// until release is called, so this hub's concurrent starts of one subject
+// cannot overshoot. A session that already has an active run is not
+// checked: its start is a conflict, its queue and goal controls start
+// nothing now.
+func (h *Hub) runGate(ctx context.Context, subject, sid string) (release func(), err error) {
+	limit := h.cfg.MaxRunsPerSubject
+	if limit <= 0 {
+		return func() {}, nil
+	}
+	unlock := h.starts.lock(subject)
+	metas, err := h.store.Sessions(ctx, subject)
+	if err != nil {
+		unlock()
+		return nil, h.publicError(err)
+	}
+	active := 0
+	for _, m := range metas {
+		if m.ActiveRun == "" {
+			continue
+		}
+		if m.ID == sid {
+			return unlock, nil
+		}
+		active++
+	}
+	if active >= limit {
+		unlock()
+		return nil, errTooManyRuns
+	}
+	return unlock, nil
+}
+
+// keyedMutex is a mutex per key; entries live while someone holds or waits
+// for them.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyedEntry{}
+	}
+	e := k.locks[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.locks[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
