@@ -17,6 +17,7 @@ const (
 	MaxMetadataBytes      = 16 << 10  // control metadata
 	MaxWatchSessions      = 1000      // ids in one watch
 	MaxAttachments        = 16
+	MaxAttachmentBytes    = 32 << 20 // the declared size of one attachment
 	MaxToolsets           = 64
 	MaxPayloadBytes       = 256 << 10 // one event payload in the journal
 )
@@ -178,6 +179,12 @@ func ValidateControl(c *Control) error {
 		if err := firstErr(maxLen(f+"name", a.Name, MaxShortBytes*4), maxLen(f+"media_type", a.MediaType, MaxShortBytes),
 			maxLen(f+"url", a.URL, MaxTextBytes)); err != nil {
 			return err
+		}
+		switch {
+		case a.Size < 0:
+			return fieldError(CodeBadRequest, f+"size", "must not be negative")
+		case a.Size > MaxAttachmentBytes:
+			return fieldError(CodeTooLarge, f+"size", "is %d bytes, limit %d", a.Size, MaxAttachmentBytes)
 		}
 	}
 	switch c.Op {

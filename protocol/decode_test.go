@@ -263,6 +263,8 @@ func TestValidateControl(t *testing.T) {
 		{name: "start too many toolsets", c: protocol.Control{ID: "c", Op: "start", Message: "m", Toolsets: make([]string, protocol.MaxToolsets+1)}, code: protocol.CodeTooLarge, field: "toolsets"},
 		{name: "start toolset oversized", c: protocol.Control{ID: "c", Op: "start", Message: "m", Toolsets: []string{"web", long(protocol.MaxShortBytes + 1)}}, code: protocol.CodeTooLarge, field: "toolsets[1]"},
 		{name: "start attachment name oversized", c: protocol.Control{ID: "c", Op: "start", Message: "m", Attachments: []protocol.Attachment{{Name: long(protocol.MaxShortBytes*4 + 1)}}}, code: protocol.CodeTooLarge, field: "attachments[0].name"},
+		{name: "start attachment size over the limit", c: protocol.Control{ID: "c", Op: "start", Message: "m", Attachments: []protocol.Attachment{{Name: "a"}, {Name: "b", Size: protocol.MaxAttachmentBytes + 1}}}, code: protocol.CodeTooLarge, field: "attachments[1].size"},
+		{name: "start attachment size negative", c: protocol.Control{ID: "c", Op: "start", Message: "m", Attachments: []protocol.Attachment{{Name: "a", Size: -1}}}, code: protocol.CodeBadRequest, field: "attachments[0].size"},
 		{name: "start attachment url oversized", c: protocol.Control{ID: "c", Op: "start", Message: "m", Attachments: []protocol.Attachment{{Name: "a", URL: long(protocol.MaxTextBytes + 1)}}}, code: protocol.CodeTooLarge, field: "attachments[0].url"},
 
 		// cancel
