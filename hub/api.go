@@ -43,6 +43,12 @@ type ProfileInfo struct {
 	Default bool   `json:"default,omitempty"`
 }
 
+// RouteProfiles registers GET /v1/profiles (answered by ProfilesHandler)
+// behind the same origin check and authentication as the rest of the API.
+func (h *Hub) RouteProfiles(e *echo.Echo, list []ProfileInfo) {
+	e.GET("/v1/profiles", ProfilesHandler(list), h.checkOrigin, h.requireAuth)
+}
+
 // ProfilesHandler answers GET /v1/profiles: {"profiles": [ProfileInfo]},
 // the profiles a start may name.
 func ProfilesHandler(list []ProfileInfo) echo.HandlerFunc {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/runhub/runhub/hub/auth"
 	"github.com/runhub/runhub/internal/redistest"
 	"github.com/runhub/runhub/protocol"
 )
@@ -393,5 +395,31 @@ func TestRunners_Profiles(t *testing.T) {
 		if strings.Contains(p.out.String()+r.out.String(), key) || bytes.Contains(tab.allFrames(), []byte(key)) {
 			t.Error("a key is in the logs or a frame")
 		}
+	}
+}
+
+// On a hub with authentication, the profile list is as protected as the
+// rest of the API.
+func TestProcess_ProfilesNeedAuth(t *testing.T) {
+	secret := strings.Repeat("s", 32)
+	p := startHub(t, t.TempDir(), "RUNHUB_JWT_SECRET="+secret)
+	if code, body := httpBody(t, "GET", p.URL()+"/v1/profiles", ""); code != http.StatusUnauthorized {
+		t.Fatalf("without a token: %d %s", code, body)
+	}
+	tok, err := auth.Sign([]byte(secret), auth.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: "u1",
+		ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", p.URL()+"/v1/profiles", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"sim"`) {
+		t.Fatalf("with a token: %d %s", resp.StatusCode, body)
 	}
 }

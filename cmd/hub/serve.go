@@ -47,7 +47,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
 	h.Routes(e)
-	e.GET("/v1/profiles", hub.ProfilesHandler(profileInfos(rt.profiles)))
+	h.RouteProfiles(e, profileInfos(rt.profiles))
 	if cfg.PProf {
 		routePProf(e)
 	}
