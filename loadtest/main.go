@@ -151,17 +151,18 @@ func (c *config) sockets() int {
 
 // gen is one load test.
 type gen struct {
-	cfg       config
-	c         counters
-	shards    [nShards]shard
-	socks     []*sock
-	measuring atomic.Bool
-	closing   atomic.Bool
-	hc        *http.Client
-	apis      []*api
-	targets   []string
-	pids      []namedPID
-	pprofBase string
+	cfg        config
+	c          counters
+	shards     [nShards]shard
+	socks      []*sock
+	measuring  atomic.Bool
+	closing    atomic.Bool
+	hc         *http.Client
+	apis       []*api
+	targets    []string
+	pids       []namedPID
+	pprofBase  string
+	connsIdle0 int // sockets open on the first hub after connecting
 
 	errMu   sync.Mutex
 	errs    map[string]int

@@ -76,8 +76,9 @@ func (g *gen) fill(r *report, s0, s1 snapshot, p0, p1 hubSample, selfCPU float64
 	if r.ConnsIdle > 0 && r.Idle.ok {
 		r.RSSPerConn = float64(r.Idle.RSS-r.Before.RSS) / float64(r.ConnsIdle)
 	}
-	if r.GoBefore != nil && r.GoIdle != nil && r.ConnsIdle > 0 {
-		n := float64(r.ConnsIdle)
+	if r.GoBefore != nil && r.GoIdle != nil && g.connsIdle0 > 0 {
+		// The Go figures are the first hub's: divide by its sockets only.
+		n := float64(g.connsIdle0)
 		r.HeapPerConn = float64(r.GoIdle.HeapInuse-r.GoBefore.HeapInuse) / n
 		r.StackPerConn = float64(r.GoIdle.StackInuse-r.GoBefore.StackInuse) / n
 		r.GoroutinesPerCn = float64(r.GoIdle.Goroutines-r.GoBefore.Goroutines) / n

@@ -101,6 +101,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 	rep.Idle = g.sample()
 	rep.GoIdle = g.goMem()
 	rep.ConnsIdle = g.open()
+	for _, s := range g.socks {
+		if s.url == g.wsURL(0) && s.open.Load() {
+			g.connsIdle0++
+		}
+	}
 	if cfg.HeapProfile != "" {
 		if err := g.fetch("/debug/pprof/heap?gc=1", cfg.HeapProfile); err != nil {
 			g.noteErr("heap profile: " + err.Error())
