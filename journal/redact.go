@@ -52,6 +52,21 @@ func RedactJSON(payload json.RawMessage) json.RawMessage {
 	return out
 }
 
+// RedactSession redacts the free text of a session record before a backend
+// stores it: the title, the goal's text and reason, and every queued
+// message. A message that waits in the journal (queued, or a goal's text)
+// therefore reaches its run redacted, as a run request handed to a runner
+// does.
+func RedactSession(m *SessionMeta) {
+	m.Title = RedactString(m.Title)
+	if m.Goal != nil {
+		m.Goal.Text, m.Goal.Reason = RedactString(m.Goal.Text), RedactString(m.Goal.Reason)
+	}
+	for i := range m.Queue {
+		m.Queue[i].Message = RedactString(m.Queue[i].Message)
+	}
+}
+
 // RedactString replaces secret-looking substrings of s.
 func RedactString(s string) string {
 	if !mayHoldSecret([]byte(s)) {

@@ -193,6 +193,7 @@ func (s *Store) CreateSession(ctx context.Context, m journal.SessionMeta) error 
 		m.CreatedAt = protocol.Timestamp(s.opts.Now())
 	}
 	m.Runs, m.ActiveRun = []string{}, ""
+	journal.RedactSession(&m)
 	r := &request{kind: opCreateSession, session: m}
 	if err := s.submit(ctx, r); err != nil {
 		return err

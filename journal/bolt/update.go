@@ -38,6 +38,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		if err := fn(&next); err != nil {
 			return err
 		}
+		journal.RedactSession(&next)
 		// Only the runtime-owned fields change.
 		cur.Queue, cur.Goal, cur.RecentKeys, cur.Title = next.Queue, next.Goal, next.RecentKeys, next.Title
 		raw, err := json.Marshal(cur)

@@ -12,6 +12,7 @@ import (
 var redactionTests = []subtest{
 	{"EventPayloads", testRedactEventPayloads},
 	{"RunRequest", testRedactRunRequest},
+	{"SessionRecord", testRedactSessionRecord},
 }
 
 // Secrets that must never be stored, and how each reaches a payload.
@@ -122,5 +123,39 @@ func testRedactRunRequest(t *testing.T, b Backend) {
 	}
 	if err := json.Unmarshal(m.Request, &got); err != nil || got.Message != "hello" || got.MaxTokens != 300 {
 		t.Fatalf("stored request %s (%v), want message and max_tokens kept", m.Request, err)
+	}
+}
+
+// A session's title, goal and queued messages are stored redacted, on
+// creation and on every update, and their ordinary words survive.
+func testRedactSessionRecord(t *testing.T, b Backend) {
+	f := newFixture(t, b)
+	sid := f.id("s")
+	if err := f.s.CreateSession(f.ctx, journal.SessionMeta{ID: sid, Owner: "alice", Title: "deploy with " + secretSK}); err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	u, ok := f.s.(journal.SessionUpdater)
+	if ok {
+		_, err := u.UpdateSession(f.ctx, sid, func(m *journal.SessionMeta) error {
+			m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalActive, Text: "ship with Bearer " + secretBearer, Reason: "token " + secretJWT}
+			m.Queue = append(m.Queue, journal.QueuedMessage{ID: "q1", Message: "then use password=" + secretPassword})
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("UpdateSession: %v", err)
+		}
+	}
+	m := f.sessionMeta(sid)
+	raw, _ := json.Marshal(m)
+	for _, s := range secrets {
+		if strings.Contains(string(raw), s) {
+			t.Fatalf("stored session holds secret %q: %s", s, raw)
+		}
+	}
+	if !strings.HasPrefix(m.Title, "deploy with ") {
+		t.Fatalf("title %q lost its words", m.Title)
+	}
+	if ok && (m.Goal == nil || !strings.HasPrefix(m.Goal.Text, "ship with ") || len(m.Queue) != 1 || !strings.HasPrefix(m.Queue[0].Message, "then use ")) {
+		t.Fatalf("goal %+v queue %+v", m.Goal, m.Queue)
 	}
 }

@@ -26,6 +26,7 @@ func (s *Store) CreateSession(ctx context.Context, m journal.SessionMeta) error 
 	if m.CreatedAt == 0 {
 		m.CreatedAt = protocol.Timestamp(s.opts.Now())
 	}
+	journal.RedactSession(&m)
 	n, err := createSessionScript.Run(ctx, s.rdb, []string{s.k.session(m.ID), s.k.owner(m.Owner)},
 		m.ID, m.Owner, m.Title, formatTime(m.CreatedAt)).Int()
 	if err != nil {

@@ -67,6 +67,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		if err := fn(&m); err != nil {
 			return err
 		}
+		journal.RedactSession(&m)
 		raw, err := json.Marshal(sessionState{Queue: m.Queue, Goal: m.Goal, RecentKeys: m.RecentKeys})
 		if err != nil {
 			return err
