@@ -38,6 +38,7 @@ type Execution struct {
 
 	log      journal.Log
 	now      func() time.Time
+	retryFor time.Duration // how long a transient append error is retried
 	keySeq   atomic.Uint64
 	streamed atomic.Bool
 
@@ -89,13 +90,18 @@ func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload an
 	return x.append(ctx, e)
 }
 
+// append journals e, retrying a transient error with the same idempotency
+// key (pauses from 50 ms doubling to 800 ms) for up to x.retryFor.
 func (x *Execution) append(ctx context.Context, e protocol.Envelope) (protocol.Envelope, error) {
 	e.CreatedAt = protocol.Timestamp(x.now())
 	key := x.RunID + "/" + strconv.FormatUint(x.keySeq.Add(1), 10)
-	var err error
-	var out protocol.Envelope
-	for attempt := 0; attempt < 5; attempt++ {
-		out, err = x.log.Append(ctx, e, key)
+	retryFor := x.retryFor
+	if retryFor <= 0 {
+		retryFor = DefaultAppendRetry
+	}
+	deadline := time.Now().Add(retryFor)
+	for attempt := 0; ; attempt++ {
+		out, err := x.log.Append(ctx, e, key)
 		if err == nil {
 			x.mu.Lock()
 			if out.Seq > x.lastSeq {
@@ -104,17 +110,20 @@ func (x *Execution) append(ctx context.Context, e protocol.Envelope) (protocol.E
 			x.mu.Unlock()
 			return out, nil
 		}
-		if !transient(err) {
+		pause := time.Duration(50<<min(attempt, 4)) * time.Millisecond
+		if !transient(err) || time.Now().Add(pause).After(deadline) {
 			return out, err
 		}
 		select {
 		case <-ctx.Done():
 			return out, err
-		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
-	return out, err
 }
+
+// DefaultAppendRetry is Options.AppendRetry's default.
+const DefaultAppendRetry = 1600 * time.Millisecond
 
 // transient reports whether an append error may go away on retry.
 func transient(err error) bool {

@@ -62,6 +62,12 @@ type Options struct {
 	// the run's terminal event is journaled (or its start failed).
 	Claim   func(ctx context.Context, runID string) error
 	Release func(runID string)
+	// AppendRetry is how long an executing run keeps retrying an append
+	// that failed for a passing reason (journal unreachable), with the same
+	// idempotency key, before the run fails (default DefaultAppendRetry).
+	// With a shared journal whose runs are leased (Redis), use the lease
+	// TTL: a journal outage shorter than the lease then only pauses runs.
+	AppendRetry time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (default slog.Default()).
@@ -284,10 +290,17 @@ var ErrClaimed = errors.New("adapter: run already claimed by another executor")
 
 // Adopt executes a run that was begun elsewhere (a runner taking it from the
 // run queue). It claims the run first; a run that is already claimed,
-// started or ended is ErrClaimed.
+// started or ended is ErrClaimed. A closed adapter answers ErrClosed and
+// leaves the run untouched.
 func (a *InProcess) Adopt(ctx context.Context, meta journal.RunMeta) error {
 	if meta.Terminal || meta.LastSeq > 0 {
 		return ErrClaimed
+	}
+	a.mu.Lock()
+	closed := a.closed
+	a.mu.Unlock()
+	if closed {
+		return ErrClosed // not started: the run stays queued for another executor
 	}
 	var req protocol.StartRunRequest
 	if err := json.Unmarshal(meta.Request, &req); err != nil {
@@ -315,7 +328,7 @@ func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv Driver, b
 		}
 	}
 	driverName, _, _ := a.driver(req)
-	x := &Execution{RunID: meta.ID, SessionID: meta.SessionID, Request: req, log: a.store, now: a.opts.Now,
+	x := &Execution{RunID: meta.ID, SessionID: meta.SessionID, Request: req, log: a.store, now: a.opts.Now, retryFor: a.opts.AppendRetry,
 		steer: make(chan string, 16)}
 	started, err := x.append(ctx, mustEvent(meta.ID, meta.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
 		Message: req.Message, Profile: req.Profile, Model: cmp.Or(req.Model, a.opts.Profiles[req.Profile].Model), Provider: driverName,
@@ -388,8 +401,14 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont
 	case errors.Is(cause, errUserCancel):
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: x.Streamed()}
 	case ctx.Err() != nil:
+		// An append cut short by the stop may still have been journaled:
+		// the journal, not x, knows the last seq.
+		last := x.last()
+		if meta, err := a.store.Run(tctx, x.RunID); err == nil && meta.LastSeq > last {
+			last = meta.LastSeq
+		}
 		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
-			Message: "the executor stopped while the run was active", Terminal: true, LastSeq: x.last()}
+			Message: "the executor stopped while the run was active", Terminal: true, LastSeq: last}
 	case errors.As(err, &runtimeCancel):
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: journal.RedactString(runtimeCancel.Reason), Partial: x.Streamed()}
 	case err == nil:
@@ -459,6 +478,23 @@ func (a *InProcess) remote(ctx context.Context) Remote {
 	}
 	return a.opts.Remote
 }
+
+// Abandon stops a run executing here that this process no longer owns (its
+// lease lapsed, so a reaper ends it as interrupted): the executor stops and
+// its terminal append, interrupted, lands only if no one ended the run
+// first. It reports whether the run was executing here.
+func (a *InProcess) Abandon(runID string) bool {
+	a.mu.Lock()
+	l := a.live[runID]
+	a.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	l.cancel(errAbandoned)
+	return true
+}
+
+var errAbandoned = errors.New("the executor lost the run")
 
 // Live returns the number of runs executing in this process.
 func (a *InProcess) Live() int {

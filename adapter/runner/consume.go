@@ -23,13 +23,16 @@ func (n *Node) consumeLoop(ctx context.Context) {
 	}
 	fails := 0
 	lastClaim := time.Time{}
+	var conn *goredis.Conn // dedicated, so StopConsuming can unblock its read
+	defer func() {
+		if conn != nil {
+			n.qConn.Store(0)
+			conn.Close()
+		}
+	}()
 	for {
-		select {
-		case <-ctx.Done():
+		if n.stopping(ctx) {
 			return
-		case <-n.stopQ:
-			return
-		default:
 		}
 		if n.exec.Live() >= n.opts.MaxRuns {
 			select {
@@ -48,9 +51,16 @@ func (n *Node) consumeLoop(ctx context.Context) {
 			msgs, _, err = rdb.XAutoClaim(ctx, &goredis.XAutoClaimArgs{Stream: n.opts.queue(), Group: Group,
 				Consumer: n.opts.ID, MinIdle: claimIdle, Start: "0-0", Count: 8}).Result()
 		}
-		if err == nil && len(msgs) == 0 {
+		if err == nil && len(msgs) == 0 && conn == nil {
+			conn = rdb.Conn()
+			var id int64
+			if id, err = conn.ClientID(ctx).Result(); err == nil {
+				n.qConn.Store(id)
+			}
+		}
+		if err == nil && len(msgs) == 0 && !n.stopping(ctx) {
 			var res []goredis.XStream
-			res, err = rdb.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: Group, Consumer: n.opts.ID,
+			res, err = conn.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: Group, Consumer: n.opts.ID,
 				Streams: []string{n.opts.queue(), ">"}, Count: 1, Block: n.opts.Block}).Result()
 			for _, st := range res {
 				msgs = append(msgs, st.Messages...)
@@ -60,6 +70,11 @@ func (n *Node) consumeLoop(ctx context.Context) {
 			continue
 		}
 		if err != nil {
+			if conn != nil {
+				n.qConn.Store(0)
+				conn.Close()
+				conn = nil
+			}
 			if ctx.Err() != nil {
 				return
 			}
@@ -74,10 +89,51 @@ func (n *Node) consumeLoop(ctx context.Context) {
 			continue
 		}
 		fails = 0
-		for _, m := range msgs {
+		for i, m := range msgs {
+			if n.stopping(ctx) {
+				// Read while stopping (a blocked read returns what arrived
+				// meanwhile): not this node's to start.
+				n.handBack(msgs[i:])
+				return
+			}
 			n.take(ctx, m)
 		}
 	}
+}
+
+// stopping reports whether the node has stopped consuming.
+func (n *Node) stopping(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-n.stopQ:
+		return true
+	default:
+		return false
+	}
+}
+
+// handBack returns queue entries this node took but will not start (it is
+// stopping): each is queued again for the other runners and dropped from
+// this consumer's pending entries, so the run neither waits claimIdle for
+// another runner nor starts here only to be interrupted.
+func (n *Node) handBack(msgs []goredis.XMessage) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	q := n.opts.queue()
+	_, err := n.opts.Client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, m := range msgs {
+			p.XAdd(ctx, &goredis.XAddArgs{Stream: q, MaxLen: maxQueueLen, Approx: true, Values: m.Values})
+			p.XAck(ctx, q, Group, m.ID)
+			p.XDel(ctx, q, m.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		n.log.Warn("runner: hand back queued runs; another runner claims them later", "node", n.opts.ID, "runs", len(msgs), "err", err)
+		return
+	}
+	n.log.Info("runner: stopping; handed queued runs back", "node", n.opts.ID, "runs", len(msgs))
 }
 
 // take starts one queued run here (unless it is gone, ended, or someone
@@ -102,12 +158,20 @@ func (n *Node) take(ctx context.Context, m goredis.XMessage) {
 		return
 	}
 	if err != nil {
+		if n.stopping(ctx) {
+			n.handBack([]goredis.XMessage{m})
+			return
+		}
 		n.log.Warn("runner: load queued run", "run_id", runID, "err", err)
 		return
 	}
 	err = n.exec.Adopt(ctx, meta)
 	if err == nil || errors.Is(err, adapter.ErrClaimed) {
 		ack()
+		return
+	}
+	if errors.Is(err, adapter.ErrClosed) {
+		n.handBack([]goredis.XMessage{m}) // the executor is shutting down
 		return
 	}
 	n.log.Warn("runner: start queued run", "run_id", runID, "err", err)

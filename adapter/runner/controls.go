@@ -23,8 +23,12 @@ func NewControls(cfg Config) *Controls {
 	return &Controls{cfg: cfg}
 }
 
-// ctlTTL bounds how long a control stream and a reply outlive their use.
-const ctlMaxLen = 1000
+// ctlMaxLen bounds a control stream; ctlTTL is how long one outlives its
+// last control.
+const (
+	ctlMaxLen = 1000
+	ctlTTL    = time.Hour
+)
 
 // Control implements adapter.Remote.
 func (c *Controls) Control(ctx context.Context, runID string, rc adapter.RemoteControl) (protocol.ControlResult, bool, error) {
@@ -37,8 +41,15 @@ func (c *Controls) Control(ctx context.Context, runID string, rc adapter.RemoteC
 		return protocol.ControlResult{}, false, fmt.Errorf("runner: lease of %s: %w", runID, err)
 	}
 	reply := c.cfg.reply(adapter.NewID("x_"))
-	if err := rdb.XAdd(ctx, &goredis.XAddArgs{Stream: c.cfg.ctl(runID), MaxLen: ctlMaxLen, Approx: true,
-		Values: []any{"op", rc.Op, "prompt_id", rc.PromptID, "answer", rc.Answer, "reply", reply}}).Err(); err != nil {
+	ctl := c.cfg.ctl(runID)
+	if _, err := rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.XAdd(ctx, &goredis.XAddArgs{Stream: ctl, MaxLen: ctlMaxLen, Approx: true,
+			Values: []any{"op", rc.Op, "prompt_id", rc.PromptID, "answer", rc.Answer, "reply", reply}})
+		// The owner deletes the stream when the run ends; a stream whose
+		// owner died (or that this control recreated just after) expires.
+		p.Expire(ctx, ctl, ctlTTL)
+		return nil
+	}); err != nil {
 		return protocol.ControlResult{}, false, fmt.Errorf("runner: send control to %s: %w", runID, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.ControlTimeout+time.Second)

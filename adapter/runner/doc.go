@@ -11,9 +11,16 @@
 //
 //	rh:runq                 stream  run queue; group "runners"; fields run, session
 //	rh:run:{RID}:lease      string  the owning node's id, PX lease TTL
-//	rh:run:{RID}:ctl        stream  controls for the run: op, prompt_id, answer, reply
+//	rh:run:{RID}:ctl        stream  controls for the run: op, prompt_id, answer, reply;
+//	                                deleted with the lease, else expires 1 h after its last control
 //	rh:reply:<id>           list    one control's answer (a ControlResult), expires
-//	rh:node:<id>:wake       stream  wakes a node's control listener when its runs change
+//	rh:node:<id>:wake       stream  wakes a node's control listener when its runs change;
+//	                                deleted when the node stops, else expires after a day
+//
+// A node that finds one of its leases lapsed (it stalled, or was cut off
+// from Redis, for longer than the TTL) stops that run at once: others have
+// reaped it or will. A runner that stops consuming unblocks its queue read
+// and hands back to the queue whatever it read but will not start.
 //
 // A Node is the executor side (an adapter.InProcess plus its lease keeper,
 // control listener, reaper and, in a runner, the queue consumer); Queue and

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -73,20 +72,26 @@ func (l *leases) runs() []string {
 }
 
 // renew extends every owned lease that still exists (XX: a lease that
-// lapsed stays lapsed — the reaper owns that run's end).
-func (l *leases) renew(ctx context.Context) error {
+// lapsed stays lapsed — the reaper owns that run's end) and returns the
+// owned runs whose lease had lapsed.
+func (l *leases) renew(ctx context.Context) (lost []string, err error) {
 	runs := l.runs()
 	if len(runs) == 0 {
-		return nil
+		return nil, nil
 	}
-	_, err := l.cfg.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for _, id := range runs {
-			p.SetXX(ctx, l.cfg.lease(id), l.node, l.cfg.LeaseTTL)
+	cmds := make([]*goredis.BoolCmd, len(runs))
+	if _, err := l.cfg.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, id := range runs {
+			cmds[i] = p.SetXX(ctx, l.cfg.lease(id), l.node, l.cfg.LeaseTTL)
 		}
 		return nil
-	})
-	if errors.Is(err, goredis.Nil) {
-		return nil // a lapsed lease: nothing to renew
+	}); err != nil {
+		return nil, err
 	}
-	return err
+	for i, c := range cmds {
+		if !c.Val() {
+			lost = append(lost, runs[i])
+		}
+	}
+	return lost, nil
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -47,6 +48,7 @@ type Node struct {
 	wg     sync.WaitGroup
 	stopQ  chan struct{} // closed to stop consuming (graceful shutdown)
 	qOnce  sync.Once
+	qConn  atomic.Int64 // CLIENT ID of the queue read's connection (0: none)
 }
 
 // NewNode prepares a node. Build the executor with the node's hooks:
@@ -93,7 +95,12 @@ func (n *Node) wake() {
 	// A listener blocked in XREAD wakes through its wake stream.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	n.opts.Client.XAdd(ctx, &goredis.XAddArgs{Stream: n.opts.wake(n.opts.ID), MaxLen: 10, Approx: true, Values: []any{"w", "1"}})
+	key := n.opts.wake(n.opts.ID)
+	n.opts.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		p.XAdd(ctx, &goredis.XAddArgs{Stream: key, MaxLen: 10, Approx: true, Values: []any{"w", "1"}})
+		p.Expire(ctx, key, 24*time.Hour) // Stop deletes it; a killed node's expires
+		return nil
+	})
 }
 
 // Start runs the node's loops for exec until Stop.
@@ -115,7 +122,18 @@ func (n *Node) Start(exec *adapter.InProcess) {
 }
 
 // StopConsuming stops taking runs from the queue; runs already taken go on.
-func (n *Node) StopConsuming() { n.qOnce.Do(func() { close(n.stopQ) }) }
+// A queue read in progress is unblocked; what it returns anyway is handed
+// back to the queue.
+func (n *Node) StopConsuming() {
+	n.qOnce.Do(func() {
+		close(n.stopQ)
+		if id := n.qConn.Load(); id != 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			n.opts.Client.ClientUnblock(ctx, id)
+		}
+	})
+}
 
 // Stop ends every loop and waits. Stop the executor first (its runs end
 // and release their leases), then the node.
@@ -123,6 +141,7 @@ func (n *Node) Stop() {
 	n.StopConsuming()
 	if n.cancel != nil {
 		n.cancel()
+		n.wake() // the control listener's blocked read returns at once
 	}
 	n.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -154,8 +173,17 @@ func (n *Node) renewLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := n.lease.renew(ctx); err != nil && ctx.Err() == nil {
+		lost, err := n.lease.renew(ctx)
+		if err != nil && ctx.Err() == nil {
 			n.log.Warn("runner: renew leases", "node", n.opts.ID, "err", err)
+		}
+		// A lease that lapsed (the node stalled, or was cut off from Redis,
+		// for longer than the TTL) means the run is reaped as interrupted:
+		// it must not go on executing here.
+		for _, id := range lost {
+			if n.exec.Abandon(id) {
+				n.log.Warn("runner: lost the lease of a run executing here; stopping it", "node", n.opts.ID, "run_id", id)
+			}
 		}
 	}
 }

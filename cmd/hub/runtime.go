@@ -96,6 +96,8 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	}
 	rt.mode = mode
 	rcfg := runner.Config{Client: rt.rdb, LeaseTTL: cfg.LeaseTTL}
+	// A run rides out a Redis outage (a restart) as long as its lease could.
+	opts.AppendRetry = cfg.LeaseTTL
 	rt.node = runner.NewNode(store, runner.NodeOptions{Config: rcfg, ID: cfg.NodeID, Consume: consume, MaxRuns: cfg.MaxRuns, Logger: log})
 	opts.Remote = runner.NewControls(rcfg)
 	switch {
