@@ -224,7 +224,7 @@ func (h *Hub) getSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, st)
 }
 
-func (h *Hub) startRun(c echo.Context) error {
+func (h *Hub) startRun(c echo.Context) (err error) {
 	var req protocol.StartRunRequest
 	if err := bind(c, &req); err != nil {
 		return err
@@ -236,6 +236,8 @@ func (h *Hub) startRun(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	status := protocol.ResultAccepted
+	defer func() { h.cfg.Metrics.Control(protocol.OpStart, status, err) }()
 	if _, err := h.ownSession(ctx, h.subject(c), m.SessionID); err != nil {
 		return h.publicError(err)
 	}
@@ -250,6 +252,7 @@ func (h *Hub) startRun(c echo.Context) error {
 	defer release()
 	r, err := h.runtime.StartRun(ctx, h.subject(c), sreq)
 	if errors.Is(err, adapter.ErrConflict) {
+		status = protocol.ResultConflict
 		return c.JSON(http.StatusConflict, adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""))
 	}
 	if err != nil {

@@ -91,7 +91,8 @@ func (c *conn) control(m *protocol.Control) {
 // Control executes one control for subject through the runtime. Errors are
 // *protocol.Error values safe to show; a ControlResult carries every bounded
 // outcome (accepted, not-active, expired, conflict, unsupported).
-func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, key string) (protocol.ControlResult, error) {
+func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, key string) (res protocol.ControlResult, err error) {
+	defer func() { h.cfg.Metrics.Control(m.Op, res.Status, err) }()
 	switch m.Op {
 	case protocol.OpStart:
 		if m.SessionID != "" {

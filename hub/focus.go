@@ -24,6 +24,7 @@ type focusState struct {
 	verify        bool   // one more journal read after catching up closes the race
 	replayPending bool   // `replayed` is due when the first catch-up ends
 	replayed      int
+	slow          bool // lagging because the event queue was full (counted once caught up)
 }
 
 // setFocus handles a focus message.
@@ -47,6 +48,7 @@ func (c *conn) setFocus(f *protocol.Focus) {
 		return // the previous focus stays in force
 	}
 	c.h.router.unfocus(c)
+	c.h.cfg.Metrics.ReplayRequested()
 	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true}
 	if f.Cursor != "" {
 		if cur, run, ok := c.checkCursor(sid, f.Cursor, &meta); ok {
@@ -108,11 +110,16 @@ func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) {
 	case e.Seq < f.next:
 		return // already sent
 	case e.Seq > f.next || len(c.events) >= c.h.cfg.QueueEvents:
+		if e.Seq == f.next {
+			f.slow = true
+			c.h.cfg.Metrics.SlowConsumerDropped()
+		}
 		f.lagging = true // a gap, or the tab is not keeping up: drop, catch up later
 		c.signal()
 		return
 	}
 	c.events = append(c.events, frame)
+	c.h.cfg.Metrics.EventDelivered(e.Type, false)
 	f.next++
 	f.runDone = e.Terminal
 	c.signal()
@@ -200,6 +207,7 @@ func (c *conn) catchUp() error {
 			return err
 		}
 		c.events = append(c.events, frame)
+		c.h.cfg.Metrics.EventDelivered(e.Type, true)
 		cur.next++
 		cur.runDone = e.Terminal
 		if cur.replayPending {
@@ -219,6 +227,10 @@ func (c *conn) catchUp() error {
 // first time. Called with c.mu held.
 func (c *conn) caughtUp(f *focusState) {
 	if f.lagging {
+		if f.slow {
+			f.slow = false
+			c.h.cfg.Metrics.SlowConsumerCaughtUp()
+		}
 		f.lagging, f.verify = false, true
 	} else {
 		f.verify = false

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/hub/metrics"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -80,6 +81,9 @@ type Config struct {
 	MaxRunsPerSubject int
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Metrics counts deliveries, frames, replays, slow consumers and
+	// controls (nil: not counted). Stats feeds its gauges.
+	Metrics *metrics.Metrics
 }
 
 func (c *Config) defaults() {
@@ -283,6 +287,8 @@ type Stats struct {
 	QueuedBytes    int // bytes queued over all sockets (events, statuses, messages)
 	Focused        int // sockets with a focus
 	Lagging        int // sockets catching up from the journal
+	Watched        int // sessions whose status the hub tracks for its sockets
+	FocusedRuns    int // runs the hub tails for focusing sockets
 }
 
 // Stats reports queue depths; it takes every socket's lock briefly.
@@ -315,5 +321,15 @@ func (h *Hub) Stats() Stats {
 		}
 		c.mu.Unlock()
 	}
+	h.tracker.mu.Lock()
+	s.Watched = len(h.tracker.sessions)
+	h.tracker.mu.Unlock()
+	h.router.mu.RLock()
+	for _, f := range h.router.feeds {
+		if f.runID != "" {
+			s.FocusedRuns++
+		}
+	}
+	h.router.mu.RUnlock()
 	return s
 }

@@ -141,6 +141,9 @@ func (c *conn) write(timeout *time.Timer, frame []byte) error {
 	timeout.Reset(c.h.cfg.WriteTimeout)
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
 	timeout.Stop()
+	if err == nil {
+		c.h.cfg.Metrics.FrameWritten(len(frame))
+	}
 	return err
 }
 
