@@ -15,11 +15,13 @@ run: build
 	@echo "runhub: open http://$(ADDR)/ (embedded journal in $(DATA))"
 	RUNHUB_ADDR=$(ADDR) RUNHUB_DATA=$(DATA) ./$(BIN) serve
 
-# The whole suite, race detector on. Needs redis-server on PATH and Debian's
-# chromium for the browser tests (.ci/run installs both).
+# The whole suite, race detector on, then every fuzz target for 5 s from
+# its committed corpus (testdata/fuzz). Needs redis-server on PATH and
+# Debian's chromium for the browser tests (.ci/run installs both).
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 test-short:
 	$(GO) test -count=1 -short ./...
@@ -33,12 +35,19 @@ lint:
 	$(GO) tool staticcheck ./...
 	$(GO) tool govulncheck ./...
 
+# Every fuzz target as package:Func. Each runs for FUZZTIME; a failing input
+# lands in the package's testdata/fuzz/<Func>, where plain go test replays it.
+FUZZ_TARGETS := \
+	./protocol:FuzzDecodeClient ./protocol:FuzzDecodeServer ./protocol:FuzzParseCursor \
+	./protocol:FuzzParseLastEventID ./protocol:FuzzSplitBatch ./session:FuzzApplyValidEvent \
+	./journal/bolt:FuzzRow ./journal/bolt:FuzzHead \
+	./adapter/execdrv:FuzzReadLine ./adapter/hermes:FuzzReadSSE
 FUZZTIME ?= 20s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeClient -fuzztime $(FUZZTIME) ./protocol
-	$(GO) test -run '^$$' -fuzz FuzzParseCursor -fuzztime $(FUZZTIME) ./protocol
-	$(GO) test -run '^$$' -fuzz FuzzSplitBatch -fuzztime $(FUZZTIME) ./protocol
-	$(GO) test -run '^$$' -fuzz FuzzApplyValidEvent -fuzztime $(FUZZTIME) ./session
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t##*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
 
 # The standard scenario (loadtest/README.md): a spawned embedded hub, 1,000
 # tabs each watching 10 of 200 sessions, 200 concurrent runs at 50 tokens/s.

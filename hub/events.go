@@ -36,14 +36,9 @@ func (h *Hub) events(c echo.Context) error {
 	}
 	if strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream") {
 		if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
-			cur, err := protocol.ParseCursor(last)
-			if err != nil {
+			if after, err = protocol.ParseLastEventID(last, rid); err != nil {
 				return err
 			}
-			if cur.RunID != rid {
-				return protocol.Errorf(protocol.CodeBadCursor, "Last-Event-ID %s is not of run %s", last, rid)
-			}
-			after = cur.Seq
 		}
 		return h.streamSSE(c, rid, after, p.Expires)
 	}

@@ -45,6 +45,21 @@ func ParseCursor(s string) (Cursor, error) {
 	return Cursor{RunID: runID, Seq: seq}, nil
 }
 
+// ParseLastEventID reads the Last-Event-ID header of an SSE request for run
+// runID and returns the seq to resume after. The id must be a cursor of that
+// run (bad_cursor otherwise): an id of another run must never resume this
+// one from a foreign position.
+func ParseLastEventID(header, runID string) (uint64, error) {
+	c, err := ParseCursor(header)
+	if err != nil {
+		return 0, err
+	}
+	if c.RunID != runID {
+		return 0, Errorf(CodeBadCursor, "Last-Event-ID %s is not of run %s", truncate(header, 80), truncate(runID, 80))
+	}
+	return c.Seq, nil
+}
+
 // ValidID reports whether s is usable as a run or session identifier:
 // 1..MaxIDLen bytes of [A-Za-z0-9_.-].
 func ValidID(s string) error {

@@ -164,6 +164,60 @@ func FuzzParseCursor(f *testing.F) {
 	})
 }
 
+// FuzzParseLastEventID: a Last-Event-ID resumes only its own run, at the
+// seq it names; anything else is bad_cursor.
+func FuzzParseLastEventID(f *testing.F) {
+	for _, s := range []string{"r1:1", "r1:0", "r2:5", "r1:01", "r1:", "r1", "r1:1\r\n", "r1:1 ", " r1:1", "r1:18446744073709551615",
+		"r1:18446744073709551616", "r1:-1", "x:r1:3", "r1:3:4", ""} {
+		f.Add(s, "r1")
+	}
+	f.Fuzz(func(t *testing.T, header, runID string) {
+		seq, err := protocol.ParseLastEventID(header, runID)
+		if err != nil {
+			if code := protocol.CodeOf(err); code != protocol.CodeBadCursor {
+				t.Fatalf("ParseLastEventID(%q, %q): code %q, want bad_cursor", header, runID, code)
+			}
+			if seq != 0 {
+				t.Fatalf("ParseLastEventID(%q, %q) = %d with an error", header, runID, seq)
+			}
+			return
+		}
+		if got := protocol.EventID(runID, seq); got != header {
+			t.Fatalf("ParseLastEventID(%q, %q) = %d, but that event id is %q", header, runID, seq, got)
+		}
+	})
+}
+
+// FuzzDecodeServer: no server frame makes the client's decoder panic, and
+// every error is a *protocol.Error.
+func FuzzDecodeServer(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"welcome","protocol":"runhub.v1","conn_id":"c1","hub_id":"h1","subject":"local","limits":{"max_frame_bytes":1}}`,
+		`{"type":"status","session":{"session_id":"s1","status":"running","pending_approval":{"approval_id":"a","choices":["once"]}}}`,
+		`{"type":"event","event":{"event_id":"r1:1","seq":1,"run_id":"r1","session_id":"s1","type":"token.delta","created_at":1.5,"payload":{"text":"x"}}}`,
+		`{"type":"replayed","session_id":"s1","cursor":"r1:3","count":3}`,
+		`{"type":"control_result","id":"c1","accepted":true,"status":"accepted"}`,
+		`{"type":"error","code":"rate_limited","message":"slow down"}`,
+		`{"type":"pong","id":"p","time":1.5}`, `{"type":"goaway","reason":"bye","reconnect_after_ms":1000}`,
+		`{"type":"event","event":null}`, `{"type":"status"}`, `{"type":7}`, `[]`, `null`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := protocol.DecodeServer(data)
+		if err != nil {
+			var pe *protocol.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %T %v is not a *protocol.Error", err, err)
+			}
+			return
+		}
+		if m == nil {
+			t.Fatalf("DecodeServer(%q) = nil, nil", data)
+		}
+	})
+}
+
 func FuzzSplitBatch(f *testing.F) {
 	f.Add([]byte(strings.Join(clientSeeds, "\n")))
 	f.Add([]byte("a\r\n\r\nb\n \t\n"))

@@ -1,0 +1,51 @@
+package execdrv
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+// FuzzReadLine: the exec driver's JSONL reader splits any stdout stream
+// into exactly its \n-separated lines, without their line endings, even
+// when a line spans many buffer fills; it never panics and ends at EOF.
+func FuzzReadLine(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"token.delta","payload":{"text":"hi"}}` + "\n" + `{"type":"done"}` + "\n",
+		"a\r\nb\n\nc",
+		"no newline at all",
+		"\n\n",
+		"",
+		"x\r\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		br := bufio.NewReaderSize(bytes.NewReader(data), 16) // small: lines span fills
+		var got [][]byte
+		for {
+			line, tooLong, err := readLine(br)
+			if tooLong {
+				t.Fatalf("a line of at most %d bytes reported too long", len(data))
+			}
+			got = append(got, bytes.Clone(line))
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("readLine: %v", err)
+				}
+				break
+			}
+		}
+		want := bytes.Split(data, []byte("\n"))
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d lines, want %d", data, len(got), len(want))
+		}
+		for i := range want {
+			if w := bytes.TrimRight(want[i], "\r\n"); !bytes.Equal(got[i], w) {
+				t.Fatalf("%q: line %d = %q, want %q", data, i, got[i], w)
+			}
+		}
+	})
+}
