@@ -206,6 +206,11 @@ func (a *InProcess) appendTo(ctx context.Context, runID, sid string, typ protoco
 	return out, err
 }
 
+// Drain starts the session's next queued message when the session is idle,
+// for a run of it that ended without its executor (reaped after its lease
+// lapsed); it reports whether a run started.
+func (a *InProcess) Drain(ctx context.Context, sid string) bool { return a.drain(ctx, sid) }
+
 // drain starts the session's next queued message when it is idle; it
 // reports whether a run started. A start that loses a race puts the message
 // back at the head, so order holds.

@@ -305,20 +305,26 @@ func (n *Node) reapLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if _, err := Reap(ctx, n.store, n.opts.Config); err != nil && ctx.Err() == nil {
+		reaped, err := Reap(ctx, n.store, n.opts.Config)
+		if err != nil && ctx.Err() == nil {
 			n.log.Warn("runner: reap", "node", n.opts.ID, "err", err)
+		}
+		// What was queued behind a reaped run goes on, as after any end
+		// (the one process whose interrupt landed does it).
+		for _, r := range reaped {
+			n.exec.Drain(ctx, r.SessionID)
 		}
 	}
 }
 
 // Reap ends every started run whose lease has lapsed with one terminal
-// error "interrupted" carrying its last journaled seq; it returns how many
-// it ended.
-func Reap(ctx context.Context, store journal.Store, cfg Config) (int, error) {
+// error "interrupted" carrying its last journaled seq; it returns the runs
+// it ended (those another process ended first are not among them).
+func Reap(ctx context.Context, store journal.Store, cfg Config) ([]journal.RunMeta, error) {
 	cfg.defaults()
 	runs, err := store.ActiveRuns(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	started := runs[:0]
 	for _, r := range runs {
@@ -327,7 +333,7 @@ func Reap(ctx context.Context, store journal.Store, cfg Config) (int, error) {
 		}
 	}
 	if len(started) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	exists := make([]*goredis.IntCmd, len(started))
 	if _, err := cfg.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -336,9 +342,9 @@ func Reap(ctx context.Context, store journal.Store, cfg Config) (int, error) {
 		}
 		return nil
 	}); err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var reaped []journal.RunMeta
 	for i, r := range started {
 		if exists[i].Val() > 0 {
 			continue
@@ -350,13 +356,13 @@ func Reap(ctx context.Context, store journal.Store, cfg Config) (int, error) {
 		e, err := protocol.NewEvent(r.ID, r.SessionID, protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
 			Message: "the run's executor stopped renewing its lease", Terminal: true, LastSeq: meta.LastSeq})
 		if err != nil {
-			return n, err
+			return reaped, err
 		}
 		if _, err := store.Append(ctx, e, r.ID+"/interrupted"); err == nil {
-			n++
+			reaped = append(reaped, meta)
 		} else if !errors.Is(err, journal.ErrTerminal) {
-			return n, err
+			return reaped, err
 		}
 	}
-	return n, nil
+	return reaped, nil
 }

@@ -388,6 +388,24 @@ func checkDone(t testing.TB, what string, events []protocol.Envelope, n int) {
 	}
 }
 
+// cancelHTTP is POST /v1/runs/{id}/cancel on a hub.
+func cancelHTTP(t testing.TB, p *hubProcess, runID string) protocol.ControlResult {
+	t.Helper()
+	var cr protocol.ControlResult
+	call(t, "POST", p.URL()+"/v1/runs/"+runID+"/cancel", nil, &cr)
+	return cr
+}
+
+// checkTerminal fails the test unless events are contiguous from 1 with
+// exactly one terminal event, the last, of type typ.
+func checkTerminal(t testing.TB, what string, events []protocol.Envelope, typ protocol.EventType) {
+	t.Helper()
+	contiguous(t, what, events, 1)
+	if k, last := terminals(events), events[len(events)-1]; k != 1 || last.Type != typ {
+		t.Fatalf("%s: %d terminal events, last %s %s", what, k, last.Type, last.Payload)
+	}
+}
+
 // checkInterrupted fails the test unless events end with exactly one
 // terminal event, an error "interrupted" carrying the seq before it.
 func checkInterrupted(t testing.TB, what string, events []protocol.Envelope) {
@@ -585,6 +603,12 @@ func TestScaleOut_RunnerKilledInterruptsOnce(t *testing.T) {
 	if owner == "r1" {
 		survivor = "r2"
 	}
+	// A message queued behind the run: it must go on once the run is
+	// reaped, as it does when a run ends.
+	var qr protocol.ControlResult
+	if code := call(t, "POST", b.URL()+"/v1/sessions/"+run.SessionID+"/queue", map[string]string{"message": "after"}, &qr); code != 200 || !qr.Accepted {
+		t.Fatalf("queue: %d %+v", code, qr)
+	}
 	procs[owner].kill()
 	killed := time.Now()
 	var events []protocol.Envelope
@@ -600,6 +624,20 @@ func TestScaleOut_RunnerKilledInterruptsOnce(t *testing.T) {
 	tb.until(10*time.Second, "the terminal event on the tab", func() bool { return tb.terminal(run.RunID) })
 	sameEvents(t, "tab on hub B", tb.run(run.RunID), events)
 	t.Logf("interrupted %v after SIGKILL (lease TTL %v)", took.Round(time.Millisecond), ttl)
+
+	// The queued message starts the session's next run, on the survivor.
+	var ss protocol.SessionStatus
+	waitFor(t, 20*time.Second, "the queued message to start a run", func() bool {
+		call(t, "GET", a.URL()+"/v1/sessions/"+run.SessionID, nil, &ss)
+		return ss.RunID != run.RunID && ss.RunID != "" && ss.Status == protocol.StatusRunning
+	})
+	if o := s.waitOwner(ss.RunID); o != survivor {
+		t.Fatalf("the queued message's run taken by %q, want the survivor %s", o, survivor)
+	}
+	if cr := cancelHTTP(t, a, ss.RunID); cr.Status != protocol.ResultAccepted {
+		t.Fatalf("cancel the queued message's run: %+v", cr)
+	}
+	checkTerminal(t, "queued message's run", waitTerminal(t, b, ss.RunID, 20*time.Second), protocol.EventCancelled)
 
 	// The survivor serves new runs: a quick one, and a slow one whose pauses
 	// are longer than the lease TTL.
@@ -793,48 +831,96 @@ func TestScaleOut_MeasureRedisCost(t *testing.T) {
 	if os.Getenv("RUNHUB_MEASURE_SCALEOUT") == "" {
 		t.Skip("a measurement: set RUNHUB_MEASURE_SCALEOUT=1 to run it")
 	}
-	const k = 400
+	reps := 3
+	if n, err := strconv.Atoi(os.Getenv("RUNHUB_MEASURE_REPS")); err == nil && n > 0 {
+		reps = n
+	}
+	const k = 1000
 	script := fmt.Sprintf(`{"tokens":%d,"token_ms":5,"tools":0}`, k)
 	s := newScaled(t, redistest.Options{}, 10*time.Second)
 	hubs := []*hubProcess{s.hub("hubA"), s.hub("hubB")}
 	s.runner("r1")
 	s.runner("r2")
-	var rows []costRow
+
+	type config struct{ r, tabsPerRun int }
+	var configs []config
 	for _, r := range []int{1, 10, 50} {
-		for _, tabsPerRun := range []int{0, 1, 2, 4} {
-			rows = append(rows, measureRow(t, s, hubs, script, r, r*tabsPerRun))
+		for _, tp := range []int{0, 1, 2, 4} {
+			configs = append(configs, config{r, tp})
 		}
 	}
-	t.Logf("K=%d tokens per run, one every 5 ms; Redis CPU in µs", k)
-	t.Logf("%3s %4s %7s %9s %7s | %9s %7s | %10s %8s %8s | %6s %8s %8s | %s", "R", "T", "journal", "delivered", "tailed",
-		"cpu", "µs/jrnl", "fanout-cpu", "µs/dlv", "µs/tail", "xreads", "µs/dlv", "µs/tail", "connections per process (blocked in a read)")
-	base := map[int]costRow{}
-	for _, rw := range rows {
-		if rw.t == 0 {
-			base[rw.r] = rw
-		}
-		b := base[rw.r]
-		// This row's cost above the same runs with no tab, scaled to the
-		// events journaled (runs differ by a few events).
-		scale := float64(rw.journaled) / float64(max(b.journaled, 1))
-		fanCPU := rw.cpuUS - b.cpuUS*scale
-		fanX := float64(rw.cmd["xread"].usec) - float64(b.cmd["xread"].usec)*scale
-		per := func(v float64, n int) string {
-			if n == 0 {
-				return "-"
+	// Every repetition measures every row, the row with no tab just before
+	// the others of its R: each fan-out figure is computed against the
+	// baseline of its own repetition.
+	type derived struct{ jrnl, cpuDlv, cpuTail, xDlv, xTail, xCallsTail float64 }
+	results := map[config][]derived{}
+	last := map[config]costRow{}
+	conns, blocked := map[config]map[string]int{}, map[config]map[string]int{}
+	for rep := range reps {
+		base := map[int]costRow{}
+		for _, c := range configs {
+			rw := measureRow(t, s, hubs, script, c.r, c.r*c.tabsPerRun)
+			if c.tabsPerRun == 0 {
+				base[c.r] = rw
 			}
-			return fmt.Sprintf("%.1f", v/float64(n))
+			b := base[c.r]
+			// This row's cost above the same runs with no tab, scaled to the
+			// events journaled (runs differ by a few events).
+			scale := float64(rw.journaled) / float64(max(b.journaled, 1))
+			fanCPU := rw.cpuUS - b.cpuUS*scale
+			fanX := float64(rw.cmd["xread"].usec) - float64(b.cmd["xread"].usec)*scale
+			fanCalls := float64(rw.cmd["xread"].calls) - float64(b.cmd["xread"].calls)*scale
+			d := derived{jrnl: rw.cpuUS / float64(rw.journaled)}
+			if rw.delivered > 0 {
+				d.cpuDlv, d.cpuTail = fanCPU/float64(rw.delivered), fanCPU/float64(rw.tailed)
+				d.xDlv, d.xTail = fanX/float64(rw.delivered), fanX/float64(rw.tailed)
+				d.xCallsTail = fanCalls / float64(rw.tailed)
+			}
+			results[c] = append(results[c], d)
+			last[c] = rw
+			if conns[c] == nil {
+				conns[c], blocked[c] = map[string]int{}, map[string]int{}
+			}
+			for name, n := range rw.conns {
+				conns[c][name] = max(conns[c][name], n)
+				blocked[c][name] = max(blocked[c][name], rw.blocked[name])
+			}
+			t.Logf("rep %d R=%d T=%d: redis %.0f µs for %d events journaled, %d delivered", rep+1, rw.r, rw.t, rw.cpuUS, rw.journaled, rw.delivered)
 		}
-		var conns []string
-		for name, n := range rw.conns {
-			conns = append(conns, fmt.Sprintf("%s=%d(%d)", name, n, rw.blocked[name]))
-		}
-		slices.Sort(conns)
-		t.Logf("%3d %4d %7d %9d %7d | %9.0f %7.1f | %10.0f %8s %8s | %6d %8s %8s | %s", rw.r, rw.t, rw.journaled, rw.delivered, rw.tailed,
-			rw.cpuUS, rw.cpuUS/float64(rw.journaled), fanCPU, per(fanCPU, rw.delivered), per(fanCPU, rw.tailed),
-			rw.cmd["xread"].calls-int64(float64(b.cmd["xread"].calls)*scale), per(fanX, rw.delivered), per(fanX, rw.tailed), strings.Join(conns, " "))
 	}
-	for _, rw := range rows {
+	// median (min–max) of one derived figure over the repetitions
+	stat := func(ds []derived, f func(derived) float64) string {
+		v := make([]float64, len(ds))
+		for i, d := range ds {
+			v[i] = f(d)
+		}
+		slices.Sort(v)
+		return fmt.Sprintf("%.1f (%.1f–%.1f)", v[len(v)/2], v[0], v[len(v)-1])
+	}
+	t.Logf("K=%d tokens per run, one every 5 ms; %d repetitions; figures are median (min–max) µs of Redis time", k, reps)
+	t.Logf("| R | T | journaled | delivered | tailed | Redis CPU per journaled event | fan-out CPU per delivered event | per tailed event | XREAD time per delivered event | per tailed event | XREAD calls per tailed event | connections per process, max (blocked in a read) |")
+	t.Logf("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, c := range configs {
+		rw, ds := last[c], results[c]
+		var cs []string
+		for name, n := range conns[c] {
+			cs = append(cs, fmt.Sprintf("%s %d (%d)", name, n, blocked[c][name]))
+		}
+		slices.Sort(cs)
+		fan := func(f func(derived) float64) string {
+			if c.tabsPerRun == 0 {
+				return "–"
+			}
+			return stat(ds, f)
+		}
+		t.Logf("| %d | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |", rw.r, rw.t, rw.journaled, rw.delivered, rw.tailed,
+			stat(ds, func(d derived) float64 { return d.jrnl }),
+			fan(func(d derived) float64 { return d.cpuDlv }), fan(func(d derived) float64 { return d.cpuTail }),
+			fan(func(d derived) float64 { return d.xDlv }), fan(func(d derived) float64 { return d.xTail }),
+			fan(func(d derived) float64 { return d.xCallsTail }), strings.Join(cs, ", "))
+	}
+	for _, c := range configs {
+		rw := last[c]
 		var names []string
 		for name, st := range rw.cmd {
 			if st.usec*100 >= int64(rw.cpuUS) { // the commands over 1% of the CPU
@@ -842,7 +928,7 @@ func TestScaleOut_MeasureRedisCost(t *testing.T) {
 			}
 		}
 		slices.Sort(names)
-		t.Logf("R=%d T=%d commands over 1%% (calls/µs): %s", rw.r, rw.t, strings.Join(names, " "))
+		t.Logf("last rep R=%d T=%d commands over 1%% of Redis CPU (calls/µs): %s", rw.r, rw.t, strings.Join(names, " "))
 	}
 }
 
