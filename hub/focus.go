@@ -202,7 +202,7 @@ func (c *conn) catchUp() error {
 			cur.lagging = true
 			return nil
 		}
-		frame, err := protocol.EncodeEvent(nil, e)
+		frame, err := encodeEventFrame(e)
 		if err != nil {
 			return err
 		}

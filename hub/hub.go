@@ -226,14 +226,20 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	h.conns[c] = struct{}{}
 	h.wg.Add(1)
 	h.mu.Unlock()
-	defer h.wg.Done()
-	c.serve()
-	h.mu.Lock()
-	delete(h.conns, c)
-	h.mu.Unlock()
-	c.release()
-	h.tracker.unwatchAll(c)
-	h.router.unfocus(c)
+	// The socket lives on its own goroutine: net/http lets go of a hijacked
+	// connection when the handler returns, so returning frees the request
+	// and this goroutine's stack (grown by routing and the upgrade) for as
+	// long as the tab stays connected.
+	go func() {
+		defer h.wg.Done()
+		c.serve()
+		h.mu.Lock()
+		delete(h.conns, c)
+		h.mu.Unlock()
+		c.release()
+		h.tracker.unwatchAll(c)
+		h.router.unfocus(c)
+	}()
 }
 
 // Conns returns the number of open sockets.

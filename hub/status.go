@@ -25,6 +25,8 @@ type tracker struct {
 	loads    map[string]struct{} // sessions to (re)load from the journal
 	loadWake chan struct{}
 
+	byConn map[*conn][]statusOffer // flush's scratch: statuses per socket
+
 	cancelFeed func()
 	quit       chan struct{}
 	wg         sync.WaitGroup
@@ -213,7 +215,17 @@ func (t *tracker) flush() {
 		t.mu.Unlock()
 		return
 	}
-	byConn := make(map[*conn][]statusOffer)
+	// byConn is reused across flushes (only flushLoop calls flush): its
+	// slices keep their capacity, and a socket with nothing this time is
+	// dropped from it below.
+	byConn := t.byConn
+	if byConn == nil {
+		byConn = map[*conn][]statusOffer{}
+		t.byConn = byConn
+	}
+	for c, offers := range byConn {
+		byConn[c] = offers[:0]
+	}
 	for sid, s := range t.dirty {
 		delete(t.dirty, sid)
 		if !s.loaded {
@@ -236,7 +248,12 @@ func (t *tracker) flush() {
 	}
 	t.mu.Unlock()
 	for c, offers := range byConn {
+		if len(offers) == 0 {
+			delete(byConn, c)
+			continue
+		}
 		c.offerStatuses(offers)
+		clear(offers) // drop the frames until the next flush reuses the slice
 	}
 }
 

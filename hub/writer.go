@@ -1,17 +1,23 @@
 package hub
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/runhub/runhub/protocol"
 )
 
 // framePool holds frame buffers: a socket borrows one only while it has
-// something to send, so an idle socket holds none.
-var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// something to send, so an idle socket holds none. 16 KiB holds a typical
+// frame (a status flush of a few sessions, a handful of events) without
+// growing; take sizes a larger one with one allocation.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // maxPooledFrame is the largest buffer returned to framePool.
 const maxPooledFrame = 64 << 10
@@ -76,6 +82,7 @@ func (c *conn) take(buf []byte) ([]byte, bool) {
 	limit := c.h.cfg.MaxBatchBytes
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	buf = c.growFrame(buf, limit)
 	n := 0
 	for ; n < len(c.msgs) && (len(buf) == 0 || len(buf)+len(c.msgs[n]) < limit); n++ {
 		buf = appendLine(buf, c.msgs[n])
@@ -100,6 +107,63 @@ func (c *conn) take(buf []byte) ([]byte, bool) {
 	}
 	c.events = compact(c.events, n)
 	return trimNL(buf), false
+}
+
+// growFrame makes room in buf for what take will move into it (at most
+// about limit bytes), so a frame costs at most one allocation however many
+// messages it carries. Called with c.mu held.
+func (c *conn) growFrame(buf []byte, limit int) []byte {
+	need := 0
+	for _, b := range c.msgs {
+		need += len(b) + 1
+	}
+	if !c.closing {
+		for _, sid := range c.statusOrder {
+			need += len(c.statuses[sid]) + 1
+		}
+		for _, b := range c.events {
+			if need >= limit {
+				break
+			}
+			need += len(b) + 1
+		}
+	}
+	return slices.Grow(buf, min(need, limit+64<<10))
+}
+
+// eventEncoder encodes event frames; pooled so a frame costs one
+// allocation (the frame itself).
+type eventEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoderPool = sync.Pool{New: func() any {
+	e := &eventEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+// encodeEventFrame is protocol.EncodeEvent(nil, e) — the same bytes:
+// {"type":"event","event":<envelope as json.Marshal encodes it>} — with one
+// allocation instead of two.
+func encodeEventFrame(e *protocol.Envelope) ([]byte, error) {
+	ee := encoderPool.Get().(*eventEncoder)
+	defer encoderPool.Put(ee)
+	ee.buf.Reset()
+	ee.buf.WriteString(`{"type":"event","event":`)
+	if err := ee.enc.Encode(e); err != nil { // escapes HTML as json.Marshal does
+		return nil, err
+	}
+	b := ee.buf.Bytes()
+	b = b[:len(b)-1] // Encode's newline
+	frame := make([]byte, len(b)+1)
+	copy(frame, b)
+	frame[len(b)] = '}'
+	if ee.buf.Cap() > maxPooledFrame {
+		ee.buf = bytes.Buffer{} // do not keep a huge payload's buffer
+	}
+	return frame, nil
 }
 
 func appendLine(buf, line []byte) []byte {

@@ -1,0 +1,62 @@
+package hub
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// encodeEventFrame must produce exactly protocol.EncodeEvent's bytes.
+func TestEncodeEventFrameMatchesEncodeEvent(t *testing.T) {
+	payloads := []string{
+		`{"message_id":"m1","text":"w1 "}`,
+		`{ "text" : "a <b> & c \u2028 \u2029 é 😀", "n": [1, 2.5e3, null, true] }`,
+		`{"result":{"html":"<script>alert('x')</script>"}}`,
+		`{"big":"` + strings.Repeat("x", 100<<10) + `"}`,
+		`{}`,
+	}
+	for i, p := range payloads {
+		e := protocol.Envelope{EventID: "r_1:7", Seq: 7, RunID: "r_1", SessionID: "s_<1>", Type: "token.delta",
+			CreatedAt: 1778750000.123456, Terminal: i%2 == 1, Payload: json.RawMessage(p)}
+		want, err := protocol.EncodeEvent(nil, &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // a second time through the pooled encoder
+			got, err := encodeEventFrame(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("payload %d:\n got %.300s\nwant %.300s", i, got, want)
+			}
+		}
+	}
+	bad := protocol.Envelope{Payload: json.RawMessage(`{"unterminated":`)}
+	if _, err := encodeEventFrame(&bad); err == nil {
+		t.Fatal("invalid payload encoded")
+	}
+	if _, err := protocol.EncodeEvent(nil, &bad); err == nil {
+		t.Fatal("protocol.EncodeEvent accepted an invalid payload")
+	}
+}
+
+func BenchmarkEncodeEventFrame(b *testing.B) {
+	e := protocol.Envelope{EventID: "r_01JABCDEF:42", Seq: 42, RunID: "r_01JABCDEF", SessionID: "s_01JABCDEF", Type: "token.delta",
+		CreatedAt: 1778750000.123456, Payload: json.RawMessage(`{"message_id":"m1","text":"w41 "}`)}
+	b.Run("protocol.EncodeEvent", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			protocol.EncodeEvent(nil, &e)
+		}
+	})
+	b.Run("encodeEventFrame", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			encodeEventFrame(&e)
+		}
+	})
+}
