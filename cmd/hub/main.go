@@ -1,6 +1,7 @@
 // Command hub is runhub's one binary: `hub serve` (the default) runs a hub
-// replica; `hub runner` executes runs from the Redis run queue; `hub
-// version` prints the build's version.
+// replica; `hub runner` executes runs from the Redis run queue; `hub token`
+// mints an HS256 token with RUNHUB_JWT_SECRET; `hub version` prints the
+// build's version.
 package main
 
 import (
@@ -41,10 +42,16 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		return RunRunner(ctx, cfg)
+	case "token":
+		cfg, err := parseTokenConfig(args, os.Getenv)
+		if err != nil {
+			return err
+		}
+		return MintToken(os.Stdout, cfg)
 	case "version", "--version", "-version":
 		fmt.Println("runhub", version)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q (want serve, runner or version)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, runner, token or version)", cmd)
 	}
 }

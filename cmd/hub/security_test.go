@@ -143,3 +143,35 @@ func TestProcess_OpenHubStaysOnLoopback(t *testing.T) {
 		t.Fatalf("token: %d", code)
 	}
 }
+
+// hub token mints a token the hub's verifier accepts, with the role.
+func TestMintToken(t *testing.T) {
+	secret := strings.Repeat("t", 40)
+	env := func(k string) string {
+		return map[string]string{"RUNHUB_JWT_SECRET": secret, "RUNHUB_JWT_AUDIENCE": "runhub"}[k]
+	}
+	cfg, err := parseTokenConfig([]string{"-sub", "ops", "-ttl", "1h", "-role", "admin"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := MintToken(&out, cfg); err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.New(auth.Config{Secret: []byte(secret), Audience: "runhub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := v.Authenticate(strings.TrimSpace(out.String()))
+	if err != nil || p.Subject != "ops" || !p.Admin || time.Until(p.Expires) < 59*time.Minute {
+		t.Fatalf("minted token: %+v %v", p, err)
+	}
+	for _, args := range [][]string{nil, {"-sub", "x", "-role", "root"}, {"-sub", "x", "-ttl", "-1h"}} {
+		if _, err := parseTokenConfig(args, env); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	if _, err := parseTokenConfig([]string{"-sub", "x"}, func(string) string { return "" }); err == nil {
+		t.Error("minted without a secret")
+	}
+}
