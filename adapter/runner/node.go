@@ -164,9 +164,15 @@ func backoff(ctx context.Context, attempt int) bool {
 	}
 }
 
+// renewLoop renews the node's leases every LeaseTTL/3; after a failure
+// (Redis unreachable) it tries again every LeaseTTL/40 (at most 250 ms), so
+// the leases are back as soon as Redis is, not up to a period later.
 func (n *Node) renewLoop(ctx context.Context) {
-	t := time.NewTicker(n.opts.LeaseTTL / 3)
+	every := n.opts.LeaseTTL / 3
+	retry := min(n.opts.LeaseTTL/40, 250*time.Millisecond)
+	t := time.NewTimer(every)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -174,8 +180,19 @@ func (n *Node) renewLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		lost, err := n.lease.renew(ctx)
-		if err != nil && ctx.Err() == nil {
-			n.log.Warn("runner: renew leases", "node", n.opts.ID, "err", err)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				n.log.Warn("runner: renew leases; retrying", "node", n.opts.ID, "err", err)
+			}
+			failing = true
+			t.Reset(retry)
+		default:
+			if failing {
+				n.log.Info("runner: leases renewed again", "node", n.opts.ID)
+			}
+			failing = false
+			t.Reset(every)
 		}
 		// A lease that lapsed (the node stalled, or was cut off from Redis,
 		// for longer than the TTL) means the run is reaped as interrupted:

@@ -519,7 +519,7 @@ func TestScaleOut_CrossReplicaStatusAndFocus(t *testing.T) {
 	tb.c.Watch(tb.ctx(), true)
 	tb.ping()
 	ta := dialTab(t, a)
-	res := ta.start(`{"tokens":150,"token_ms":10,"tools":0}`)
+	res := ta.start(`{"tokens":200,"token_ms":10,"tools":0}`)
 	tb.until(10*time.Second, "hub B's status of the run started on hub A", func() bool {
 		ss, ok := tb.status[res.SessionID]
 		return ok && ss.RunID == res.RunID
@@ -530,7 +530,7 @@ func TestScaleOut_CrossReplicaStatusAndFocus(t *testing.T) {
 	tb.c.Focus(tb.ctx(), res.SessionID, "")
 	tb.until(20*time.Second, "the run's events on hub B", func() bool { return tb.terminal(res.RunID) })
 	got := tb.run(res.RunID)
-	checkDone(t, "tab on hub B", got, 150)
+	checkDone(t, "tab on hub B", got, 200)
 	if len(tb.replayed) != 1 || tb.replayed[0].Count >= len(got) {
 		t.Fatalf("replayed %+v of %d events: nothing came live", tb.replayed, len(got))
 	}
@@ -657,11 +657,14 @@ func TestScaleOut_RunnerKilledInterruptsOnce(t *testing.T) {
 // duplicated, the run completes, the focused tab keeps receiving, and
 // /readyz is 503 while Redis is down and 200 after.
 func TestScaleOut_RedisRestartAOF(t *testing.T) {
-	// The outage must stay under the lease TTL less one renewal period (a
-	// lease lives on in the AOF with its absolute expiry): 10 s leases are
-	// renewed every 3.3 s, so a 6 s outage never lapses one.
+	// The outage must stay under the lease TTL less one renewal period, and
+	// some slack for reconnecting (a lease lives on in the AOF with its
+	// absolute expiry): 15 s leases are renewed every 5 s, so one lives at
+	// least 10 s past the stop, and a 6 s outage never lapses it. Before
+	// appends were retried for up to the lease TTL, a run failed after
+	// ~4.7 s of outage.
 	const outage = 6 * time.Second
-	s := newScaled(t, redistest.Options{AOF: true}, 10*time.Second)
+	s := newScaled(t, redistest.Options{AOF: true}, 15*time.Second)
 	a := s.hub("hubA")
 	s.runner("r1")
 	const n = 200
