@@ -21,6 +21,7 @@ type RuntimeConfig struct {
 	LogFormat      string        // RUNHUB_LOG_FORMAT, -log-format: text or json (default text)
 	LogLevel       string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
 	Profiles       string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
+	MetricsAddr    string        // RUNHUB_METRICS_ADDR, -metrics-addr: serve /metrics, /healthz and /readyz on this address (hub default: /metrics on the main address; runner default: no HTTP)
 }
 
 // ServeConfig is the configuration of `hub serve`. Every field has a flag
@@ -53,34 +54,43 @@ type Security struct {
 
 // security defines the Security flags.
 func (f *flagSet) security(c *Security) {
-	c.JWTSecret = f.getenv("RUNHUB_JWT_SECRET")
-	f.str(&c.JWTPublicKey, "jwt-public-key", "RUNHUB_JWT_PUBLIC_KEY", "", "PEM public key of RS256/ES256 tokens")
-	f.str(&c.JWTIssuer, "jwt-issuer", "RUNHUB_JWT_ISSUER", "", "required token issuer")
-	f.str(&c.JWTAudience, "jwt-audience", "RUNHUB_JWT_AUDIENCE", "", "required token audience")
+	c.JWTSecret = f.secretEnv("RUNHUB_JWT_SECRET", "HS256 shared secret of bearer tokens, at least 32 bytes (environment only: a flag would show in ps)")
+	f.str(&c.JWTPublicKey, "jwt-public-key", "RUNHUB_JWT_PUBLIC_KEY", "", "PEM file of the RS256 or ES256 key that verifies bearer tokens")
+	f.str(&c.JWTIssuer, "jwt-issuer", "RUNHUB_JWT_ISSUER", "", "required token issuer, iss (empty: not checked)")
+	f.str(&c.JWTAudience, "jwt-audience", "RUNHUB_JWT_AUDIENCE", "", "required token audience, aud (empty: not checked)")
 	f.dur(&c.JWTLeeway, "jwt-leeway", "RUNHUB_JWT_LEEWAY", "30s", "clock skew allowed on token times")
-	f.bool(&c.InsecureListen, "insecure-listen", "RUNHUB_INSECURE_LISTEN", "listen on a non-loopback address without authentication")
-	f.str(&c.AllowedOrigins, "allowed-origins", "RUNHUB_ALLOWED_ORIGINS", "", "comma-separated allowed browser origin patterns")
-	v, err := strconv.ParseFloat(f.env("RUNHUB_WS_RATE", "50"), 64)
-	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("RUNHUB_WS_RATE: %v", err)
-	}
-	f.Float64Var(&c.WSRate, "ws-rate", v, "client messages per second per socket (RUNHUB_WS_RATE)")
+	f.bool(&c.InsecureListen, "insecure-listen", "RUNHUB_INSECURE_LISTEN", "allow a non-loopback address without a JWT key (anyone who reaches it is subject local)")
+	f.str(&c.AllowedOrigins, "allowed-origins", "RUNHUB_ALLOWED_ORIGINS", "", "comma-separated browser origin patterns allowed besides same-origin")
+	f.float(&c.WSRate, "ws-rate", "RUNHUB_WS_RATE", "50", "client messages per second per socket (negative: no limit)")
 	f.int(&c.WSBurst, "ws-burst", "RUNHUB_WS_BURST", 100, "burst of the socket message rate")
-	f.int(&c.MaxSockets, "max-sockets-per-subject", "RUNHUB_MAX_SOCKETS_PER_SUBJECT", 0, "open sockets per subject (0: default)")
-	f.int(&c.MaxRunsPerSub, "max-runs-per-subject", "RUNHUB_MAX_RUNS_PER_SUBJECT", 0, "active runs per subject (0: default)")
+	f.int(&c.MaxSockets, "max-sockets-per-subject", "RUNHUB_MAX_SOCKETS_PER_SUBJECT", 0, "open sockets per subject on this hub (0: 64 with a JWT key, no limit when open; negative: no limit)")
+	f.int(&c.MaxRunsPerSub, "max-runs-per-subject", "RUNHUB_MAX_RUNS_PER_SUBJECT", 0, "active runs per subject (0: 32 with a JWT key, no limit when open; negative: no limit)")
 }
 
-// flagSet defines flags whose defaults come from the environment.
+// flagSet defines flags whose defaults come from the environment. It
+// remembers each flag's variable, and the variables without a flag, so the
+// configuration reference (docs/configuration.md) is generated from it.
 type flagSet struct {
 	*flag.FlagSet
-	getenv func(string) string
-	err    error
+	getenv  func(string) string
+	err     error
+	envOf   map[string]string // flag name → environment variable
+	envOnly []envSetting      // variables without a flag
 }
+
+// envSetting is an environment variable without a flag.
+type envSetting struct{ name, usage string }
 
 func newFlagSet(name string, getenv func(string) string) *flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	return &flagSet{FlagSet: fs, getenv: getenv}
+	return &flagSet{FlagSet: fs, getenv: getenv, envOf: map[string]string{}}
+}
+
+// secretEnv reads a variable that has no flag (a secret).
+func (f *flagSet) secretEnv(name, usage string) string {
+	f.envOnly = append(f.envOnly, envSetting{name, usage})
+	return f.getenv(name)
 }
 
 func (f *flagSet) env(name, def string) string {
@@ -91,10 +101,12 @@ func (f *flagSet) env(name, def string) string {
 }
 
 func (f *flagSet) str(p *string, flagName, envName, def, usage string) {
+	f.envOf[flagName] = envName
 	f.StringVar(p, flagName, f.env(envName, def), usage+" ("+envName+")")
 }
 
 func (f *flagSet) dur(p *time.Duration, flagName, envName, def, usage string) {
+	f.envOf[flagName] = envName
 	v, err := time.ParseDuration(f.env(envName, def))
 	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("%s: %v", envName, err)
@@ -103,6 +115,7 @@ func (f *flagSet) dur(p *time.Duration, flagName, envName, def, usage string) {
 }
 
 func (f *flagSet) int(p *int, flagName, envName string, def int, usage string) {
+	f.envOf[flagName] = envName
 	v, err := strconv.Atoi(f.env(envName, strconv.Itoa(def)))
 	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("%s: %v", envName, err)
@@ -110,7 +123,17 @@ func (f *flagSet) int(p *int, flagName, envName string, def int, usage string) {
 	f.IntVar(p, flagName, v, usage+" ("+envName+")")
 }
 
+func (f *flagSet) float(p *float64, flagName, envName, def, usage string) {
+	f.envOf[flagName] = envName
+	v, err := strconv.ParseFloat(f.env(envName, def), 64)
+	if err != nil && f.err == nil {
+		f.err = fmt.Errorf("%s: %v", envName, err)
+	}
+	f.Float64Var(p, flagName, v, usage+" ("+envName+")")
+}
+
 func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
+	f.envOf[flagName] = envName
 	v, err := strconv.ParseBool(f.env(envName, "false"))
 	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("%s: %v", envName, err)
@@ -119,16 +142,16 @@ func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
 }
 
 func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
-	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "embedded journal directory")
-	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL (empty: embedded journal)")
-	f.dur(&c.ClarifyTimeout, "clarify-timeout", "RUNHUB_CLARIFY_TIMEOUT", "120s", "clarify prompt expiry")
-	f.dur(&c.LeaseTTL, "lease-ttl", "RUNHUB_LEASE_TTL", "10s", "run lease lifetime without renewal")
+	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "directory of the embedded (bbolt) journal, when RUNHUB_REDIS_URL is empty")
+	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue (empty: the embedded journal)")
+	f.dur(&c.ClarifyTimeout, "clarify-timeout", "RUNHUB_CLARIFY_TIMEOUT", "120s", "how long a clarify prompt waits for an answer")
+	f.dur(&c.LeaseTTL, "lease-ttl", "RUNHUB_LEASE_TTL", "10s", "Redis mode: a run whose executor stops renewing its lease ends interrupted after this (same on every process)")
 	f.int(&c.MaxRuns, "max-runs", "RUNHUB_MAX_RUNS", maxRuns, "runs executing at once in this process")
-	f.str(&c.NodeID, "node-id", "RUNHUB_NODE_ID", "", "lease owner id of this process")
-	f.dur(&c.ShutdownGrace, "shutdown-grace", "RUNHUB_SHUTDOWN_GRACE", "10s", "time to finish on shutdown")
-	f.str(&c.LogFormat, "log-format", "RUNHUB_LOG_FORMAT", "text", "text or json")
-	f.str(&c.LogLevel, "log-level", "RUNHUB_LOG_LEVEL", "info", "debug, info, warn or error")
-	f.str(&c.Profiles, "profiles", "RUNHUB_PROFILES", "", "runtime profile file (JSON)")
+	f.str(&c.NodeID, "node-id", "RUNHUB_NODE_ID", "", "Redis mode: this process's lease owner id, unique per process (empty: generated)")
+	f.dur(&c.ShutdownGrace, "shutdown-grace", "RUNHUB_SHUTDOWN_GRACE", "10s", "hub: time sockets get to close on shutdown; runner: time runs get to finish")
+	f.str(&c.LogFormat, "log-format", "RUNHUB_LOG_FORMAT", "text", "log format: text (development) or json (production)")
+	f.str(&c.LogLevel, "log-level", "RUNHUB_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	f.str(&c.Profiles, "profiles", "RUNHUB_PROFILES", "", "runtime profile file, JSON (docs/profiles.md; empty: the simulator only)")
 }
 
 func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
@@ -152,16 +175,23 @@ func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
 	return nil
 }
 
-func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, error) {
-	var cfg ServeConfig
+// serveFlags defines the flags of `hub serve` on cfg.
+func serveFlags(cfg *ServeConfig, getenv func(string) string) *flagSet {
 	f := newFlagSet("serve", getenv)
 	f.runtime(&cfg.RuntimeConfig, 10000)
+	f.str(&cfg.MetricsAddr, "metrics-addr", "RUNHUB_METRICS_ADDR", "", "serve /metrics on this address instead of the main one, with /healthz and /readyz (empty: /metrics on the main address)")
 	f.str(&cfg.Addr, "addr", "RUNHUB_ADDR", "127.0.0.1:8080", "listen address")
-	f.str(&cfg.Runtime, "runtime", "RUNHUB_RUNTIME", "", "where runs execute: inprocess or runners")
+	f.str(&cfg.Runtime, "runtime", "RUNHUB_RUNTIME", "", "where runs execute: inprocess or runners (empty: runners with Redis, else inprocess)")
 	f.dur(&cfg.StatusInterval, "status-interval", "RUNHUB_STATUS_INTERVAL", "100ms", "least time between two statuses of a session")
-	f.dur(&cfg.Retention, "retention", "RUNHUB_RETENTION", "168h", "how long terminal runs are kept")
-	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/")
+	f.dur(&cfg.Retention, "retention", "RUNHUB_RETENTION", "168h", "how long terminal runs are kept (0: forever)")
+	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/ (anyone who reaches the address can read them)")
 	f.security(&cfg.Security)
+	return f
+}
+
+func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, error) {
+	var cfg ServeConfig
+	f := serveFlags(&cfg, getenv)
 	if err := f.parse(args, &cfg.RuntimeConfig); err != nil {
 		return cfg, err
 	}
@@ -179,15 +209,58 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	return cfg, nil
 }
 
+// runnerFlags defines the flags of `hub runner` on cfg.
+func runnerFlags(cfg *RuntimeConfig, getenv func(string) string) *flagSet {
+	f := newFlagSet("runner", getenv)
+	f.runtime(cfg, 100)
+	f.str(&cfg.MetricsAddr, "metrics-addr", "RUNHUB_METRICS_ADDR", "", "serve /metrics, /healthz and /readyz on this address (empty: no HTTP)")
+	return f
+}
+
 func parseRunnerConfig(args []string, getenv func(string) string) (RuntimeConfig, error) {
 	var cfg RuntimeConfig
-	f := newFlagSet("runner", getenv)
-	f.runtime(&cfg, 100)
+	f := runnerFlags(&cfg, getenv)
 	if err := f.parse(args, &cfg); err != nil {
 		return cfg, err
 	}
 	if cfg.RedisURL == "" {
 		return cfg, fmt.Errorf("a runner needs RUNHUB_REDIS_URL")
+	}
+	return cfg, nil
+}
+
+// HealthcheckConfig is the configuration of `hub healthcheck`.
+type HealthcheckConfig struct {
+	URL     string        // RUNHUB_HEALTHCHECK_URL, -url: the URL to GET (default: /healthz of RUNHUB_ADDR, over loopback)
+	Timeout time.Duration // RUNHUB_HEALTHCHECK_TIMEOUT, -timeout: how long to wait for the answer (default 3s)
+}
+
+// healthcheckFlags defines the flags of `hub healthcheck` on cfg.
+func healthcheckFlags(cfg *HealthcheckConfig, getenv func(string) string) *flagSet {
+	f := newFlagSet("healthcheck", getenv)
+	addr := getenv("RUNHUB_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	f.str(&cfg.URL, "url", "RUNHUB_HEALTHCHECK_URL", defaultHealthURL(addr), "URL to GET; 200 is healthy (default: /healthz of RUNHUB_ADDR)")
+	f.dur(&cfg.Timeout, "timeout", "RUNHUB_HEALTHCHECK_TIMEOUT", "3s", "how long to wait for the answer")
+	return f
+}
+
+func parseHealthcheckConfig(args []string, getenv func(string) string) (HealthcheckConfig, error) {
+	var cfg HealthcheckConfig
+	f := healthcheckFlags(&cfg, getenv)
+	if f.err != nil {
+		return cfg, f.err
+	}
+	if err := f.Parse(args); err != nil {
+		return cfg, err
+	}
+	if f.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %v", f.Args())
+	}
+	if cfg.Timeout <= 0 {
+		return cfg, fmt.Errorf("healthcheck timeout %v: want a positive duration", cfg.Timeout)
 	}
 	return cfg, nil
 }

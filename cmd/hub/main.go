@@ -26,7 +26,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	cmd := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+	if len(args) > 0 && len(args[0]) > 0 && (args[0][0] != '-' || args[0] == "--version" || args[0] == "-version") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -48,6 +48,12 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		return MintToken(os.Stdout, cfg)
+	case "healthcheck":
+		cfg, err := parseHealthcheckConfig(args, os.Getenv)
+		if err != nil {
+			return err
+		}
+		return Healthcheck(ctx, cfg)
 	case "version", "--version", "-version":
 		fmt.Println("runhub", version)
 		return nil

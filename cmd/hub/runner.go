@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"sync/atomic"
+
+	"github.com/runhub/runhub/hub/metrics"
 )
 
 // RunRunner runs `hub runner`: it takes runs from the Redis run queue and
@@ -11,19 +14,29 @@ import (
 // so no run is left without a terminal event.
 func RunRunner(ctx context.Context, cfg RuntimeConfig) error {
 	log := newLogger(cfg.LogFormat, cfg.LogLevel)
-	rt, err := openRuntime(ctx, cfg, log, "", true)
+	m := metrics.New(version)
+	rt, err := openRuntime(ctx, cfg, log, "", true, m)
 	if err != nil {
 		return err
 	}
 	defer rt.close()
-	log.Info("runhub runner started", "node", rt.node.ID(), "max_runs", cfg.MaxRuns)
+	var stopping atomic.Bool
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, rt, stopping.Load, log, m)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	log.Info("runhub runner started", "node_id", rt.node.ID(), "max_runs", cfg.MaxRuns, "version", version)
 	<-ctx.Done()
+	stopping.Store(true)
 	rt.node.StopConsuming()
 	gctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
 	if err := rt.exec.Wait(gctx); errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("runner: grace period over; ending the remaining runs as interrupted", "runs", rt.exec.Live())
 	}
-	log.Info("runhub runner stopped", "node", rt.node.ID())
+	log.Info("runhub runner stopped", "node_id", rt.node.ID())
 	return nil
 }

@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/adapter/runner"
 	"github.com/runhub/runhub/adapter/sim"
+	"github.com/runhub/runhub/hub/metrics"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/journal/redis"
@@ -45,7 +45,9 @@ type procRuntime struct {
 //     route controls to them and reap them if this process dies;
 //   - Redis, runners: starts are dispatched to the run queue; a runner
 //     process executes them (consume=true builds that runner).
-func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode string, consume bool) (*procRuntime, error) {
+//
+// m (nil: none) measures the journal, Redis and the executor.
+func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode string, consume bool, m *metrics.Metrics) (*procRuntime, error) {
 	drivers := map[string]adapter.Driver{"sim": &sim.Driver{ClarifyTimeout: cfg.ClarifyTimeout}}
 	profiles, profileDrivers, err := loadProfiles(cfg, log)
 	if err != nil {
@@ -68,8 +70,9 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		if err != nil {
 			return nil, err
 		}
-		rt.mode, rt.store = RuntimeInProcess, store
-		rt.exec = adapter.NewInProcess(store, opts)
+		rt.mode, rt.store = RuntimeInProcess, observe(store, m)
+		rt.exec = adapter.NewInProcess(rt.store, opts)
+		rt.gauges(m)
 		n, err := rt.exec.Recover(ctx)
 		if err != nil {
 			rt.close()
@@ -85,12 +88,15 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		return nil, fmt.Errorf("RUNHUB_REDIS_URL: %w", err)
 	}
 	rt.rdb = goredis.NewClient(copt)
+	if m != nil {
+		rt.rdb.AddHook(&redisHook{m: m})
+	}
 	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log})
 	if err != nil {
 		rt.rdb.Close()
 		return nil, err
 	}
-	rt.store = store
+	rt.store = observe(store, m)
 	if mode == "" {
 		mode = RuntimeRunners
 	}
@@ -98,7 +104,11 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	rcfg := runner.Config{Client: rt.rdb, LeaseTTL: cfg.LeaseTTL}
 	// A run rides out a Redis outage (a restart) as long as its lease could.
 	opts.AppendRetry = cfg.LeaseTTL
-	rt.node = runner.NewNode(store, runner.NodeOptions{Config: rcfg, ID: cfg.NodeID, Consume: consume, MaxRuns: cfg.MaxRuns, Logger: log})
+	var reaper journal.Store = rt.store
+	if m != nil {
+		reaper = &reaperStore{Store: rt.store, m: m}
+	}
+	rt.node = runner.NewNode(reaper, runner.NodeOptions{Config: rcfg, ID: cfg.NodeID, Consume: consume, MaxRuns: cfg.MaxRuns, Logger: log})
 	opts.Remote = runner.NewControls(rcfg)
 	switch {
 	case consume || mode == RuntimeInProcess:
@@ -109,19 +119,27 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		rt.close()
 		return nil, fmt.Errorf("RUNHUB_RUNTIME %q: want inprocess or runners", mode)
 	}
-	rt.exec = adapter.NewInProcess(store, opts)
+	rt.exec = adapter.NewInProcess(rt.store, opts)
 	rt.node.Start(rt.exec)
+	rt.gauges(m)
 	return rt, nil
 }
 
-// ready reports whether the journal answers.
-func (rt *procRuntime) ready(ctx context.Context) error {
-	if rt.rdb == nil {
-		return nil
+// gauges registers the executor's and the Redis pool's gauges.
+func (rt *procRuntime) gauges(m *metrics.Metrics) {
+	m.GaugeFunc("runs_executing", "Runs executing in this process.", func() float64 { return float64(rt.exec.Live()) })
+	if rt.rdb != nil {
+		m.GaugeFunc("redis_pool_connections", "Connections in this process's Redis pool.", func() float64 { return float64(rt.rdb.PoolStats().TotalConns) })
+		m.GaugeFunc("redis_pool_idle_connections", "Idle connections in this process's Redis pool.", func() float64 { return float64(rt.rdb.PoolStats().IdleConns) })
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	return rt.rdb.Ping(ctx).Err()
+}
+
+// nodeID is the process's lease owner id ("" with the embedded journal).
+func (rt *procRuntime) nodeID() string {
+	if rt.node == nil {
+		return ""
+	}
+	return rt.node.ID()
 }
 
 // close stops the executor (its runs end as interrupted), the node and the

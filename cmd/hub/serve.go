@@ -3,16 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/metrics"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/web"
 )
@@ -21,11 +21,12 @@ import (
 // every socket, close 1012, in-process runs ended as interrupted, exit.
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	log := newLogger(cfg.LogFormat, cfg.LogLevel)
-	hcfg := hub.Config{StatusInterval: cfg.StatusInterval, Logger: log}
+	m := metrics.New(version)
+	hcfg := hub.Config{StatusInterval: cfg.StatusInterval, Logger: log, Metrics: m}
 	if err := cfg.Security.apply(&hcfg); err != nil {
 		return err
 	}
-	rt, err := openRuntime(ctx, cfg.RuntimeConfig, log, cfg.Runtime, false)
+	rt, err := openRuntime(ctx, cfg.RuntimeConfig, log, cfg.Runtime, false, m)
 	if err != nil {
 		return err
 	}
@@ -33,19 +34,23 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	store := rt.store
 
 	h := hub.New(hcfg, store, rt.exec)
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = hub.ErrorHandler
-	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", func(c echo.Context) error {
-		if h.Draining() {
-			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "draining"})
-		}
-		if err := rt.ready(c.Request().Context()); err != nil {
-			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "journal unreachable"})
-		}
-		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	m.HubGauges(func() metrics.HubStats {
+		s := h.Stats()
+		return metrics.HubStats{Sockets: s.Conns, Watched: s.Watched, FocusedSockets: s.Focused, FocusedRuns: s.FocusedRuns,
+			Lagging: s.Lagging, QueuedEvents: s.QueuedEvents, QueuedBytes: s.QueuedBytes}
 	})
+	e := newEcho(log, m)
+	routeHealth(e, rt, h.Draining)
+	if cfg.MetricsAddr == "" {
+		routeMetrics(e, m)
+	} else {
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, rt, h.Draining, log, m)
+		if err != nil {
+			h.Shutdown(context.Background())
+			return err
+		}
+		defer stopMetrics()
+	}
 	h.Routes(e)
 	h.RouteProfiles(e, profileInfos(rt.profiles))
 	if cfg.PProf {
@@ -66,7 +71,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if open && cfg.InsecureListen {
 		log.Warn("serving WITHOUT authentication on a non-loopback address (-insecure-listen): anyone who reaches it is subject local")
 	}
-	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg.RuntimeConfig), "runtime", rt.mode, "hub_id", h.ID(), "auth", !open)
+	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg.RuntimeConfig), "runtime", rt.mode,
+		"hub_id", h.ID(), "node_id", rt.nodeID(), "auth", !open, "version", version)
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -89,6 +95,36 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		log.Warn("http shutdown", "err", err)
 	}
 	return nil
+}
+
+// newEcho is an echo server with runhub's error rendering and the request
+// middleware (request ids, request logs, HTTP metrics).
+func newEcho(log *slog.Logger, m *metrics.Metrics) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = hub.ErrorHandler
+	e.Use(requestMiddleware(log, m))
+	return e
+}
+
+// serveMetrics serves /metrics, /healthz and /readyz on addr until the
+// returned func stops it.
+func serveMetrics(addr string, rt *procRuntime, draining func() bool, log *slog.Logger, m *metrics.Metrics) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics address: %w", err)
+	}
+	e := newEcho(log, m)
+	routeHealth(e, rt, draining)
+	routeMetrics(e, m)
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
 }
 
 // routePProf serves net/http/pprof under /debug/pprof/ (RUNHUB_PPROF=1):
@@ -138,23 +174,4 @@ func startRetention(ctx context.Context, store journal.Store, retention time.Dur
 		cancel()
 		<-done
 	}
-}
-
-func newLogger(format, level string) *slog.Logger {
-	var lv slog.Level
-	switch strings.ToLower(level) {
-	case "debug":
-		lv = slog.LevelDebug
-	case "warn":
-		lv = slog.LevelWarn
-	case "error":
-		lv = slog.LevelError
-	default:
-		lv = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: lv}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }

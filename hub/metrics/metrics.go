@@ -398,3 +398,48 @@ func boundedStatus(s string) string {
 	}
 	return Other
 }
+
+// HubStats is a snapshot of a hub's sockets (hub.Stats).
+type HubStats struct {
+	Sockets        int // open tab sockets
+	Watched        int // sessions whose status the hub tracks for its sockets
+	FocusedSockets int // sockets with a focused session
+	FocusedRuns    int // runs the hub tails for focusing sockets
+	Lagging        int // sockets catching up from the journal
+	QueuedEvents   int // events queued over all sockets
+	QueuedBytes    int // bytes queued over all sockets
+}
+
+// HubGauges registers the gauges of a hub's sockets, computed from one
+// stats snapshot per scrape.
+func (m *Metrics) HubGauges(stats func() HubStats) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(&hubCollector{stats: stats})
+}
+
+var hubGaugeDescs = []*prometheus.Desc{
+	prometheus.NewDesc(Namespace+"_sockets_open", "Open tab sockets (WebSockets).", nil, nil),
+	prometheus.NewDesc(Namespace+"_watched_sessions", "Sessions whose status the hub tracks for its sockets' watches.", nil, nil),
+	prometheus.NewDesc(Namespace+"_focused_sockets", "Sockets with a focused session.", nil, nil),
+	prometheus.NewDesc(Namespace+"_focused_runs", "Runs the hub tails for focusing sockets (one tail per focused session, shared by its sockets).", nil, nil),
+	prometheus.NewDesc(Namespace+"_lagging_sockets", "Sockets catching up from the journal (slow consumers and focus replays in progress).", nil, nil),
+	prometheus.NewDesc(Namespace+"_socket_queued_events", "Events queued for writing over all sockets.", nil, nil),
+	prometheus.NewDesc(Namespace+"_socket_queued_bytes", "Bytes queued for writing over all sockets (events, statuses, messages).", nil, nil),
+}
+
+type hubCollector struct{ stats func() HubStats }
+
+func (c *hubCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range hubGaugeDescs {
+		ch <- d
+	}
+}
+
+func (c *hubCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for i, v := range []int{s.Sockets, s.Watched, s.FocusedSockets, s.FocusedRuns, s.Lagging, s.QueuedEvents, s.QueuedBytes} {
+		ch <- prometheus.MustNewConstMetric(hubGaugeDescs[i], prometheus.GaugeValue, float64(v))
+	}
+}

@@ -19,7 +19,8 @@ import (
 // counters, base units, help text) and carries the runhub_ prefix.
 func TestNamesFollowConventions(t *testing.T) {
 	m := metrics.New("test")
-	m.GaugeFunc("sockets_open", "Open tab sockets.", func() float64 { return 0 })
+	m.GaugeFunc("runs_executing", "Runs executing.", func() float64 { return 0 })
+	m.HubGauges(func() metrics.HubStats { return metrics.HubStats{Sockets: 1} })
 	problems, err := testutil.GatherAndLint(m.Registry())
 	if err != nil {
 		t.Fatal(err)
