@@ -75,6 +75,7 @@ type flagSet struct {
 	getenv  func(string) string
 	err     error
 	envOf   map[string]string // flag name → environment variable
+	defOf   map[string]string // flag name → default as written in the code
 	envOnly []envSetting      // variables without a flag
 }
 
@@ -84,7 +85,7 @@ type envSetting struct{ name, usage string }
 func newFlagSet(name string, getenv func(string) string) *flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	return &flagSet{FlagSet: fs, getenv: getenv, envOf: map[string]string{}}
+	return &flagSet{FlagSet: fs, getenv: getenv, envOf: map[string]string{}, defOf: map[string]string{}}
 }
 
 // secretEnv reads a variable that has no flag (a secret).
@@ -101,12 +102,12 @@ func (f *flagSet) env(name, def string) string {
 }
 
 func (f *flagSet) str(p *string, flagName, envName, def, usage string) {
-	f.envOf[flagName] = envName
+	f.envOf[flagName], f.defOf[flagName] = envName, def
 	f.StringVar(p, flagName, f.env(envName, def), usage+" ("+envName+")")
 }
 
 func (f *flagSet) dur(p *time.Duration, flagName, envName, def, usage string) {
-	f.envOf[flagName] = envName
+	f.envOf[flagName], f.defOf[flagName] = envName, def
 	v, err := time.ParseDuration(f.env(envName, def))
 	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("%s: %v", envName, err)
@@ -115,7 +116,7 @@ func (f *flagSet) dur(p *time.Duration, flagName, envName, def, usage string) {
 }
 
 func (f *flagSet) int(p *int, flagName, envName string, def int, usage string) {
-	f.envOf[flagName] = envName
+	f.envOf[flagName], f.defOf[flagName] = envName, strconv.Itoa(def)
 	v, err := strconv.Atoi(f.env(envName, strconv.Itoa(def)))
 	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("%s: %v", envName, err)
@@ -124,7 +125,7 @@ func (f *flagSet) int(p *int, flagName, envName string, def int, usage string) {
 }
 
 func (f *flagSet) float(p *float64, flagName, envName, def, usage string) {
-	f.envOf[flagName] = envName
+	f.envOf[flagName], f.defOf[flagName] = envName, def
 	v, err := strconv.ParseFloat(f.env(envName, def), 64)
 	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("%s: %v", envName, err)
@@ -133,7 +134,7 @@ func (f *flagSet) float(p *float64, flagName, envName, def, usage string) {
 }
 
 func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
-	f.envOf[flagName] = envName
+	f.envOf[flagName], f.defOf[flagName] = envName, "false"
 	v, err := strconv.ParseBool(f.env(envName, "false"))
 	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("%s: %v", envName, err)
