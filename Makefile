@@ -6,7 +6,7 @@ BIN      := bin/hub
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test test-short bench lint fuzz loadtest docker clean
+.PHONY: build run test test-short bench lint fuzz loadtest docker compose-up compose-down docs clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hub
@@ -57,8 +57,21 @@ LOADTEST_ARGS ?= -spawn -tabs 1000 -watch 10 -sessions 200 -runs 200 -tokens 500
 loadtest:
 	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) run ./loadtest $(or $(ARGS),$(LOADTEST_ARGS))
 
+# One image for hub serve and hub runner (Dockerfile); needs a Docker engine.
 docker:
-	docker build -t runhub:$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) -t runhub:$(VERSION) -t runhub:dev .
+
+# The scaled stack of deploy/compose.yaml: Redis, two hubs, two runners and
+# nginx on http://127.0.0.1:8080/ (MONITORING=1 adds Prometheus and Grafana).
+COMPOSE := docker compose -f deploy/compose.yaml $(if $(MONITORING),--profile monitoring)
+compose-up:
+	RUNHUB_VERSION=$(VERSION) $(COMPOSE) up --build -d
+compose-down:
+	$(COMPOSE) down
+
+# Regenerate the tables of docs/configuration.md from the flag sets.
+docs:
+	$(GO) test ./cmd/hub -run TestConfigurationReference -count=1 -update
 
 clean:
 	rm -rf bin

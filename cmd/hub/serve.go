@@ -34,11 +34,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	store := rt.store
 
 	h := hub.New(hcfg, store, rt.exec)
-	m.HubGauges(func() metrics.HubStats {
-		s := h.Stats()
-		return metrics.HubStats{Sockets: s.Conns, Watched: s.Watched, FocusedSockets: s.Focused, FocusedRuns: s.FocusedRuns,
-			Lagging: s.Lagging, QueuedEvents: s.QueuedEvents, QueuedBytes: s.QueuedBytes}
-	})
+	hubGauges(m, h)
 	e := newEcho(log, m)
 	routeHealth(e, rt, h.Draining)
 	if cfg.MetricsAddr == "" {
@@ -95,6 +91,15 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		log.Warn("http shutdown", "err", err)
 	}
 	return nil
+}
+
+// hubGauges registers the gauges of h's sockets on m.
+func hubGauges(m *metrics.Metrics, h *hub.Hub) {
+	m.HubGauges(func() metrics.HubStats {
+		s := h.Stats()
+		return metrics.HubStats{Sockets: s.Conns, Watched: s.Watched, FocusedSockets: s.Focused, FocusedRuns: s.FocusedRuns,
+			Lagging: s.Lagging, QueuedEvents: s.QueuedEvents, QueuedBytes: s.QueuedBytes}
+	})
 }
 
 // newEcho is an echo server with runhub's error rendering and the request

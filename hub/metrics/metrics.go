@@ -125,6 +125,9 @@ func New(version string) *Metrics {
 	m.slowDrops = f.counter("slow_consumer_drops_total", "Times a tab's event queue was full: live delivery to it stopped and it catches up from the journal.")
 	m.slowCatchUps = f.counter("slow_consumer_catchups_total", "Slow tabs that caught up from the journal and resumed live delivery.")
 	m.controls = f.counterVec("controls_total", "Controls (WebSocket and HTTP) by op and outcome: a ControlResult status (accepted, not-active, expired, conflict, unsupported) or an error code.", "op", "status")
+	for _, op := range controlOps {
+		m.controls.WithLabelValues(op, protocol.ResultAccepted) // shown from the start, at 0
+	}
 	m.httpRequests = f.counterVec("http_requests_total", "HTTP requests by method, route pattern and status code.", "method", "route", "code")
 
 	outcomes := f.counterVec("runs_ended_total", "Runs whose terminal event this process journaled, by terminal state.", "state")
