@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -22,6 +23,14 @@ type conn struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wake    chan struct{} // capacity 1: the writer has work
+
+	// The writer goroutine runs only while the socket has something to send
+	// (and lingers writerLinger after): wstate is 1 while one runs, 0 when
+	// none does; wmu and wstop keep serve's wait from racing a start.
+	wstate atomic.Int32
+	wmu    sync.Mutex
+	wstop  bool
+	wwg    sync.WaitGroup
 
 	// mu guards everything below.
 	mu          sync.Mutex
@@ -61,15 +70,12 @@ func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 // serve runs the reader on the calling goroutine and the writer on another,
 // and returns when both have stopped.
 func (c *conn) serve() {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.writeLoop()
-	}()
 	c.readLoop()
 	c.cancel()
-	wg.Wait()
+	c.wmu.Lock()
+	c.wstop = true // no writer starts from now on
+	c.wmu.Unlock()
+	c.wwg.Wait()
 	c.ws.CloseNow()
 	c.mu.Lock()
 	if c.expiry != nil {
@@ -86,11 +92,41 @@ func (c *conn) release() {
 	}
 }
 
+// signal tells the writer there is work, starting one if none runs. It
+// may be called with c.mu held.
 func (c *conn) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
+	if c.wstate.Load() == 0 && c.wstate.CompareAndSwap(0, 1) {
+		c.startWriter()
+	}
+}
+
+func (c *conn) startWriter() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wstop {
+		return // the socket is done; wstate stays 1, so nothing starts again
+	}
+	c.wwg.Add(1)
+	go func() {
+		defer c.wwg.Done()
+		c.writeLoop()
+	}()
+}
+
+// retire ends an idle writer: true when the goroutine may return. Work
+// signalled meanwhile either left a token in wake (seen here: the writer
+// carries on, unless a new one has already started) or found wstate 0 and
+// started a new writer.
+func (c *conn) retire() bool {
+	c.wstate.Store(0)
+	if len(c.wake) == 0 {
+		return true
+	}
+	return !c.wstate.CompareAndSwap(0, 1)
 }
 
 func (c *conn) readLoop() {

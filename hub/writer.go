@@ -24,7 +24,8 @@ const maxPooledFrame = 64 << 10
 
 // writeLoop drains the socket's queues: everything waiting goes out as one
 // NDJSON frame (up to MaxBatchBytes); when nothing waits and the focus needs
-// catching up, it reads the journal; then it sleeps until signalled.
+// catching up, it reads the journal; then it sleeps until signalled, and
+// after writerLinger of nothing it ends (signal starts it again).
 func (c *conn) writeLoop() {
 	// One timer bounds every write (armed per frame, never reallocated), and
 	// one AfterFunc ends a write in flight when the socket's context ends:
@@ -35,6 +36,8 @@ func (c *conn) writeLoop() {
 	defer timeout.Stop()
 	stop := context.AfterFunc(c.ctx, func() { c.ws.CloseNow() })
 	defer stop()
+	idle := time.NewTimer(writerLinger)
+	defer idle.Stop()
 	for {
 		bp := framePool.Get().(*[]byte)
 		buf, done := c.take((*bp)[:0])
@@ -68,13 +71,23 @@ func (c *conn) writeLoop() {
 			}
 			continue
 		}
+		idle.Reset(writerLinger)
 		select {
 		case <-c.wake:
 		case <-c.ctx.Done():
 			return
+		case <-idle.C:
+			if c.retire() {
+				return // an idle socket keeps no writer goroutine (nor its stack)
+			}
 		}
 	}
 }
+
+// writerLinger is how long a writer with nothing to send waits before its
+// goroutine ends; the next signal starts a new one. A tab that receives
+// anything more often than this keeps its writer.
+const writerLinger = time.Second
 
 // take moves what is waiting into buf as NDJSON: messages, then statuses,
 // then events. done reports a requested close with nothing left to send.
