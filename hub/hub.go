@@ -204,7 +204,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		}
 		pre = &p
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(smallReadBuffer{w}, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protocol.SubprotocolV1},
 		OriginPatterns: h.cfg.OriginPatterns,
 	})

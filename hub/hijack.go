@@ -1,0 +1,54 @@
+package hub
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+)
+
+// socketReadBuffer is the read buffer of a tab socket. net/http hands a
+// hijacked connection over with a 4 KiB bufio.Reader that the WebSocket
+// library keeps for the socket's life; tabs send a few small messages
+// (hello, watch, focus, controls), so a small buffer serves them as well
+// and saves ~3.5 KiB per open socket. Larger client frames are read
+// through it unbuffered.
+const socketReadBuffer = 512
+
+// smallReadBuffer wraps the upgrade's ResponseWriter so that Hijack
+// returns the connection with a socketReadBuffer-sized reader (keeping
+// any bytes net/http had already buffered).
+type smallReadBuffer struct {
+	http.ResponseWriter
+}
+
+func (w smallReadBuffer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("hub: the response writer cannot hijack")
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return conn, brw, err
+	}
+	if n := brw.Reader.Buffered(); n > 0 {
+		// Bytes read ahead of the upgrade (net/http's background read can
+		// take the start of the first frame) come first. They go in the
+		// connection, not the reader: the WebSocket library resets the
+		// reader onto the connection it is given.
+		b, _ := brw.Reader.Peek(n)
+		conn = &prefixConn{Conn: conn, r: io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn)}
+	}
+	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, socketReadBuffer), brw.Writer), nil
+}
+
+// prefixConn reads r (buffered bytes, then the connection) and is the
+// connection for everything else.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
