@@ -13,8 +13,8 @@ import (
 )
 
 // conn is one tab socket. The reader goroutine (serve) decodes and handles
-// client messages; the writer goroutine drains the outbound queues. Both
-// stop when ctx ends.
+// client messages; the writer goroutine, started on demand by signal,
+// drains the outbound queues. Both stop when ctx ends.
 type conn struct {
 	h       *Hub
 	ws      *websocket.Conn

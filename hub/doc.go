@@ -12,9 +12,12 @@
 //     unsent older one;
 //   - the focus router (router.go) tails the runs that some socket focuses,
 //     encodes each event once and offers the bytes to the focusing sockets;
-//   - each socket (conn.go) has one reader goroutine and one writer goroutine;
+//   - each socket (conn.go) has one reader goroutine and, while it has
+//     something to send, one writer goroutine (started by the first signal,
+//     ended after a second of nothing, so an idle tab costs one goroutine);
 //     the writer drains a bounded queue and batches what is waiting into one
-//     NDJSON frame, written with a deadline.
+//     NDJSON frame, written with a deadline. docs/benchmarks.md ("Load
+//     tests") has what a socket costs.
 //
 // A socket accepts an event only if it is the next seq of the run it is
 // delivering (focus.go). Anything else — a gap, a queue over its bound, a
