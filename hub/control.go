@@ -82,6 +82,9 @@ func (c *conn) control(m *protocol.Control) {
 	defer cancel()
 	res, err := c.h.Control(ctx, c.subject, m, m.ID)
 	if err != nil {
+		if code := protocol.CodeOf(err); code == protocol.CodeInternal || code == protocol.CodeUnavailable {
+			c.h.log.Warn("control failed", "conn_id", c.id, "op", m.Op, "session_id", m.SessionID, "run_id", m.RunID, "code", code)
+		}
 		c.sendError(protocol.CodeOf(err), safeMessage(err), m.ID)
 		res = protocol.ControlResult{Status: protocol.ResultNotActive, Message: safeMessage(err)}
 	}

@@ -3,10 +3,12 @@ package hub_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -187,4 +189,55 @@ func TestMetrics_SlowConsumer(t *testing.T) {
 	if drops, ups := metricValue(t, m, "runhub_slow_consumer_drops_total"), metricValue(t, m, "runhub_slow_consumer_catchups_total"); ups > drops {
 		t.Fatalf("%v catch-ups for %v drops", ups, drops)
 	}
+}
+
+// A control that fails inside the hub is logged with the socket's conn_id
+// and the control's session_id and run_id (never the journal's error text
+// to the tab), and counted under its error code.
+func TestMetrics_ControlFailureLoggedWithIDs(t *testing.T) {
+	var logs syncBuf
+	m := metrics.New("test")
+	th := newTestHubRuntime(t, hub.Config{Metrics: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, runtimeOpts{Faults: true})
+	tab := th.dial(t)
+	ctx := ctxT(t, 30*time.Second)
+	run := startRun(t, tab, simStart("", 1, 0, `,"tools":0`))
+	waitTerminal(t, th, run.RunID)
+	th.fault.failing.Store(true)
+	defer th.fault.failing.Store(false)
+	if _, err := tab.Control(ctx, protocol.Control{Op: protocol.OpCancel, RunID: run.RunID}); err == nil {
+		t.Fatal("cancel with the journal failing did not fail")
+	}
+	waitMetric(t, m, `runhub_controls_total{op="cancel",status="internal"}`, 1)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), `"msg":"control failed"`) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"control failed"`) {
+			line = l
+		}
+	}
+	for _, want := range []string{`"conn_id":"c_`, `"run_id":"` + run.RunID + `"`, `"op":"cancel"`, `"code":"internal"`} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("control failure log %q lacks %s", line, want)
+		}
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,7 +1,8 @@
 // Command hub is runhub's one binary: `hub serve` (the default) runs a hub
 // replica; `hub runner` executes runs from the Redis run queue; `hub token`
-// mints an HS256 token with RUNHUB_JWT_SECRET; `hub version` prints the
-// build's version.
+// mints an HS256 token with RUNHUB_JWT_SECRET; `hub healthcheck` probes a
+// health endpoint (the container image's HEALTHCHECK); `hub version` (or
+// `hub --version`) prints the build's version.
 package main
 
 import (
@@ -58,6 +59,6 @@ func run(ctx context.Context, args []string) error {
 		fmt.Println("runhub", version)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q (want serve, runner, token or version)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, runner, token, healthcheck or version)", cmd)
 	}
 }
