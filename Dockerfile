@@ -43,8 +43,8 @@ ENV RUNHUB_ADDR=0.0.0.0:8080 \
     RUNHUB_LOG_FORMAT=json
 EXPOSE 8080
 VOLUME /data
-# /healthz of RUNHUB_ADDR; a runner sets RUNHUB_HEALTHCHECK_URL to its
-# RUNHUB_METRICS_ADDR (docs/configuration.md).
+# /healthz of RUNHUB_METRICS_ADDR when set (a runner's only HTTP), else of
+# RUNHUB_ADDR (docs/configuration.md).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 CMD ["/hub", "healthcheck"]
 ENTRYPOINT ["/hub"]
 CMD ["serve"]

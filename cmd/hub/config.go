@@ -232,18 +232,21 @@ func parseRunnerConfig(args []string, getenv func(string) string) (RuntimeConfig
 
 // HealthcheckConfig is the configuration of `hub healthcheck`.
 type HealthcheckConfig struct {
-	URL     string        // RUNHUB_HEALTHCHECK_URL, -url: the URL to GET (default: /healthz of RUNHUB_ADDR, over loopback)
+	URL     string        // RUNHUB_HEALTHCHECK_URL, -url: the URL to GET (default: /healthz of RUNHUB_METRICS_ADDR, else of RUNHUB_ADDR, over loopback)
 	Timeout time.Duration // RUNHUB_HEALTHCHECK_TIMEOUT, -timeout: how long to wait for the answer (default 3s)
 }
 
 // healthcheckFlags defines the flags of `hub healthcheck` on cfg.
 func healthcheckFlags(cfg *HealthcheckConfig, getenv func(string) string) *flagSet {
 	f := newFlagSet("healthcheck", getenv)
-	addr := getenv("RUNHUB_ADDR")
+	addr := getenv("RUNHUB_METRICS_ADDR") // a runner's only HTTP; a hub serves /healthz there too
+	if addr == "" {
+		addr = getenv("RUNHUB_ADDR")
+	}
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
-	f.str(&cfg.URL, "url", "RUNHUB_HEALTHCHECK_URL", defaultHealthURL(addr), "URL to GET; 200 is healthy (default: /healthz of RUNHUB_ADDR)")
+	f.str(&cfg.URL, "url", "RUNHUB_HEALTHCHECK_URL", defaultHealthURL(addr), "URL to GET; 200 is healthy (default: /healthz of RUNHUB_METRICS_ADDR, else of RUNHUB_ADDR)")
 	f.dur(&cfg.Timeout, "timeout", "RUNHUB_HEALTHCHECK_TIMEOUT", "3s", "how long to wait for the answer")
 	return f
 }

@@ -50,7 +50,8 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
-// The healthcheck's URL defaults to /healthz of RUNHUB_ADDR over loopback;
+// The healthcheck's URL defaults to /healthz of RUNHUB_METRICS_ADDR (a
+// runner's only HTTP), else of RUNHUB_ADDR, over loopback;
 // RUNHUB_HEALTHCHECK_URL and -url override it.
 func TestParseHealthcheckConfig(t *testing.T) {
 	for _, c := range []struct {
@@ -64,6 +65,7 @@ func TestParseHealthcheckConfig(t *testing.T) {
 		{nil, map[string]string{"RUNHUB_ADDR": "[::]:9002"}, "http://[::1]:9002/healthz"},
 		{nil, map[string]string{"RUNHUB_ADDR": "10.1.2.3:9003"}, "http://10.1.2.3:9003/healthz"},
 		{nil, map[string]string{"RUNHUB_HEALTHCHECK_URL": "http://127.0.0.1:9090/readyz"}, "http://127.0.0.1:9090/readyz"},
+		{nil, map[string]string{"RUNHUB_ADDR": "0.0.0.0:8080", "RUNHUB_METRICS_ADDR": "0.0.0.0:9090"}, "http://127.0.0.1:9090/healthz"},
 		{[]string{"-url", "http://x/healthz"}, map[string]string{"RUNHUB_HEALTHCHECK_URL": "http://y/"}, "http://x/healthz"},
 	} {
 		cfg, err := parseHealthcheckConfig(c.args, envOf(c.env))
