@@ -23,6 +23,7 @@ type conn struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wake    chan struct{} // capacity 1: the writer has work
+	cork    *corkWriter   // sends each frame with one write (nil: plain writes)
 
 	// The writer goroutine runs only while the socket has something to send
 	// (and lingers writerLinger after): wstate is 1 while one runs, 0 when

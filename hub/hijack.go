@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 )
 
 // socketReadBuffer is the read buffer of a tab socket. net/http hands a
@@ -17,14 +19,23 @@ import (
 // through it unbuffered.
 const socketReadBuffer = 512
 
-// smallReadBuffer wraps the upgrade's ResponseWriter so that Hijack
-// returns the connection with a socketReadBuffer-sized reader (keeping
-// any bytes net/http had already buffered).
-type smallReadBuffer struct {
+// socketWriteBuffer is the WebSocket library's write buffer of a tab
+// socket: it only ever holds a frame header on its way to the corkWriter,
+// which collects a whole frame and sends it with one write. (net/http's
+// 4 KiB writer cost ~4 KiB per socket and split every frame larger than
+// it into two writes.)
+const socketWriteBuffer = 16
+
+// socketHijacker wraps the upgrade's ResponseWriter so that Hijack returns
+// the connection with a socketReadBuffer-sized reader (keeping any bytes
+// net/http had already read ahead) and a writer that goes through a
+// corkWriter, kept in cork for the socket.
+type socketHijacker struct {
 	http.ResponseWriter
+	cork *corkWriter
 }
 
-func (w smallReadBuffer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *socketHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	hj, ok := w.ResponseWriter.(http.Hijacker)
 	if !ok {
 		return nil, nil, errors.New("hub: the response writer cannot hijack")
@@ -32,6 +43,12 @@ func (w smallReadBuffer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := hj.Hijack()
 	if err != nil {
 		return conn, brw, err
+	}
+	// net/http has written the upgrade's answer (Hijack flushes it); what
+	// is left in its writer would be nothing, but send it all the same.
+	if err := brw.Writer.Flush(); err != nil {
+		conn.Close()
+		return nil, nil, err
 	}
 	if n := brw.Reader.Buffered(); n > 0 {
 		// Bytes read ahead of the upgrade (net/http's background read can
@@ -41,7 +58,8 @@ func (w smallReadBuffer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		b, _ := brw.Reader.Peek(n)
 		conn = &prefixConn{Conn: conn, r: io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn)}
 	}
-	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, socketReadBuffer), brw.Writer), nil
+	w.cork = &corkWriter{conn: conn}
+	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, socketReadBuffer), bufio.NewWriterSize(w.cork, socketWriteBuffer)), nil
 }
 
 // prefixConn reads r (buffered bytes, then the connection) and is the
@@ -52,3 +70,53 @@ type prefixConn struct {
 }
 
 func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// corkWriter is what the WebSocket library writes to. Normally it writes
+// through to the connection; between cork and uncork (around one frame the
+// socket's writer sends) it collects the bytes in a pooled buffer and
+// uncork sends them with one write, so a frame's header and payload never
+// cost two system calls. A control frame the library writes meanwhile
+// (pong, close) is collected and sent with it, in order.
+type corkWriter struct {
+	conn   net.Conn
+	mu     sync.Mutex
+	corked bool
+	buf    *[]byte
+}
+
+func (w *corkWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.corked {
+		*w.buf = append(*w.buf, p...)
+		return len(p), nil
+	}
+	return w.conn.Write(p)
+}
+
+// cork starts collecting; size is the frame about to be written.
+func (w *corkWriter) cork(size int) {
+	w.mu.Lock()
+	w.corked = true
+	w.buf = framePool.Get().(*[]byte)
+	*w.buf = slices.Grow((*w.buf)[:0], size+16)
+	w.mu.Unlock()
+}
+
+// uncork sends what was collected with one write and stops collecting.
+func (w *corkWriter) uncork() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.corked = false
+	b := w.buf
+	w.buf = nil
+	var err error
+	if len(*b) > 0 {
+		_, err = w.conn.Write(*b)
+	}
+	if cap(*b) <= maxPooledFrame {
+		*b = (*b)[:0]
+		framePool.Put(b)
+	}
+	return err
+}

@@ -204,7 +204,8 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		}
 		pre = &p
 	}
-	ws, err := websocket.Accept(smallReadBuffer{w}, r, &websocket.AcceptOptions{
+	hj := &socketHijacker{ResponseWriter: w}
+	ws, err := websocket.Accept(hj, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protocol.SubprotocolV1},
 		OriginPatterns: h.cfg.OriginPatterns,
 	})
@@ -217,6 +218,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(h.cfg.MaxFrameBytes)
 	c := newConn(h, ws, pre)
+	c.cork = hj.cork
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()

@@ -216,7 +216,15 @@ func (c *conn) write(timeout *time.Timer, frame []byte) error {
 		return c.ctx.Err()
 	}
 	timeout.Reset(c.h.cfg.WriteTimeout)
+	if c.cork != nil {
+		c.cork.cork(len(frame))
+	}
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
+	if c.cork != nil {
+		if uerr := c.cork.uncork(); err == nil {
+			err = uerr
+		}
+	}
 	timeout.Stop()
 	if err == nil {
 		c.h.cfg.Metrics.FrameWritten(len(frame))
