@@ -181,6 +181,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 	g.closing.Store(true)
 	g.closeAll()
 
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("interrupted before the measurement ended: %w", ctx.Err())
+	}
 	g.fill(rep, s0, s1, p0, p1, self1-self0)
 	rep.write(out)
 	if cfg.JSONOut != "" {
