@@ -38,6 +38,7 @@ func (c *conn) writeLoop() {
 	defer stop()
 	idle := time.NewTimer(writerLinger)
 	defer idle.Stop()
+	fails := 0 // catch-up reads failed in a row
 	for {
 		bp := framePool.Get().(*[]byte)
 		buf, done := c.take((*bp)[:0])
@@ -61,14 +62,26 @@ func (c *conn) writeLoop() {
 		}
 		if c.needsCatchUp() {
 			if err := c.catchUp(); err != nil {
-				if !errors.Is(err, context.Canceled) {
-					c.h.log.Warn("focus catch-up failed", "conn_id", c.id, "err", err)
-					c.sendError("internal", "could not read the journal; refocus to retry", "focus")
-					c.mu.Lock()
-					c.focus.lagging, c.focus.verify = false, false
-					c.mu.Unlock()
+				if errors.Is(err, context.Canceled) || c.ctx.Err() != nil {
+					return
 				}
+				// The journal is unreachable: tell the tab once, then retry
+				// with backoff; the focus resumes where it stopped.
+				fails++
+				if fails == 1 {
+					c.h.log.Warn("focus catch-up failed", "conn_id", c.id, "err", err)
+					c.sendError(protocol.CodeUnavailable, "could not read the journal; retrying", "focus")
+				}
+				pause := time.NewTimer(min(time.Duration(100<<min(fails, 6))*time.Millisecond, 5*time.Second))
+				select {
+				case <-c.ctx.Done():
+					pause.Stop()
+					return
+				case <-pause.C:
+				}
+				continue
 			}
+			fails = 0
 			continue
 		}
 		idle.Reset(writerLinger)

@@ -125,7 +125,7 @@ func call(t testing.TB, method, url string, body any, out any) int {
 	}
 	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
