@@ -55,6 +55,7 @@ type conn struct {
 	admin   bool
 	claimed bool // counted in Hub.sockets
 	rate    *bucket
+	helloT  *time.Timer // closes a socket that sends no hello in time (nil: none)
 
 	routerSID string // focused session as the router knows it; guarded by router.mu
 }
@@ -71,8 +72,14 @@ func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 // serve runs the reader on the calling goroutine and the writer on another,
 // and returns when both have stopped.
 func (c *conn) serve() {
+	if d := c.h.cfg.HelloTimeout; d > 0 {
+		c.helloT = time.AfterFunc(d, c.helloTimeout)
+	}
 	c.readLoop()
 	c.cancel()
+	if c.helloT != nil {
+		c.helloT.Stop()
+	}
 	c.wmu.Lock()
 	c.wstop = true // no writer starts from now on
 	c.wmu.Unlock()
@@ -214,6 +221,10 @@ func (c *conn) greet(m *protocol.Hello, first bool) {
 			return
 		}
 		c.subject, c.claimed = p.Subject, true
+		if c.helloT != nil {
+			c.helloT.Stop()
+			c.helloT = nil
+		}
 	}
 	c.admin = p.Admin
 	c.mu.Lock()
@@ -256,6 +267,23 @@ func (c *conn) expire(gen uint64) {
 	}
 	c.msgs = append(c.msgs, b)
 	c.closing, c.closeCode, c.closeReason = true, websocket.StatusCode(protocol.CloseUnauthorized), "token expired"
+	c.mu.Unlock()
+	c.signal()
+}
+
+// helloTimeout closes a socket that has not been welcomed HelloTimeout
+// after its upgrade: error protocol_error, then close 4400. A hello that
+// lands meanwhile either won (c.hello is set) or is ignored (closing).
+func (c *conn) helloTimeout() {
+	b, _ := json.Marshal(protocol.ErrorMessage{Type: protocol.MsgError, Code: protocol.CodeProtocol,
+		Message: "no hello within " + c.h.cfg.HelloTimeout.String() + "; closing", Ref: protocol.MsgHello})
+	c.mu.Lock()
+	if c.hello || c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.msgs = append(c.msgs, b)
+	c.closing, c.closeCode, c.closeReason = true, websocket.StatusCode(protocol.CloseProtocol), "hello timeout"
 	c.mu.Unlock()
 	c.signal()
 }

@@ -44,6 +44,12 @@ type Config struct {
 	// WriteTimeout bounds one frame write; a socket whose write exceeds it is
 	// closed (default 10 s). Danger: too small closes tabs on slow links.
 	WriteTimeout time.Duration
+	// HelloTimeout bounds the time from the upgrade to the first valid
+	// hello; a socket that has not sent one by then gets error
+	// protocol_error and close 4400 (default 10 s; negative: no bound).
+	// Danger: without it a socket that never says hello holds its slot,
+	// goroutine and buffers for as long as the peer keeps TCP open.
+	HelloTimeout time.Duration
 	// ReplayPage is the journal page size of catch-up reads (default 256).
 	ReplayPage int
 	// GoawayReconnect is the reconnect_after_ms sent in goaway (default 1000).
@@ -110,6 +116,9 @@ func (c *Config) defaults() {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 10 * time.Second
+	}
+	if c.HelloTimeout == 0 {
+		c.HelloTimeout = 10 * time.Second
 	}
 	if c.ReplayPage == 0 {
 		c.ReplayPage = 256

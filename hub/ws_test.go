@@ -276,6 +276,53 @@ func TestWS_HelloFirst(t *testing.T) {
 	}
 }
 
+// A socket that sends no valid hello within HelloTimeout gets
+// protocol_error and close 4400, junk meanwhile or not; one that said hello
+// in time outlives the bound.
+func TestWS_HelloTimeout(t *testing.T) {
+	const bound = 300 * time.Millisecond
+	th := newTestHub(t, hub.Config{HelloTimeout: bound})
+	ctx := ctxT(t, 20*time.Second)
+	for _, junk := range []string{"", `{not json`, `{"type":"hello"}`} {
+		ws, _, err := websocket.Dial(ctx, th.WSURL, &websocket.DialOptions{Subprotocols: []string{protocol.SubprotocolV1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if junk != "" {
+			ws.Write(ctx, websocket.MessageText, []byte(junk))
+		}
+		var em protocol.ErrorMessage
+		for em.Code != protocol.CodeProtocol {
+			_, data, err := ws.Read(ctx)
+			if err != nil {
+				t.Fatalf("junk %q: no protocol_error before %v", junk, err)
+			}
+			json.Unmarshal(data, &em)
+		}
+		if em.Ref != protocol.MsgHello {
+			t.Fatalf("junk %q: ref %q, want hello", junk, em.Ref)
+		}
+		_, _, err = ws.Read(ctx)
+		if websocket.CloseStatus(err) != protocol.CloseProtocol {
+			t.Fatalf("junk %q: want close %d, got %v", junk, protocol.CloseProtocol, err)
+		}
+		if el := time.Since(start); el < bound || el > bound+5*time.Second {
+			t.Fatalf("junk %q: closed after %v, bound %v", junk, el, bound)
+		}
+		ws.CloseNow()
+	}
+	tab := th.dial(t) // says hello
+	time.Sleep(3 * bound)
+	tab.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "p1"})
+	col := newCollector()
+	col.until(t, tab, 5*time.Second, "pong", func() bool { return len(col.other) > 0 })
+	if p, ok := col.other[0].(*protocol.Pong); !ok || p.ID != "p1" {
+		t.Fatalf("want pong p1, got %+v", col.other[0])
+	}
+	waitFor(t, 5*time.Second, "one socket left", func() bool { return th.hub.Conns() == 1 })
+}
+
 // Shutdown sends goaway and closes with 1012.
 func TestWS_ShutdownGoaway(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
