@@ -19,8 +19,16 @@ import (
 // growing; take sizes a larger one with one allocation.
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
-// maxPooledFrame is the largest buffer returned to framePool.
-const maxPooledFrame = 64 << 10
+// maxPooledFrame is the largest buffer returned to framePool: a full batch
+// (MaxBatchBytes, 256 KiB by default) plus a message that overshoots it, so
+// replays, which send full batches, reuse their buffers too. The pool only
+// keeps buffers between two garbage collections.
+const maxPooledFrame = 320 << 10
+
+// maxCorkedFrame is the largest frame sent through the cork: above it the
+// header's separate write is noise next to the payload's, and copying the
+// frame would cost more than it saves.
+const maxCorkedFrame = 64 << 10
 
 // writeLoop drains the socket's queues: everything waiting goes out as one
 // NDJSON frame (up to MaxBatchBytes); when nothing waits and the focus needs
@@ -186,7 +194,7 @@ func encodeEventFrame(e *protocol.Envelope) ([]byte, error) {
 	frame := make([]byte, len(b)+1)
 	copy(frame, b)
 	frame[len(b)] = '}'
-	if ee.buf.Cap() > maxPooledFrame {
+	if ee.buf.Cap() > maxCorkedFrame {
 		ee.buf = bytes.Buffer{} // do not keep a huge payload's buffer
 	}
 	return frame, nil
@@ -229,11 +237,12 @@ func (c *conn) write(timeout *time.Timer, frame []byte) error {
 		return c.ctx.Err()
 	}
 	timeout.Reset(c.h.cfg.WriteTimeout)
-	if c.cork != nil {
+	cork := c.cork != nil && len(frame) <= maxCorkedFrame
+	if cork {
 		c.cork.cork(len(frame))
 	}
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
-	if c.cork != nil {
+	if cork {
 		if uerr := c.cork.uncork(); err == nil {
 			err = uerr
 		}
