@@ -225,14 +225,13 @@ func parseMicros(b []byte) (int64, bool) {
 // epoch; the events it replays that the tab had already seen are counted
 // separately (reseen), never as duplicates.
 type seqCheck struct {
-	runs    map[string]*runSeen // this epoch
-	last    string              // run delivered last in this epoch
-	seen    map[string]uint64   // highest seq ever seen per run, across epochs
-	cursor  map[string]uint64   // this epoch's starting point per run (from a focus cursor)
-	dups    uint64
-	gaps    uint64
-	reseen  uint64
-	started bool
+	runs   map[string]*runSeen // this epoch
+	last   string              // run delivered last in this epoch
+	seen   map[string]uint64   // highest seq ever seen per run, across epochs
+	cursor map[string]uint64   // this epoch's starting point per run (from a focus cursor)
+	dups   uint64
+	gaps   uint64
+	reseen uint64
 }
 
 type runSeen struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -246,4 +245,3 @@ type namedPID struct {
 	PID  int    `json:"pid"`
 }
 
-var _ = context.Background
