@@ -244,4 +244,3 @@ type namedPID struct {
 	Name string `json:"name"`
 	PID  int    `json:"pid"`
 }
-
