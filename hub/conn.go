@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,7 +67,7 @@ func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 	ctx, cancel := context.WithCancel(h.ctx)
 	return &conn{h: h, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: cancel, pre: pre,
 		rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now()),
-		wake: make(chan struct{}, 1), statuses: map[string][]byte{}, watched: map[string]struct{}{}}
+		wake: make(chan struct{}, 1), watched: map[string]struct{}{}}
 }
 
 // serve runs the reader on the calling goroutine and the writer on another,
@@ -125,11 +126,30 @@ func (c *conn) startWriter() {
 	}()
 }
 
+// shrinkQueues lets an idle socket's empty queues go: they keep the
+// capacity of their busiest moment (a replay fills events up to
+// QueueEvents), and the status map its buckets. They are made again when
+// needed.
+func (c *conn) shrinkQueues() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.events) == 0 {
+		c.events = nil
+	}
+	if len(c.msgs) == 0 {
+		c.msgs = nil
+	}
+	if len(c.statusOrder) == 0 {
+		c.statuses, c.statusOrder = nil, nil
+	}
+}
+
 // retire ends an idle writer: true when the goroutine may return. Work
 // signalled meanwhile either left a token in wake (seen here: the writer
 // carries on, unless a new one has already started) or found wstate 0 and
 // started a new writer.
 func (c *conn) retire() bool {
+	c.shrinkQueues()
 	c.wstate.Store(0)
 	if len(c.wake) == 0 {
 		return true
@@ -138,26 +158,51 @@ func (c *conn) retire() bool {
 }
 
 func (c *conn) readLoop() {
+	done := make(chan bool, 1)
 	for {
 		typ, data, err := c.ws.Read(c.ctx)
 		if err != nil {
 			return // read limit (1009), peer close, hub stop: the socket is done
 		}
-		if typ != websocket.MessageText {
-			if c.admit() {
-				c.sendError(protocol.CodeBadRequest, "frames must be UTF-8 text", "")
-			}
-			continue
-		}
-		for _, line := range protocol.SplitBatch(data) {
-			if !c.admit() {
-				continue
-			}
-			if !c.handle(line) {
-				return
-			}
+		// The frame is handled on a goroutine of its own, waited for, so
+		// messages stay in order: decoding, watching, focusing and controls
+		// grow a stack to several KiB, and this goroutine's stack, kept for
+		// the socket's life while it waits in Read, stays small.
+		go func() {
+			ok := false
+			defer func() {
+				// As net/http did when the handler goroutine read the socket:
+				// a panic ends this socket, not the hub.
+				if p := recover(); p != nil {
+					c.h.log.Error("panic handling a client frame", "conn_id", c.id, "panic", p, "stack", string(debug.Stack()))
+				}
+				done <- ok
+			}()
+			ok = c.handleFrame(typ, data)
+		}()
+		if !<-done {
+			return
 		}
 	}
+}
+
+// handleFrame handles one client frame; false ends the socket.
+func (c *conn) handleFrame(typ websocket.MessageType, data []byte) bool {
+	if typ != websocket.MessageText {
+		if c.admit() {
+			c.sendError(protocol.CodeBadRequest, "frames must be UTF-8 text", "")
+		}
+		return true
+	}
+	for _, line := range protocol.SplitBatch(data) {
+		if !c.admit() {
+			continue
+		}
+		if !c.handle(line) {
+			return false
+		}
+	}
+	return true
 }
 
 // handle processes one client message; false ends the socket.
@@ -334,6 +379,9 @@ func (c *conn) offerStatus(sid string, frame []byte) {
 		c.mu.Unlock()
 		return
 	}
+	if c.statuses == nil {
+		c.statuses = map[string][]byte{}
+	}
 	if _, ok := c.statuses[sid]; !ok {
 		c.statusOrder = append(c.statusOrder, sid)
 	}
@@ -349,6 +397,9 @@ func (c *conn) offerStatuses(offers []statusOffer) {
 	if c.closing {
 		c.mu.Unlock()
 		return
+	}
+	if c.statuses == nil {
+		c.statuses = make(map[string][]byte, len(offers))
 	}
 	for _, o := range offers {
 		if _, ok := c.statuses[o.sid]; !ok {
