@@ -118,7 +118,7 @@ func readGoMem(hc *http.Client, base string) (goMem, error) {
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		return string(b), err
 	}
-	heap, err := get("/debug/pprof/heap?debug=1")
+	heap, err := get("/debug/pprof/heap?debug=1&gc=1") // after a collection: live heap
 	if err != nil {
 		return m, err
 	}
