@@ -54,25 +54,29 @@ const wsErrors = new Counter('runhub_ws_errors');
 const hubErrors = new Counter('runhub_hub_errors');
 const runsStarted = new Counter('runhub_runs_started');
 
+const scenarios = {
+  tabs: {
+    executor: 'per-vu-iterations',
+    exec: 'tab',
+    vus: TABS,
+    iterations: 1,
+    maxDuration: `${Math.ceil(DURATION + 60)}s`,
+  },
+};
+if (RUNS > 0) {
+  scenarios.runs = {
+    executor: 'per-vu-iterations',
+    exec: 'runs',
+    vus: RUNS,
+    iterations: 1,
+    startTime: '2s', // after the tabs have begun connecting
+    maxDuration: `${Math.ceil(DURATION + 60)}s`,
+  };
+}
+
 export const options = {
   setupTimeout: '120s',
-  scenarios: {
-    tabs: {
-      executor: 'per-vu-iterations',
-      exec: 'tab',
-      vus: TABS,
-      iterations: 1,
-      maxDuration: `${Math.ceil(DURATION + 60)}s`,
-    },
-    runs: {
-      executor: 'per-vu-iterations',
-      exec: 'runs',
-      vus: Math.max(RUNS, 1),
-      iterations: RUNS > 0 ? 1 : 0,
-      startTime: '2s', // after the tabs have begun connecting
-      maxDuration: `${Math.ceil(DURATION + 60)}s`,
-    },
-  },
+  scenarios,
   thresholds: {
     runhub_event_latency: [`p(99)<${P99_MS}`],
     runhub_duplicates: ['count==0'],
