@@ -424,9 +424,43 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont
 	}
 	e := mustEvent(x.RunID, x.SessionID, typ, payload)
 	if _, err := x.append(tctx, e); err != nil && !errors.Is(err, journal.ErrTerminal) {
-		a.opts.Logger.Error("terminal event not journaled", "run_id", x.RunID, "err", err)
+		a.opts.Logger.Error("terminal event not journaled; retrying until the journal takes it", "run_id", x.RunID, "err", err)
+		if transient(err) {
+			a.retryTerminal(x, e)
+		}
 	}
 	return cont
+}
+
+// retryTerminal journals a run's terminal event that the journal refused
+// (a full disk, Redis away for longer than the append retry): the run
+// stays executing here, its cancel answered as before, and the terminal
+// is tried again (pauses from 1 s doubling to 10 s) until it lands, the
+// journal says the run has ended or refuses it for good, or the executor
+// closes (the run is then left to Recover or the reaper, which end it as
+// interrupted). Without it a run outlived its failure as "running" in the
+// journal until the next restart.
+func (a *InProcess) retryTerminal(x *Execution, e protocol.Envelope) {
+	for attempt := 1; ; attempt++ {
+		pause := time.NewTimer(min(time.Second<<min(attempt-1, 4), 10*time.Second))
+		select {
+		case <-a.ctx.Done():
+			pause.Stop()
+			a.opts.Logger.Warn("terminal event still not journaled at close; the run is ended as interrupted on recovery", "run_id", x.RunID)
+			return
+		case <-pause.C:
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+		_, err := x.append(ctx, e)
+		cancel()
+		switch {
+		case err == nil:
+			a.opts.Logger.Info("terminal event journaled after the journal recovered", "run_id", x.RunID, "attempts", attempt+1)
+			return
+		case errors.Is(err, journal.ErrTerminal), !transient(err):
+			return
+		}
+	}
 }
 
 // afterRun continues a session whose run has ended: its next queued message

@@ -18,7 +18,10 @@ import (
 // the answer is a cheap not-found from a journal that reads.
 const probeRunID = "r_readyz_probe"
 
-var errRedisDown = errors.New("redis unreachable")
+var (
+	errRedisDown    = errors.New("redis unreachable")
+	errJournalWrite = errors.New("journal not writable")
+)
 
 // ready reports why the process is not ready: Redis does not answer a
 // PING (Redis mode), or the journal does not answer a read (either mode;
@@ -34,6 +37,9 @@ func (rt *procRuntime) ready(ctx context.Context) error {
 	}
 	if _, err := rt.store.Run(ctx, probeRunID); err != nil && !errors.Is(err, journal.ErrNotFound) {
 		return fmt.Errorf("journal unreachable: %w", err)
+	}
+	if err := rt.writes.failing(); err != nil {
+		return fmt.Errorf("%w: %w", errJournalWrite, err)
 	}
 	return nil
 }
@@ -51,6 +57,8 @@ func routeHealth(e *echo.Echo, rt *procRuntime, draining func() bool) {
 			status := "journal unreachable"
 			if errors.Is(err, errRedisDown) {
 				status = "redis unreachable"
+			} else if errors.Is(err, errJournalWrite) {
+				status = "journal not writable"
 			}
 			rt.log.WarnContext(c.Request().Context(), "not ready", "err", err)
 			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": status})

@@ -15,6 +15,14 @@ import (
 func RunRunner(ctx context.Context, cfg RuntimeConfig) error {
 	log := newLogger(cfg.LogFormat, cfg.LogLevel)
 	m := metrics.New(version)
+	if cfg.RedisURL != "" {
+		if err := waitRedis(ctx, cfg.RedisURL, log, nil); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while waiting: a clean exit
+			}
+			return err
+		}
+	}
 	rt, err := openRuntime(ctx, cfg, log, "", true, m)
 	if err != nil {
 		return err

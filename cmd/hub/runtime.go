@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
@@ -32,7 +34,9 @@ type procRuntime struct {
 	exec  *adapter.InProcess
 	node  *runner.Node    // Redis mode: leases, controls, reaper (and the queue in a runner)
 	rdb   *goredis.Client // Redis mode
-	log   *slog.Logger
+	// writes watches the journal's writes for /readyz.
+	writes *writeHealth
+	log    *slog.Logger
 
 	profiles *profile.Config // the runtime profiles (RUNHUB_PROFILES)
 }
@@ -64,13 +68,14 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 			return nil, errors.New("RUNHUB_RUNTIME=runners needs RUNHUB_REDIS_URL")
 		}
 		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
-			return nil, err
+			return nil, dataDirError(cfg.Data, err)
 		}
 		store, err := bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{})
 		if err != nil {
-			return nil, err
+			return nil, dataDirError(cfg.Data, err)
 		}
-		rt.mode, rt.store = RuntimeInProcess, observe(store, m)
+		rt.writes = watchWrites(observe(store, m))
+		rt.mode, rt.store = RuntimeInProcess, rt.writes
 		rt.exec = adapter.NewInProcess(rt.store, opts)
 		rt.gauges(m)
 		n, err := rt.exec.Recover(ctx)
@@ -96,7 +101,8 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		rt.rdb.Close()
 		return nil, err
 	}
-	rt.store = observe(store, m)
+	rt.writes = watchWrites(observe(store, m))
+	rt.store = rt.writes
 	if mode == "" {
 		mode = RuntimeRunners
 	}
@@ -157,6 +163,18 @@ func (rt *procRuntime) close() {
 	if rt.rdb != nil {
 		rt.rdb.Close()
 	}
+}
+
+// dataDirError says what is wrong with the embedded journal's directory:
+// not writable (read-only, permissions), full, or err as it is.
+func dataDirError(dir string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("the data directory %s (RUNHUB_DATA) is not writable; the embedded journal keeps journal.db there: %w", dir, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("the data directory %s (RUNHUB_DATA) is full; the embedded journal cannot open journal.db: %w", dir, err)
+	}
+	return fmt.Errorf("the embedded journal in %s (RUNHUB_DATA): %w", dir, err)
 }
 
 func journalName(cfg RuntimeConfig) string {

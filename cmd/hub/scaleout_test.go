@@ -655,8 +655,15 @@ func TestScaleOut_RunnerKilledInterruptsOnce(t *testing.T) {
 // Restart redis-server (AOF on) mid-run, down for longer than a run's
 // journal appends used to be retried: nothing journaled is lost or
 // duplicated, the run completes, the focused tab keeps receiving, and
-// /readyz is 503 while Redis is down and 200 after.
+// /readyz is 503 while Redis is down and 200 after. The fault suite
+// (TestFault_RedisKilledMidRun) kills it instead.
 func TestScaleOut_RedisRestartAOF(t *testing.T) {
+	redisOutageMidRun(t, (*redistest.Server).Stop)
+}
+
+// redisOutageMidRun takes Redis (AOF on, fsync always) away with stop in
+// the middle of a run focused by a tab, for 6 s, and starts it again.
+func redisOutageMidRun(t *testing.T, stop func(*redistest.Server)) {
 	// The outage must stay under the lease TTL less one renewal period, and
 	// some slack for reconnecting (a lease lives on in the AOF with its
 	// absolute expiry): 15 s leases are renewed every 5 s, so one lives at
@@ -678,7 +685,7 @@ func TestScaleOut_RedisRestartAOF(t *testing.T) {
 	}
 
 	down := time.Now()
-	s.rs.Stop()
+	stop(s.rs)
 	waitFor(t, 10*time.Second, "/readyz 503 while Redis is down", func() bool { return readyz(a) == 503 })
 	time.Sleep(time.Until(down.Add(outage))) // the fault's length, not a wait for a condition
 	s.rs.Restart(t)

@@ -26,6 +26,31 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err := cfg.Security.apply(&hcfg); err != nil {
 		return err
 	}
+	// Listen first: while the process waits for Redis, its address answers
+	// /healthz and /readyz (startGate); a request that comes while it
+	// starts waits for the hub.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	open := hcfg.Authenticator == nil
+	if err := checkListen(ln.Addr(), open, cfg.InsecureListen); err != nil {
+		ln.Close()
+		return err
+	}
+	gate := newStartGate()
+	srv := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer srv.Close() // a failed start; after a clean shutdown, a no-op
+	if cfg.RedisURL != "" {
+		if err := waitRedis(ctx, cfg.RedisURL, log, gate.wait); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while waiting: a clean exit
+			}
+			return err
+		}
+	}
 	rt, err := openRuntime(ctx, cfg.RuntimeConfig, log, cfg.Runtime, false, m)
 	if err != nil {
 		return err
@@ -53,26 +78,13 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		routePProf(e)
 	}
 	e.GET("/*", echo.WrapHandler(web.Handler()))
+	gate.set(e)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
-	open := hcfg.Authenticator == nil
-	if err := checkListen(ln.Addr(), open, cfg.InsecureListen); err != nil {
-		ln.Close()
-		h.Shutdown(context.Background())
-		return err
-	}
 	if open && cfg.InsecureListen {
 		log.Warn("serving WITHOUT authentication on a non-loopback address (-insecure-listen): anyone who reaches it is subject local")
 	}
 	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg.RuntimeConfig), "runtime", rt.mode,
 		"hub_id", h.ID(), "node_id", rt.nodeID(), "auth", !open, "version", version)
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-
 	stopTrim := startRetention(ctx, store, cfg.Retention, log)
 	defer stopTrim()
 

@@ -1,0 +1,5 @@
+//go:build fault && race
+
+package main
+
+func init() { raceEnabled = true }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// writeHealth is the journal as this process writes it, watched: a write
+// the journal fails (a full disk, a read-only file, Redis refusing writes)
+// makes /readyz answer 503 "journal not writable" until a write succeeds
+// again, or until writeFailHold passes without another failure (nothing
+// may write meanwhile to prove it recovered). Reads alone cannot tell: a
+// full disk still reads. An executor whose terminal event was refused
+// retries it every few seconds, which keeps the state fresh while the
+// fault lasts.
+type writeHealth struct {
+	journal.Store
+	mu       sync.Mutex
+	failedAt time.Time // the last failed write; zero once a write succeeded after it
+	err      error
+}
+
+// writeFailHold is how long a failed write keeps the process unready
+// without another write.
+const writeFailHold = 30 * time.Second
+
+func watchWrites(store journal.Store) *writeHealth { return &writeHealth{Store: store} }
+
+func (s *writeHealth) note(err error) {
+	if err != nil && !journalFailure(err) {
+		return // an answer (not found, terminal, conflict, invalid), not a fault
+	}
+	s.mu.Lock()
+	if err == nil {
+		s.failedAt, s.err = time.Time{}, nil
+	} else {
+		s.failedAt, s.err = time.Now(), err
+	}
+	s.mu.Unlock()
+}
+
+// failing returns the last write failure while it holds, else nil.
+func (s *writeHealth) failing() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failedAt.IsZero() || time.Since(s.failedAt) > writeFailHold {
+		return nil
+	}
+	return s.err
+}
+
+func (s *writeHealth) Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error) {
+	out, err := s.Store.Append(ctx, e, key)
+	s.note(err)
+	return out, err
+}
+
+func (s *writeHealth) CreateSession(ctx context.Context, m journal.SessionMeta) error {
+	err := s.Store.CreateSession(ctx, m)
+	s.note(err)
+	return err
+}
+
+func (s *writeHealth) BeginRun(ctx context.Context, r journal.RunMeta) error {
+	err := s.Store.BeginRun(ctx, r)
+	s.note(err)
+	return err
+}

@@ -1,0 +1,62 @@
+package hub_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/protocol"
+)
+
+// A journal that refuses writes for longer than an append is retried (a
+// full disk) fails the run, and refuses its terminal event too: the run
+// stays unended in the journal while the fault lasts, and its terminal
+// lands, once, when the journal takes writes again — without a restart.
+// (The process-level version is TestFault_DiskFull in cmd/hub, make fault.)
+func TestJournalFault_TerminalLandsWhenWritesReturn(t *testing.T) {
+	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Faults: true})
+	tab := th.dial(t)
+	res := startRun(t, tab, simStart("", 100000, 1, ""))
+	ctx := ctxT(t, 60*time.Second)
+	lastSeq := func() (uint64, bool) {
+		meta, err := th.store.Run(ctx, res.RunID) // the store itself, past the fault
+		if err != nil {
+			t.Fatal(err)
+		}
+		return meta.LastSeq, meta.Terminal
+	}
+	waitFor(t, 10*time.Second, "a few events", func() bool { n, _ := lastSeq(); return n >= 10 })
+	th.fault.failing.Store(true)
+	// The driver's append gives up after DefaultAppendRetry (1.6 s), then
+	// the terminal append does too; give both time to fail.
+	time.Sleep(4 * time.Second)
+	stuck, ended := lastSeq()
+	if ended {
+		t.Fatal("the run ended while the journal refused writes")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n, _ := lastSeq(); n != stuck {
+		t.Fatalf("the journal moved from seq %d to %d while it refused writes", stuck, n)
+	}
+	th.fault.failing.Store(false)
+	waitFor(t, 20*time.Second, "the terminal event once writes return", func() bool { _, ended := lastSeq(); return ended })
+	events, err := th.store.Read(context.Background(), res.RunID, 0, 200000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminals := 0
+	for i, e := range events {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+		if e.Terminal {
+			terminals++
+		}
+	}
+	last := events[len(events)-1]
+	ep, _ := protocol.DecodePayload[protocol.ErrorPayload](&last)
+	if terminals != 1 || last.Type != protocol.EventError || ep.Code != protocol.ErrorInternal || last.Seq != stuck+1 {
+		t.Fatalf("%d terminal events; the last %s %s at seq %d (the fault began after seq %d)", terminals, last.Type, last.Payload, last.Seq, stuck)
+	}
+}
