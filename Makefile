@@ -53,7 +53,7 @@ FUZZ_TARGETS := \
 	./protocol:FuzzDecodeClient ./protocol:FuzzDecodeServer ./protocol:FuzzParseCursor \
 	./protocol:FuzzParseLastEventID ./protocol:FuzzSplitBatch ./session:FuzzApplyValidEvent \
 	./journal/bolt:FuzzRow ./journal/bolt:FuzzHead \
-	./adapter/execdrv:FuzzReadLine ./adapter/hermes:FuzzReadSSE
+	./adapter/execdrv:FuzzReadLine ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE
 FUZZTIME ?= 20s
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

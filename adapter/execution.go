@@ -42,6 +42,13 @@ type Execution struct {
 	keySeq   atomic.Uint64
 	streamed atomic.Bool
 
+	emitMu sync.Mutex // orders Emit's appends with the held-back text
+	held   *heldText  // the end of a text stream not yet journaled (holdback.go); guarded by emitMu
+	// heldTimer lets held text out after holdFor; heldGen tells its firing
+	// whether it is stale. Guarded by emitMu.
+	heldTimer *time.Timer
+	heldGen   uint64
+
 	mu         sync.Mutex
 	approval   *prompt
 	clarify    *prompt
@@ -75,6 +82,12 @@ func (x *Execution) Streamed() bool { return x.streamed.Load() }
 
 // Emit journals one event of the run. Transient journal errors are retried
 // with the same idempotency key, so a retry never duplicates an event.
+//
+// Streamed text (token.delta, reasoning.delta, tool.updated text) may be
+// held back in part, so that a secret split over several deltas is
+// redacted whole (holdback.go): its events are re-cut at word boundaries,
+// their concatenated text unchanged but for redactions. An event wholly
+// held back is returned with no seq.
 func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload any) (protocol.Envelope, error) {
 	e, err := protocol.NewEvent(x.RunID, x.SessionID, typ, payload)
 	if err != nil {
@@ -86,6 +99,14 @@ func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload an
 	switch typ {
 	case protocol.EventTokenDelta, protocol.EventReasoningDelta, protocol.EventToolStarted, protocol.EventToolUpdated, protocol.EventToolDone:
 		x.streamed.Store(true)
+	}
+	x.emitMu.Lock()
+	defer x.emitMu.Unlock()
+	if id, stream, text, ok := streamKey(&e); ok {
+		return x.emitStreamed(ctx, e, id, stream, text)
+	}
+	if err := x.flushHeld(ctx); err != nil {
+		return protocol.Envelope{}, err
 	}
 	return x.append(ctx, e)
 }

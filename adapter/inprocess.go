@@ -394,6 +394,10 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont
 	// The terminal append must happen even though ctx is cancelled.
 	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// Text a stream held back (a word not finished) goes out first.
+	if ferr := x.Flush(tctx); ferr != nil && err == nil {
+		err = ferr
+	}
 	var typ protocol.EventType
 	var payload any
 	var runtimeCancel *Cancelled

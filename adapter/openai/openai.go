@@ -350,10 +350,16 @@ func (d *Driver) safe(s string) string {
 	return s
 }
 
+// emitter is what a stream emits into: the run's *adapter.Execution (a
+// recorder in the fuzzer).
+type emitter interface {
+	Emit(ctx context.Context, typ protocol.EventType, payload any) (protocol.Envelope, error)
+}
+
 // stream maps one answer to events.
 type stream struct {
 	d     *Driver
-	x     *adapter.Execution
+	x     emitter
 	model string
 	idle  *time.Timer
 	log   *slog.Logger

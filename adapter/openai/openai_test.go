@@ -159,7 +159,10 @@ func TestFullRun_EventByEvent(t *testing.T) {
 	h := setup(t, f, nil)
 	rid := start(h, "", "hi there")
 	ev := h.Events(rid, 10*time.Second)
-	want := "run.started reasoning.delta reasoning.delta reasoning.done token.delta token.delta token.delta usage.final done"
+	// Streamed text is re-cut at word ends (adapter.Execution holds back an
+	// unfinished word: it may be part of a secret): "Hel" "lo" "!" is one
+	// token.delta, let out when the usage comes.
+	want := "run.started reasoning.delta reasoning.delta reasoning.done token.delta usage.final done"
 	if got := drivertest.Types(ev); got != want {
 		t.Fatalf("events:\n got %s\nwant %s", got, want)
 	}
@@ -173,16 +176,16 @@ func TestFullRun_EventByEvent(t *testing.T) {
 			t.Errorf("event %d = %+v, want %+v", 1+i, got, w)
 		}
 	}
-	for i, w := range []string{"Hel", "lo", "!"} {
+	for i, w := range []string{"Hello!"} {
 		if got := payload[protocol.TokenDeltaPayload](t, ev[4+i]); got.Text != w || got.MessageID != "m1" {
 			t.Errorf("token %d = %+v, want %q", i, got, w)
 		}
 	}
-	u := payload[protocol.Usage](t, ev[7])
+	u := payload[protocol.Usage](t, ev[5])
 	if u.InputTokens != 12 || u.OutputTokens != 3 || u.Model != "m-up" || u.Provider != "openai" {
 		t.Errorf("usage.final = %+v", u)
 	}
-	done := payload[protocol.DonePayload](t, ev[8])
+	done := payload[protocol.DonePayload](t, ev[6])
 	if done.Status != "completed" || done.Usage == nil || done.Usage.OutputTokens != 3 {
 		t.Errorf("done = %+v", done)
 	}
@@ -522,7 +525,8 @@ func TestNonStreamedAnswer(t *testing.T) {
 	h := setup(t, f, nil)
 	ev := h.Events(start(h, "", "hi"), 10*time.Second)
 	drivertest.Terminal(t, ev, protocol.EventDone)
-	if got := drivertest.Types(ev); got != "run.started token.delta usage.final done" {
+	if got := drivertest.Types(ev); got != "run.started token.delta token.delta usage.final done" { // "whole ", "answer"
+
 		t.Errorf("events %s", got)
 	}
 }

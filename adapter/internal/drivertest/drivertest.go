@@ -6,6 +6,7 @@ package drivertest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/sim"
@@ -200,4 +202,107 @@ func ErrorOf(t testing.TB, e protocol.Envelope) protocol.ErrorPayload {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Secret is a real-looking credential an upstream may spill, and the text
+// around it that makes the journal's redaction recognize it.
+type Secret struct {
+	Name, Value string
+	Context     string // Value in the text an upstream would write
+}
+
+// Secrets are real-looking credentials of every shape the journal redacts
+// (each value unique, so finding it anywhere is a leak).
+var Secrets = []Secret{
+	{"openai key", "sk-proj-Q3vT8mWz1LpR7xKc2NbY9fHd4JsA", "your key is sk-proj-Q3vT8mWz1LpR7xKc2NbY9fHd4JsA keep it safe"},
+	{"github token", "ghp_R8tY2uI6oP0aS4dF8gH2jK6lZ0xC4vB8nM2q", "export GITHUB_TOKEN=ghp_R8tY2uI6oP0aS4dF8gH2jK6lZ0xC4vB8nM2q"},
+	{"aws key", "AKIAQ7XW3RZ5T2YV8NPL", "aws_access_key_id AKIAQ7XW3RZ5T2YV8NPL"},
+	{"jwt", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJzdmMtZGVwbG95In0.Q2xMzT9fVbR4kW8nJ1pL6sD3gH7yA0cE5uI2oX", "issued eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJzdmMtZGVwbG95In0.Q2xMzT9fVbR4kW8nJ1pL6sD3gH7yA0cE5uI2oX for the deploy"},
+	{"bearer", "mF9vQ2xL7pZ4tR8wK1nB6cJ3yH5sD0gA", "curl -H 'Authorization: Bearer mF9vQ2xL7pZ4tR8wK1nB6cJ3yH5sD0gA' https://api.example.com"},
+	{"password", "Tr0ub4dor-and-3-horses", "logging in with password=Tr0ub4dor-and-3-horses now"},
+	{"api key field", "k9-Hq2Lm7Vx4Rt8Zp1Wn", `{"api_key": "k9-Hq2Lm7Vx4Rt8Zp1Wn"}`},
+}
+
+// Marker is plain text next to the secrets: finding it proves a search
+// looked at plaintext.
+const Marker = "REDACTION-MARKER-visible"
+
+// SecretText is a text holding every secret in context, and the marker.
+func SecretText() string {
+	parts := []string{Marker}
+	for _, s := range Secrets {
+		parts = append(parts, s.Context)
+	}
+	return strings.Join(parts, " \n") + " " + Marker + " end."
+}
+
+// Chunks cuts s into pieces of 1 to max bytes (on rune boundaries), the way
+// a model streams tokens: seed picks the cuts.
+func Chunks(s string, max int, seed uint64) []string {
+	var out []string
+	r := seed*6364136223846793005 + 1442695040888963407
+	for len(s) > 0 {
+		r = r*6364136223846793005 + 1442695040888963407
+		n := 1 + int((r>>33)%uint64(max))
+		if n > len(s) {
+			n = len(s)
+		}
+		for n < len(s) && !utf8.RuneStart(s[n]) {
+			n++
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
+
+// NoLeak fails the test if any secret's value is in the journal file, the
+// logs or an event's payload (what a tab's frames carry), and checks the
+// search saw plaintext: the marker must be in the journal file and in an
+// event (pass wantMarker false where the upstream's text is not journaled).
+func NoLeak(t testing.TB, h *Harness, events []protocol.Envelope, wantMarker bool) {
+	t.Helper()
+	NoLeakIn(t, h.JournalBytes(), h.Logs.String(), events, wantMarker)
+}
+
+// NoLeakIn is NoLeak over a journal file's bytes and logs.
+func NoLeakIn(t testing.TB, file []byte, logs string, events []protocol.Envelope, wantMarker bool) {
+	t.Helper()
+	var payloads []byte
+	for _, e := range events {
+		payloads = append(append(payloads, e.Payload...), '\n')
+	}
+	for _, s := range Secrets {
+		for where, b := range map[string]string{"the journal file": string(file), "the logs": logs, "an event": string(payloads)} {
+			if strings.Contains(b, s.Value) {
+				t.Errorf("the %s (%s) is in %s", s.Name, s.Value, where)
+			}
+		}
+	}
+	if wantMarker && (!bytes.Contains(file, []byte(Marker)) || !bytes.Contains(payloads, []byte(Marker))) {
+		t.Errorf("the marker is not in the journal file and events: the search did not see plaintext")
+	}
+	if t.Failed() {
+		t.Logf("events:\n%s\nlogs:\n%s", payloads, logs)
+	}
+}
+
+// StreamText joins the text of the run's events of type typ (token.delta,
+// reasoning.delta, tool.updated).
+func StreamText(t testing.TB, events []protocol.Envelope, typ protocol.EventType) string {
+	t.Helper()
+	var b strings.Builder
+	for _, e := range events {
+		if e.Type != typ {
+			continue
+		}
+		var p struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String()
 }
