@@ -113,9 +113,6 @@ func splitHeld(s string) (out, held string) {
 // (redacted) as one event, the rest waits. A held stream other than this
 // one is flushed first. Called with x.emitMu held.
 func (x *Execution) emitStreamed(ctx context.Context, e protocol.Envelope, id, stream, text string) (protocol.Envelope, error) {
-	if err := protocol.ValidateEvent(&e); err != nil {
-		return e, err // refused as the journal would, before anything is held
-	}
 	h := x.held
 	if h != nil && (h.typ != e.Type || h.id != id) {
 		if err := x.flushHeld(ctx); err != nil {
@@ -124,7 +121,15 @@ func (x *Execution) emitStreamed(ctx context.Context, e protocol.Envelope, id, s
 		h = nil
 	}
 	if h == nil {
+		if _, rest := splitHeld(text); rest == "" {
+			// Nothing held, nothing to hold (text ending at a word's end,
+			// as most do): the event goes as it is; the journal redacts it.
+			return x.append(ctx, e)
+		}
 		h = &heldText{typ: e.Type, id: id, stream: stream}
+	}
+	if err := protocol.ValidateEvent(&e); err != nil {
+		return e, err // refused as the journal would, before anything is held
 	}
 	out, rest := splitHeld(h.text + text)
 	h.text = rest
