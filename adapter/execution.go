@@ -160,17 +160,42 @@ func transient(err error) bool {
 // Approval journals approval.requested, waits for the user's choice (or ctx),
 // journals approval.resolved once and returns the choice.
 func (x *Execution) Approval(ctx context.Context, req protocol.ApprovalRequestedPayload) (string, error) {
+	a, err := x.AskApproval(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	return a.Wait(ctx)
+}
+
+// AskApproval journals approval.requested and returns once the prompt is
+// pending, so an answer (a user's, or Resolve) given after it returns is
+// never not-active. The caller must call Wait on the result.
+func (x *Execution) AskApproval(ctx context.Context, req protocol.ApprovalRequestedPayload) (*PendingApproval, error) {
 	p := &prompt{id: req.ApprovalID, answer: make(chan string, 1), choices: req.Choices}
 	x.mu.Lock()
 	x.approval = p
 	x.mu.Unlock()
-	defer x.clearPrompt(&x.approval, p)
 	if _, err := x.Emit(ctx, protocol.EventApprovalReq, req); err != nil {
-		return "", err
+		x.clearPrompt(&x.approval, p)
+		return nil, err
 	}
+	return &PendingApproval{x: x, p: p, req: req}, nil
+}
+
+// PendingApproval is an approval prompt AskApproval journaled.
+type PendingApproval struct {
+	x   *Execution
+	p   *prompt
+	req protocol.ApprovalRequestedPayload
+}
+
+// Wait waits for the choice (or ctx), journals approval.resolved once and
+// returns the choice. The prompt is closed when Wait returns.
+func (a *PendingApproval) Wait(ctx context.Context) (string, error) {
+	defer a.x.clearPrompt(&a.x.approval, a.p)
 	select {
-	case choice := <-p.answer:
-		_, err := x.Emit(ctx, protocol.EventApprovalRes, protocol.ApprovalResolvedPayload{ApprovalID: req.ApprovalID, Choice: choice, Status: "resolved"})
+	case choice := <-a.p.answer:
+		_, err := a.x.Emit(ctx, protocol.EventApprovalRes, protocol.ApprovalResolvedPayload{ApprovalID: a.req.ApprovalID, Choice: choice, Status: "resolved"})
 		return choice, err
 	case <-ctx.Done():
 		return "", ctx.Err()
@@ -182,14 +207,39 @@ func (x *Execution) Approval(ctx context.Context, req protocol.ApprovalRequested
 // status expired and returns ("", false, nil); the driver decides how to go
 // on.
 func (x *Execution) Clarify(ctx context.Context, req protocol.ClarifyRequestedPayload, timeout time.Duration) (string, bool, error) {
+	c, err := x.AskClarify(ctx, req)
+	if err != nil {
+		return "", false, err
+	}
+	return c.Wait(ctx, timeout)
+}
+
+// AskClarify journals clarify.requested and returns once the prompt is
+// pending (see AskApproval). The caller must call Wait on the result.
+func (x *Execution) AskClarify(ctx context.Context, req protocol.ClarifyRequestedPayload) (*PendingClarify, error) {
 	p := &prompt{id: req.ClarifyID, answer: make(chan string, 1)}
 	x.mu.Lock()
 	x.clarify = p
 	x.mu.Unlock()
-	defer x.clearPrompt(&x.clarify, p)
 	if _, err := x.Emit(ctx, protocol.EventClarifyReq, req); err != nil {
-		return "", false, err
+		x.clearPrompt(&x.clarify, p)
+		return nil, err
 	}
+	return &PendingClarify{x: x, p: p, req: req}, nil
+}
+
+// PendingClarify is a clarify prompt AskClarify journaled.
+type PendingClarify struct {
+	x   *Execution
+	p   *prompt
+	req protocol.ClarifyRequestedPayload
+}
+
+// Wait waits for the response, at most timeout (0: no limit), as Clarify
+// does. The prompt is closed when Wait returns.
+func (c *PendingClarify) Wait(ctx context.Context, timeout time.Duration) (string, bool, error) {
+	x, p, id := c.x, c.p, c.req.ClarifyID
+	defer x.clearPrompt(&x.clarify, p)
 	var expire <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -198,7 +248,7 @@ func (x *Execution) Clarify(ctx context.Context, req protocol.ClarifyRequestedPa
 	}
 	select {
 	case resp := <-p.answer:
-		_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: req.ClarifyID, Status: "resolved", Response: resp})
+		_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: id, Status: "resolved", Response: resp})
 		return resp, true, err
 	case <-expire:
 		x.mu.Lock()
@@ -209,10 +259,10 @@ func (x *Execution) Clarify(ctx context.Context, req protocol.ClarifyRequestedPa
 		x.mu.Unlock()
 		if answered {
 			resp := <-p.answer
-			_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: req.ClarifyID, Status: "resolved", Response: resp})
+			_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: id, Status: "resolved", Response: resp})
 			return resp, true, err
 		}
-		_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: req.ClarifyID, Status: "expired"})
+		_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: id, Status: "expired"})
 		return "", false, err
 	case <-ctx.Done():
 		return "", false, ctx.Err()

@@ -212,6 +212,39 @@ func TestApprovalSettledInHermes(t *testing.T) {
 	}
 }
 
+// Hermes may settle a prompt in the very event after asking it (another of
+// its clients answered at once). The prompt is pending in runhub by the time
+// the driver reads that next event, so each prompt still gets exactly one
+// resolution, and the run goes on to ask the next prompt. Repeated, since
+// the failure this guards against depended on goroutine scheduling.
+func TestPromptSettledInTheNextEvent(t *testing.T) {
+	for i := range 20 {
+		h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+			s.event("approval.request", map[string]any{"command": "rm -rf build", "choices": []string{"once", "deny"}})
+			s.event("approval.responded", map[string]any{"choice": "once", "resolved": 1})
+			s.event("clarify.request", map[string]any{"clarify_id": "clr_1", "question": "Which branch?", "choices": nil})
+			s.event("clarify.retired", map[string]any{"clarify_id": "clr_1"})
+			completed(s, "done it")
+		}, nil)
+		evs := h.finish(h.start("", "clean").RunID)
+		if terminal(evs).Type != protocol.EventDone {
+			t.Fatalf("round %d: terminal %s:\n%s", i, terminal(evs).Type, dump(evs))
+		}
+		for _, typ := range []protocol.EventType{protocol.EventApprovalReq, protocol.EventApprovalRes,
+			protocol.EventClarifyReq, protocol.EventClarifyRes} {
+			if n := len(ofType(evs, typ)); n != 1 {
+				t.Fatalf("round %d: %d %s, want 1:\n%s", i, n, typ, dump(evs))
+			}
+		}
+		if p := payload[protocol.ApprovalResolvedPayload](ofType(evs, protocol.EventApprovalRes)[0]); p.Choice != "once" {
+			t.Errorf("round %d: approval.resolved %+v", i, p)
+		}
+		if fr := h.fake.onlyRun(t); len(fr.approvals) != 0 {
+			t.Errorf("round %d: an answer was posted for an approval Hermes settled", i)
+		}
+	}
+}
+
 // clarify.request becomes clarify.requested; the user's response is posted
 // to /clarify {clarify_id, response}; exactly one clarify.resolved.
 func TestClarifyRoundTrip(t *testing.T) {

@@ -67,8 +67,7 @@ func (r *run) approvalRequest(ctx context.Context, ev event) error {
 	p := &prompt{kind: kindApproval, id: fmt.Sprintf("a%d", r.promptN), upID: ev.str("request_id"),
 		approval: protocol.ApprovalRequestedPayload{Summary: bound(summary, 2000), Risk: "high", Choices: choices}}
 	p.approval.ApprovalID = p.id
-	r.ask(p)
-	return nil
+	return r.ask(ctx, p)
 }
 
 func (r *run) clarifyRequest(ctx context.Context, ev event) error {
@@ -111,31 +110,43 @@ func (r *run) clarifyRequest(ctx context.Context, ev event) error {
 	if p.upID == "" {
 		r.log.Warn("a Hermes clarify.request without clarify_id; its answer cannot be delivered")
 	}
-	r.ask(p)
-	return nil
+	return r.ask(ctx, p)
 }
 
-// ask starts asking p, or queues it behind the prompt being asked.
-func (r *run) ask(p *prompt) {
+// ask journals p's request and starts a worker waiting for its answer, or
+// queues p behind the prompt being asked. The request is journaled before
+// ask returns, so Hermes settling the prompt in its next event (see
+// upstreamResolved) finds it pending.
+func (r *run) ask(ctx context.Context, p *prompt) error {
 	if r.active != nil {
 		r.waiting = append(r.waiting, p)
-		return
+		return nil
+	}
+	var wait func() error
+	if p.kind == kindApproval {
+		a, err := r.x.AskApproval(ctx, p.approval)
+		if err != nil {
+			return err
+		}
+		wait = func() error { return r.awaitApproval(p, a) }
+	} else {
+		c, err := r.x.AskClarify(ctx, p.clarify)
+		if err != nil {
+			return err
+		}
+		wait = func() error { return r.awaitClarify(p, c) }
 	}
 	r.active = p
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		var err error
-		if p.kind == kindApproval {
-			err = r.askApproval(p)
-		} else {
-			err = r.askClarify(p)
-		}
+		err := wait()
 		select {
 		case r.results <- promptResult{p: p, err: err}:
 		case <-r.bgCtx.Done():
 		}
 	}()
+	return nil
 }
 
 // promptDone takes a worker's end and asks the next waiting prompt.
@@ -152,7 +163,9 @@ func (r *run) promptDone(ctx context.Context, res promptResult) outcome {
 	if r.active == nil && len(r.waiting) > 0 {
 		next := r.waiting[0]
 		r.waiting = r.waiting[1:]
-		r.ask(next)
+		if err := r.ask(ctx, next); err != nil {
+			return finalErr(err)
+		}
 	}
 	return outcome{}
 }
@@ -206,10 +219,9 @@ func (r *run) upstreamResolved(ctx context.Context, kind, upID, choice string) o
 	}
 }
 
-// askApproval journals approval.requested, waits for the user and posts the
-// choice to Hermes.
-func (r *run) askApproval(p *prompt) error {
-	choice, err := r.x.Approval(r.bgCtx, p.approval)
+// awaitApproval waits for the user's choice and posts it to Hermes.
+func (r *run) awaitApproval(p *prompt, a *adapter.PendingApproval) error {
+	choice, err := a.Wait(r.bgCtx)
 	if err != nil {
 		if r.bgCtx.Err() != nil {
 			return nil // the run is ending
@@ -226,11 +238,11 @@ func (r *run) askApproval(p *prompt) error {
 	return r.deliver(p, "/approval", body)
 }
 
-// askClarify journals clarify.requested, waits for the user (at most
-// ClarifyTimeout) and posts the response to Hermes; an expired question is
-// answered with an empty response so the Hermes agent goes on.
-func (r *run) askClarify(p *prompt) error {
-	resp, _, err := r.x.Clarify(r.bgCtx, p.clarify, r.cfg.ClarifyTimeout)
+// awaitClarify waits for the user (at most ClarifyTimeout) and posts the
+// response to Hermes; an expired question is answered with an empty
+// response so the Hermes agent goes on.
+func (r *run) awaitClarify(p *prompt, c *adapter.PendingClarify) error {
+	resp, _, err := c.Wait(r.bgCtx, r.cfg.ClarifyTimeout)
 	if err != nil {
 		if r.bgCtx.Err() != nil {
 			return nil
