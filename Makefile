@@ -15,9 +15,10 @@ run: build
 	@echo "runhub: open http://$(ADDR)/ (embedded journal in $(DATA))"
 	RUNHUB_ADDR=$(ADDR) RUNHUB_DATA=$(DATA) ./$(BIN) serve
 
-# The whole suite, race detector on, then every fuzz target for 5 s from
-# its committed corpus (testdata/fuzz). Needs redis-server on PATH and
-# Debian's chromium for the browser tests (.ci/run installs both).
+# The whole suite, race detector on, then every fuzz target from its
+# committed corpus (testdata/fuzz) for 20,000 executions (by count, not
+# time: a time-bounded fuzz run can end in a spurious deadline error).
+# Needs redis-server on PATH and Debian's chromium for the browser tests (.ci/run installs both).
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
