@@ -194,6 +194,17 @@ func (a *InProcess) inherit(ctx context.Context, meta journal.SessionMeta, messa
 
 // appendTo journals one event of a run from outside its executor.
 func (a *InProcess) appendTo(ctx context.Context, runID, sid string, typ protocol.EventType, p any) (protocol.Envelope, error) {
+	// A run registered but not started (queued for a runner) gets no event
+	// from here: its first event is run.started, written by the executor
+	// that takes it (an earlier event would make it look started, and
+	// runners refuse to adopt a run with events). The session's status
+	// still shows the change: the journal announces every session update
+	// (journal.SessionChanged).
+	if rm, err := a.store.Run(ctx, runID); err != nil {
+		return protocol.Envelope{}, err
+	} else if rm.LastSeq == 0 {
+		return protocol.Envelope{}, errNotStarted
+	}
 	e, err := protocol.NewEvent(runID, sid, typ, p)
 	if err != nil {
 		return e, err
@@ -205,6 +216,9 @@ func (a *InProcess) appendTo(ctx context.Context, runID, sid string, typ protoco
 	}
 	return out, err
 }
+
+// errNotStarted: the run has not started, so it takes no event yet.
+var errNotStarted = errors.New("adapter: the run has not started")
 
 // Drain starts the session's next queued message when the session is idle,
 // for a run of it that ended without its executor (reaped after its lease

@@ -147,8 +147,9 @@ func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, 
 			}
 			defer release()
 		}
+		// The journal announces the session's new queue on every hub's feed
+		// (journal.SessionChanged), so its status follows.
 		res, err := h.runtime.QueueMessage(ctx, subject, m.SessionID, protocol.QueueRequest{Message: m.Message, Mode: m.Mode}, key)
-		h.tracker.reload(m.SessionID)
 		return res, h.publicError(err)
 	case protocol.OpGoal:
 		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
@@ -162,7 +163,6 @@ func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, 
 			defer release()
 		}
 		res, err := h.runtime.UpdateGoal(ctx, m.SessionID, protocol.GoalRequest{Action: m.Action, Text: m.Text})
-		h.tracker.reload(m.SessionID)
 		return res, h.publicError(err)
 	}
 	return adapter.Result(protocol.ResultUnsupported, "unknown op", m.RunID, m.SessionID, ""), nil

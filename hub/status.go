@@ -76,6 +76,10 @@ func (t *tracker) stop() {
 func (t *tracker) onFeed(e protocol.Envelope) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if e.Type == journal.SessionChanged {
+		t.sessionChanged(e.SessionID)
+		return
+	}
 	if e.Type == protocol.EventRunStarted {
 		t.h.router.newRun(e.SessionID)
 	}
@@ -95,6 +99,28 @@ func (t *tracker) onFeed(e protocol.Envelope) {
 		return
 	}
 	t.apply(s, &e)
+}
+
+// sessionChanged handles the journal's notice that a session changed
+// without an event (created, a run registered but still queued, its queue
+// or goal updated) on this node or any other: a tracked session is
+// reloaded, an untracked one is loaded if it may be a new session of a
+// watch-all owner. Called with t.mu held.
+func (t *tracker) sessionChanged(sid string) {
+	s := t.sessions[sid]
+	switch {
+	case s == nil:
+		if len(t.owners) > 0 {
+			t.scheduleLoad(sid)
+		}
+	case s.loaded:
+		s.loaded = false // feed events buffer until the load lands
+		t.scheduleLoad(sid)
+	default:
+		// A load in flight may have read the session before the change:
+		// load it once more when it lands.
+		s.overflow = true
+	}
 }
 
 // apply folds e into a loaded session; anything out of sequence that is not
@@ -148,6 +174,21 @@ func (t *tracker) loadLoop() {
 func (t *tracker) load(sid string) {
 	ctx, cancel := context.WithTimeout(t.h.ctx, 30*time.Second)
 	defer cancel()
+	t.mu.Lock()
+	known := t.sessions[sid] != nil
+	t.mu.Unlock()
+	if !known { // read the runs only of a session some tab watches
+		meta, err := t.h.store.Session(ctx, sid)
+		if err != nil {
+			return
+		}
+		t.mu.Lock()
+		watched := len(t.owners[meta.Owner]) > 0
+		t.mu.Unlock()
+		if !watched {
+			return
+		}
+	}
 	st, meta, err := journal.FoldSession(ctx, t.h.store, sid)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -371,17 +412,6 @@ func (t *tracker) gc(s *tracked) {
 	if len(s.watchers) == 0 && len(t.owners[s.owner]) == 0 {
 		delete(t.sessions, s.id)
 		delete(t.dirty, s.id)
-	}
-}
-
-// reload refreshes a tracked session from the journal: its runtime-owned
-// state (queue, goal) can change without an event when it is idle.
-func (t *tracker) reload(sid string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := t.sessions[sid]; s != nil && s.loaded {
-		s.loaded = false // feed events buffer until the load lands
-		t.scheduleLoad(sid)
 	}
 }
 

@@ -116,7 +116,24 @@ type Bus interface {
 	// SubscribeFeed calls fn with every event of every session from now on,
 	// in seq order per run. The payload of delta events (EventType.IsDelta)
 	// may be omitted ("{}"): the feed is for status, not content.
+	//
+	// The feed also carries a record of type SessionChanged whenever a
+	// session changes without an event (CreateSession, BeginRun,
+	// UpdateSession), on every node sharing the journal.
 	SubscribeFeed(fn func(protocol.Envelope)) (cancel func())
+}
+
+// SessionChanged is the Type of a feed record that is no event: the
+// session named by its SessionID was created, got a new run registered
+// (still queued: no event yet), or had its runtime-owned state (queue,
+// goal, title) updated. It has no RunID, Seq or payload; a subscriber that
+// shows session state re-reads the session. It never reaches a run's log
+// or a client.
+const SessionChanged protocol.EventType = "journal.session_changed"
+
+// SessionChangedRecord is the feed record announcing a change of sid.
+func SessionChangedRecord(sid string) protocol.Envelope {
+	return protocol.Envelope{Type: SessionChanged, SessionID: sid}
 }
 
 // Store is a journal backend.

@@ -583,6 +583,68 @@ func TestScaleOut_CrossReplicaStatusAndFocus(t *testing.T) {
 	t.Logf("runs per runner: %v", used)
 }
 
+// What changes a session without an event reaches a tab on the other
+// replica at once: a session created through hub A, a run started through
+// A that no runner has taken yet (queued, no event journaled), a message
+// queued behind it and a goal set on an idle session. Then a runner comes
+// and the run completes, also seen on B.
+func TestScaleOut_ChangesWithoutEventsReachOtherReplicas(t *testing.T) {
+	s := newScaled(t, redistest.Options{}, 2*time.Second)
+	a, b := s.hub("hubA"), s.hub("hubB") // no runner yet: runs stay queued
+	tb := dialTab(t, b)
+	tb.c.Watch(tb.ctx(), true)
+	tb.ping()
+
+	var sess protocol.CreateSessionResult
+	if code := call(t, "POST", a.URL()+"/v1/sessions", map[string]string{"title": "made on A"}, &sess); code != 201 {
+		t.Fatalf("create session: %d", code)
+	}
+	tb.until(10*time.Second, "hub B's status of the session created on hub A", func() bool {
+		ss, ok := tb.status[sess.SessionID]
+		return ok && ss.Title == "made on A"
+	})
+
+	var run protocol.RunStartResult
+	body := map[string]any{"message": "wait for a runner", "metadata": map[string]any{"sim": jsonRaw(`{"tokens":20,"token_ms":5,"tools":0}`)}}
+	if code := call(t, "POST", a.URL()+"/v1/sessions/"+sess.SessionID+"/runs", body, &run); code != 202 {
+		t.Fatalf("start: %d", code)
+	}
+	tb.until(10*time.Second, "hub B's status of the queued run", func() bool {
+		ss := tb.status[sess.SessionID]
+		return ss.RunID == run.RunID && ss.Status == protocol.StatusQueued
+	})
+	if n, _ := s.rdb.XLen(context.Background(), "rh:run:{"+run.RunID+"}:ev").Result(); n != 0 {
+		t.Fatalf("the queued run has %d journaled events, want none (the status must not have come from an event)", n)
+	}
+
+	var qres protocol.ControlResult
+	if code := call(t, "POST", a.URL()+"/v1/sessions/"+sess.SessionID+"/queue", map[string]string{"message": "then this"}, &qres); code != 200 || !qres.Accepted {
+		t.Fatalf("queue: %d %+v", code, qres)
+	}
+	tb.until(10*time.Second, "hub B's queue depth", func() bool { return tb.status[sess.SessionID].QueueDepth == 1 })
+
+	var idle protocol.CreateSessionResult
+	if code := call(t, "POST", a.URL()+"/v1/sessions", map[string]string{"title": "idle"}, &idle); code != 201 {
+		t.Fatalf("create session: %d", code)
+	}
+	var gres protocol.ControlResult
+	if code := call(t, "POST", a.URL()+"/v1/sessions/"+idle.SessionID+"/goal",
+		map[string]string{"action": "set", "text": "ship the release"}, &gres); code != 200 || !gres.Accepted {
+		t.Fatalf("goal: %d %+v", code, gres)
+	}
+	tb.until(10*time.Second, "hub B's status of the goal set on hub A", func() bool {
+		g := tb.status[idle.SessionID].Goal
+		return g != nil && g.Text == "ship the release"
+	})
+
+	s.runner("r1")
+	tb.until(30*time.Second, "hub B's status of the queued message's run completed", func() bool {
+		ss := tb.status[sess.SessionID]
+		return ss.RunID != "" && ss.RunID != run.RunID && ss.Status == protocol.StatusCompleted && ss.QueueDepth == 0
+	})
+	checkDone(t, "the first run", waitTerminal(t, b, run.RunID, 10*time.Second), 20)
+}
+
 // SIGKILL the runner executing a run: its lease lapses and the run ends
 // with exactly one terminal error "interrupted" within a few lease TTLs,
 // while two hubs and the other runner all reap; the other runner keeps

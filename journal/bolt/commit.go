@@ -182,8 +182,14 @@ func (s *Store) commit(w *writer, batch []*request) {
 	}
 	fresh := w.published[:0]
 	for _, r := range batch {
-		if r.fresh {
+		switch {
+		case r.fresh:
 			fresh = append(fresh, r.stored)
+		case r.err != nil:
+		case r.kind == opCreateSession:
+			fresh = append(fresh, journal.SessionChangedRecord(r.session.ID))
+		case r.kind == opBeginRun:
+			fresh = append(fresh, journal.SessionChangedRecord(r.run.SessionID))
 		}
 	}
 	s.bus.publish(fresh)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
 	"go.etcd.io/bbolt"
 )
 
@@ -48,6 +49,9 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		out = cur
 		return tx.Bucket(bucketSessions).Put([]byte(id), raw)
 	})
+	if err == nil {
+		s.bus.publish([]protocol.Envelope{journal.SessionChangedRecord(id)})
+	}
 	return out, err
 }
 

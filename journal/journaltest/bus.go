@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -15,6 +16,64 @@ var busTests = []subtest{
 	{"ReplayThenLive", testReplayThenLive},
 	{"SubscribeBeforeBeginRun", testSubscribeBeforeBeginRun},
 	{"Cancel", testCancel},
+	{"SessionChangedOnFeed", testSessionChangedOnFeed},
+}
+
+// Every change of a session that journals no event — its creation, a run
+// registered but not started, an UpdateSession — puts one SessionChanged
+// record for it on the feed (what lets every node show a queued run or a
+// new goal at once). Refused writes put none, run subscribers and the run's
+// log never see them, and the records carry no run, seq or payload.
+func testSessionChangedOnFeed(t *testing.T, b Backend) {
+	f := newFixture(t, b)
+	var feed, run collector
+	cancel := f.s.SubscribeFeed(feed.add)
+	defer cancel()
+	other := f.session("bob")
+	sid := f.session("alice")
+	waitFor(t, "the record of CreateSession", func() bool { return feed.changed(sid) == 1 })
+	rid := f.begin(sid)
+	waitFor(t, "the record of BeginRun", func() bool { return feed.changed(sid) == 2 })
+	cancelRun := f.s.SubscribeRun(rid, run.add)
+	defer cancelRun()
+	if _, err := f.s.UpdateSession(f.ctx, sid, func(m *journal.SessionMeta) error {
+		m.Queue = append(m.Queue, journal.QueuedMessage{ID: "q1", Message: "next"})
+		return nil
+	}); err != nil {
+		t.Fatalf("UpdateSession: %v", err)
+	}
+	waitFor(t, "the record of UpdateSession", func() bool { return feed.changed(sid) == 3 })
+
+	// Refused: a second active run, an existing session id, a failing update.
+	err := f.s.BeginRun(f.ctx, journal.RunMeta{ID: f.id("run"), SessionID: sid})
+	wantErr(t, "BeginRun while active", err, journal.ErrConflict)
+	err = f.s.CreateSession(f.ctx, journal.SessionMeta{ID: sid, Owner: "alice"})
+	wantErr(t, "CreateSession of an existing id", err, journal.ErrExists)
+	_, err = f.s.UpdateSession(f.ctx, sid, func(*journal.SessionMeta) error { return journal.ErrConflict })
+	wantErr(t, "UpdateSession whose fn fails", err, journal.ErrConflict)
+	f.appendTokens(sid, rid, 2) // a marker: what was fed before it has arrived
+	waitFor(t, "the marker events", func() bool { return feed.len() == 2 && run.len() == 2 })
+	if n := feed.changed(sid); n != 3 {
+		t.Fatalf("%d SessionChanged records for %s, want 3 (refused writes must add none)", n, sid)
+	}
+	if n := feed.changed(other); n != 1 {
+		t.Fatalf("%d SessionChanged records for %s, want 1", n, other)
+	}
+	feed.mu.Lock()
+	for _, e := range feed.changes {
+		if e.RunID != "" || e.Seq != 0 || len(e.Payload) != 0 {
+			t.Errorf("a SessionChanged record carries more than its session: %+v", e)
+		}
+	}
+	feed.mu.Unlock()
+	if run.len() != 2 || len(run.changes) != 0 {
+		t.Fatalf("the run subscriber got %d events and %d change records, want 2 and 0", run.len(), len(run.changes))
+	}
+	for _, e := range f.readAll(rid, 10) {
+		if e.Type == journal.SessionChanged {
+			t.Fatalf("a SessionChanged record is in the run's log: %+v", e)
+		}
+	}
 }
 
 // appendConcurrently appends each tokens to every run from writers

@@ -222,15 +222,35 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // collector records the events a subscriber receives.
+// collector gathers what a subscription delivers: events, and apart from
+// them the feed's session change records (journal.SessionChanged).
 type collector struct {
-	mu     sync.Mutex
-	events []protocol.Envelope
+	mu      sync.Mutex
+	events  []protocol.Envelope
+	changes []protocol.Envelope
 }
 
 func (c *collector) add(e protocol.Envelope) {
 	c.mu.Lock()
-	c.events = append(c.events, e)
+	if e.Type == journal.SessionChanged {
+		c.changes = append(c.changes, e)
+	} else {
+		c.events = append(c.events, e)
+	}
 	c.mu.Unlock()
+}
+
+// changed counts the session change records for sid.
+func (c *collector) changed(sid string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, e := range c.changes {
+		if e.SessionID == sid {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *collector) len() int {

@@ -20,7 +20,10 @@
 //	rh:bus:<n>            stream  status feed shard n (0 ≤ n < Options.Shards),
 //	                              MAXLEN ~ Options.FeedMaxLen; fields of the run
 //	                              entry plus r (run id), q (seq); the payload of
-//	                              delta events is "{}"
+//	                              delta events is "{}". A session change with
+//	                              no event (create_session.lua, begin_run.lua,
+//	                              UpdateSession's MULTI) adds a record of just
+//	                              s and t = journal.SessionChanged
 //	rh:wake:<random>      stream  one Store's wake stream (tiny, expires)
 //	rh:batch:<random>     string  the replies of one append batch, kept for
 //	                              Options.ReplyCacheTTL

@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -201,8 +202,16 @@ func (sub *feedSub) call(e protocol.Envelope) {
 }
 
 // decodeFeedRecord rebuilds an envelope from a feed record: the fields of
-// a run stream entry plus r (run id) and q (seq).
+// a run stream entry plus r (run id) and q (seq), or, for a session change
+// (journal.SessionChanged), just s and t.
 func decodeFeedRecord(f map[string]any) (protocol.Envelope, error) {
+	if t, _ := f["t"].(string); t == string(journal.SessionChanged) {
+		sid, _ := f["s"].(string)
+		if sid == "" {
+			return protocol.Envelope{}, errors.New("session change record without a session")
+		}
+		return journal.SessionChangedRecord(sid), nil
+	}
 	runID, _ := f["r"].(string)
 	q, _ := f["q"].(string)
 	seq, err := strconv.ParseUint(q, 10, 64)

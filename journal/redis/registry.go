@@ -27,8 +27,8 @@ func (s *Store) CreateSession(ctx context.Context, m journal.SessionMeta) error 
 		m.CreatedAt = protocol.Timestamp(s.opts.Now())
 	}
 	journal.RedactSession(&m)
-	n, err := createSessionScript.Run(ctx, s.rdb, []string{s.k.session(m.ID), s.k.owner(m.Owner)},
-		m.ID, m.Owner, m.Title, formatTime(m.CreatedAt)).Int()
+	n, err := createSessionScript.Run(ctx, s.rdb, []string{s.k.session(m.ID), s.k.owner(m.Owner), s.k.feedOf(m.ID)},
+		m.ID, m.Owner, m.Title, formatTime(m.CreatedAt), s.opts.FeedMaxLen, string(journal.SessionChanged)).Int()
 	if err != nil {
 		return s.fail("create session", err)
 	}
@@ -118,8 +118,9 @@ func (s *Store) BeginRun(ctx context.Context, r journal.RunMeta) error {
 	if len(r.Request) > 0 {
 		request = journal.RedactJSON(r.Request)
 	}
-	keys := []string{s.k.session(r.SessionID), s.k.sessionRuns(r.SessionID), s.k.run(r.ID), s.k.active()}
-	status, err := beginRunScript.Run(ctx, s.rdb, keys, r.ID, r.SessionID, r.Owner, formatTime(r.CreatedAt), request).Text()
+	keys := []string{s.k.session(r.SessionID), s.k.sessionRuns(r.SessionID), s.k.run(r.ID), s.k.active(), s.k.feedOf(r.SessionID)}
+	status, err := beginRunScript.Run(ctx, s.rdb, keys, r.ID, r.SessionID, r.Owner, formatTime(r.CreatedAt), request,
+		s.opts.FeedMaxLen, string(journal.SessionChanged)).Text()
 	if err != nil {
 		return s.fail("begin run", err)
 	}

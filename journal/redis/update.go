@@ -74,6 +74,8 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		}
 		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			p.HSet(ctx, key, "state", raw, "title", m.Title)
+			p.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.feedOf(id), MaxLen: s.opts.FeedMaxLen, Approx: true,
+				Values: []any{"s", id, "t", string(journal.SessionChanged)}})
 			return nil
 		})
 		if err == nil {

@@ -2,9 +2,13 @@
 --
 -- KEYS[1] session hash   KEYS[2] session run list
 -- KEYS[3] run meta hash  KEYS[4] active-runs set
+-- KEYS[5] the session's status feed shard
 --
 -- ARGV[1] run id  ARGV[2] session id  ARGV[3] owner ("" = the session's)
 -- ARGV[4] created_at  ARGV[5] request (redacted JSON, may be "")
+-- ARGV[6] approximate MAXLEN of the feed shard  ARGV[7] the feed record
+-- type announcing a session change (journal.SessionChanged): other nodes
+-- see the queued run before any event of it is journaled
 --
 -- Replies "ok", "notfound" (no session), "exists" (run id taken) or
 -- "conflict" (the session has an active run). The session's active_run is
@@ -30,4 +34,5 @@ redis.call('HSET', KEYS[3], 'id', ARGV[1], 'session_id', ARGV[2], 'owner', owner
 redis.call('HSET', KEYS[1], 'active_run', ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[6], '*', 's', ARGV[2], 't', ARGV[7])
 return 'ok'
