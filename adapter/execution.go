@@ -172,14 +172,22 @@ func (x *Execution) Approval(ctx context.Context, req protocol.ApprovalRequested
 // never not-active. The caller must call Wait on the result.
 func (x *Execution) AskApproval(ctx context.Context, req protocol.ApprovalRequestedPayload) (*PendingApproval, error) {
 	p := &prompt{id: req.ApprovalID, answer: make(chan string, 1), choices: req.Choices}
-	x.mu.Lock()
-	x.approval = p
-	x.mu.Unlock()
-	if _, err := x.Emit(ctx, protocol.EventApprovalReq, req); err != nil {
-		x.clearPrompt(&x.approval, p)
+	if err := x.open(ctx, &x.approval, p, protocol.EventApprovalReq, req); err != nil {
 		return nil, err
 	}
 	return &PendingApproval{x: x, p: p, req: req}, nil
+}
+
+// open makes p the pending prompt of slot and journals its request.
+func (x *Execution) open(ctx context.Context, slot **prompt, p *prompt, typ protocol.EventType, req any) error {
+	x.mu.Lock()
+	*slot = p
+	x.mu.Unlock()
+	if _, err := x.Emit(ctx, typ, req); err != nil {
+		x.clearPrompt(slot, p)
+		return err
+	}
+	return nil
 }
 
 // PendingApproval is an approval prompt AskApproval journaled.
@@ -218,11 +226,7 @@ func (x *Execution) Clarify(ctx context.Context, req protocol.ClarifyRequestedPa
 // pending (see AskApproval). The caller must call Wait on the result.
 func (x *Execution) AskClarify(ctx context.Context, req protocol.ClarifyRequestedPayload) (*PendingClarify, error) {
 	p := &prompt{id: req.ClarifyID, answer: make(chan string, 1)}
-	x.mu.Lock()
-	x.clarify = p
-	x.mu.Unlock()
-	if _, err := x.Emit(ctx, protocol.EventClarifyReq, req); err != nil {
-		x.clearPrompt(&x.clarify, p)
+	if err := x.open(ctx, &x.clarify, p, protocol.EventClarifyReq, req); err != nil {
 		return nil, err
 	}
 	return &PendingClarify{x: x, p: p, req: req}, nil

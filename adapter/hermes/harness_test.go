@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/hermes"
+	"github.com/runhub/runhub/adapter/internal/drivertest"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
@@ -30,24 +29,6 @@ func TestMain(m *testing.M) {
 // wrote it, not that redaction caught it.
 const testKey = "hk-test-7Q2mZ4vR9xLw3NbT"
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // harness is a real in-process runtime over a bolt journal, with the
 // hermes driver pointed at a fake Hermes server.
 type harness struct {
@@ -55,7 +36,7 @@ type harness struct {
 	fake   *fakeHermes
 	store  *bolt.Store
 	rt     *adapter.InProcess
-	logs   *syncBuffer
+	logs   *drivertest.Buffer
 	dbPath string
 	runs   []string
 }
@@ -64,7 +45,8 @@ type harness struct {
 // (its defaults here are short timeouts for tests).
 func newHarness(t *testing.T, script func(fr *fakeRun, n, sub int, w *sseWriter), cfg func(*hermes.Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, fake: newFakeHermes(t, testKey), logs: &syncBuffer{}}
+	logger, logs := drivertest.Logger()
+	h := &harness{t: t, fake: newFakeHermes(t, testKey), logs: logs}
 	h.fake.script = script
 	h.dbPath = filepath.Join(t.TempDir(), "journal.db")
 	store, err := bolt.Open(h.dbPath, bolt.Options{NoSync: true})
@@ -72,7 +54,6 @@ func newHarness(t *testing.T, script func(fr *fakeRun, n, sub int, w *sseWriter)
 		t.Fatal(err)
 	}
 	h.store = store
-	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := hermes.Config{BaseURL: h.fake.srv.URL, APIKey: profile.NewSecret(testKey), Logger: logger,
 		RequestTimeout: 5 * time.Second, StopTimeout: 2 * time.Second, StreamIdleTimeout: 5 * time.Second,
 		EventIdleTimeout: 30 * time.Second, PollInterval: 20 * time.Millisecond, ClarifyTimeout: 10 * time.Second}

@@ -121,13 +121,8 @@ func (t *feedTail) loop(heads []string) {
 	for i, k := range keys {
 		shard[k] = i
 	}
-	var conn *goredis.Conn
-	defer func() {
-		if conn != nil {
-			_ = conn.Close()
-		}
-	}()
-	bo := backoff{min: s.opts.MinBackoff, max: s.opts.MaxBackoff}
+	r := newTailReader(s, "feed tail")
+	defer r.close()
 	var ids []string
 	if heads != nil {
 		ids = append(heads, "0-0")
@@ -136,31 +131,17 @@ func (t *feedTail) loop(heads []string) {
 		if ids == nil {
 			heads, err := s.feedHeads()
 			if err != nil {
-				if !bo.wait(s.ctx) {
+				if !r.bo.wait(s.ctx) {
 					return
 				}
 				continue
 			}
 			ids = append(heads, "0-0")
 		}
-		if conn == nil {
-			conn = s.rdb.Conn()
+		res, ok := r.read(append(slices.Clone(keys), ids...))
+		if !ok {
+			return
 		}
-		streams := append(slices.Clone(keys), ids...)
-		res, err := conn.XRead(s.ctx, &goredis.XReadArgs{Streams: streams, Count: s.opts.ReadCount, Block: s.opts.Block}).Result()
-		if err != nil && !errors.Is(err, goredis.Nil) {
-			if s.ctx.Err() != nil {
-				return
-			}
-			s.opts.Logger.Warn("journal/redis: feed tail: read failed; reconnecting", "err", err)
-			_ = conn.Close()
-			conn = nil
-			if !bo.wait(s.ctx) {
-				return
-			}
-			continue
-		}
-		bo.reset()
 		for _, st := range res {
 			i, ok := shard[st.Stream]
 			if !ok || len(st.Messages) == 0 {

@@ -139,33 +139,15 @@ func (t *runTail) snapshot(wakeID string) ([]string, map[string]string) {
 // loop is the run tail goroutine.
 func (t *runTail) loop() {
 	s := t.s
-	var conn *goredis.Conn
-	defer func() {
-		if conn != nil {
-			_ = conn.Close()
-		}
-	}()
+	r := newTailReader(s, "run tail")
+	defer r.close()
 	wakeID := "0-0"
-	bo := backoff{min: s.opts.MinBackoff, max: s.opts.MaxBackoff}
 	for s.ctx.Err() == nil {
 		streams, runs := t.snapshot(wakeID)
-		if conn == nil {
-			conn = s.rdb.Conn()
+		res, ok := r.read(streams)
+		if !ok {
+			return
 		}
-		res, err := conn.XRead(s.ctx, &goredis.XReadArgs{Streams: streams, Count: s.opts.ReadCount, Block: s.opts.Block}).Result()
-		if err != nil && !errors.Is(err, goredis.Nil) {
-			if s.ctx.Err() != nil {
-				return
-			}
-			s.opts.Logger.Warn("journal/redis: run tail: read failed; reconnecting", "err", err)
-			_ = conn.Close()
-			conn = nil
-			if !bo.wait(s.ctx) {
-				return
-			}
-			continue
-		}
-		bo.reset()
 		for _, st := range res {
 			if st.Stream == t.wakeKey {
 				if n := len(st.Messages); n > 0 {

@@ -278,6 +278,49 @@ func formatTime(ts float64) string {
 	return strconv.FormatFloat(ts, 'f', -1, 64)
 }
 
+// tailReader is a tail's dedicated connection for XREAD BLOCK, reconnected
+// with backoff after a failed read. Only its tail's goroutine uses it.
+type tailReader struct {
+	s    *Store
+	what string // for the log: "feed tail", "run tail"
+	conn *goredis.Conn
+	bo   backoff
+}
+
+func newTailReader(s *Store, what string) *tailReader {
+	return &tailReader{s: s, what: what, bo: backoff{min: s.opts.MinBackoff, max: s.opts.MaxBackoff}}
+}
+
+// read blocks in one XREAD of streams (keys, then ids) for at most
+// Options.Block. After a failed read it drops the connection and waits
+// out the backoff, returning no streams; ok is false once the Store is
+// closing.
+func (r *tailReader) read(streams []string) (res []goredis.XStream, ok bool) {
+	s := r.s
+	if r.conn == nil {
+		r.conn = s.rdb.Conn()
+	}
+	res, err := r.conn.XRead(s.ctx, &goredis.XReadArgs{Streams: streams, Count: s.opts.ReadCount, Block: s.opts.Block}).Result()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		if s.ctx.Err() != nil {
+			return nil, false
+		}
+		s.opts.Logger.Warn("journal/redis: "+r.what+": read failed; reconnecting", "err", err)
+		r.close()
+		return nil, r.bo.wait(s.ctx)
+	}
+	r.bo.reset()
+	return res, true
+}
+
+// close releases the connection.
+func (r *tailReader) close() {
+	if r.conn != nil {
+		_ = r.conn.Close()
+		r.conn = nil
+	}
+}
+
 // backoff is a tail's reconnection delay.
 type backoff struct {
 	min, max, cur time.Duration
