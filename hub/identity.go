@@ -92,6 +92,20 @@ func (h *Hub) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// RequireAdmin is middleware for operator endpoints outside the API
+// (/debug/pprof): with authentication configured, only a bearer token with
+// the admin role passes (401 without a valid token, 403 with another
+// role). In open mode everyone is admitted: the hub then listens on
+// loopback only, unless -insecure-listen says otherwise.
+func (h *Hub) RequireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return h.requireAuth(func(c echo.Context) error {
+		if h.cfg.Authenticator != nil && !h.principal(c).Admin {
+			return protocol.Errorf(protocol.CodeForbidden, "this endpoint needs the admin role")
+		}
+		return next(c)
+	})
+}
+
 // principal is the caller of an HTTP request.
 func (h *Hub) principal(c echo.Context) Principal {
 	if p, ok := c.Get(principalKey).(Principal); ok {

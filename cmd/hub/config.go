@@ -32,7 +32,7 @@ type ServeConfig struct {
 	Runtime        string        // RUNHUB_RUNTIME, -runtime: inprocess or runners (default: runners with Redis, else inprocess)
 	StatusInterval time.Duration // RUNHUB_STATUS_INTERVAL, -status-interval: least time between two statuses of a session (default 100ms)
 	Retention      time.Duration // RUNHUB_RETENTION, -retention: how long terminal runs are kept (default 168h; 0 = forever)
-	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; it exposes profiles to anyone who can reach the address)
+	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; with authentication on, only to a token with the admin role)
 	Security
 }
 
@@ -185,7 +185,7 @@ func serveFlags(cfg *ServeConfig, getenv func(string) string) *flagSet {
 	f.str(&cfg.Runtime, "runtime", "RUNHUB_RUNTIME", "", "where runs execute: inprocess or runners (empty: runners with Redis, else inprocess)")
 	f.dur(&cfg.StatusInterval, "status-interval", "RUNHUB_STATUS_INTERVAL", "100ms", "least time between two statuses of a session")
 	f.dur(&cfg.Retention, "retention", "RUNHUB_RETENTION", "168h", "how long terminal runs are kept (0: forever)")
-	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/ (anyone who reaches the address can read them)")
+	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/ (with authentication on, only to a token with the admin role)")
 	f.security(&cfg.Security)
 	return f
 }

@@ -5,6 +5,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/runhub/runhub/hub/auth"
 )
 
 // GET /debug/pprof/ is off by default and served with RUNHUB_PPROF=1.
@@ -34,6 +39,51 @@ func TestProcess_PProfFlag(t *testing.T) {
 	}
 	if code, _ := get(on.URL() + "/debug/pprof/goroutine?debug=1"); code != 200 {
 		t.Fatalf("goroutine: %d", code)
+	}
+}
+
+// With authentication on, /debug/pprof answers only a token with the admin
+// role: 401 without a token or with a bad one, 403 for a user's token.
+func TestProcess_PProfNeedsAdmin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hub processes")
+	}
+	secret := strings.Repeat("s", 32)
+	p := startHub(t, t.TempDir(), "RUNHUB_JWT_SECRET="+secret, "RUNHUB_PPROF=1")
+	token := func(role string) string {
+		tok, err := auth.Sign([]byte(secret), auth.Claims{Role: role, RegisteredClaims: jwt.RegisteredClaims{Subject: "u1",
+			ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	get := func(path, tok string) (int, string) {
+		req, _ := http.NewRequest("GET", p.URL()+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/cmdline", "/debug/pprof"} {
+		if code, body := get(path, ""); code != http.StatusUnauthorized {
+			t.Errorf("%s without a token: %d %.200s", path, code, body)
+		}
+		if code, body := get(path, "not-a-token"); code != http.StatusUnauthorized {
+			t.Errorf("%s with a bad token: %d %.200s", path, code, body)
+		}
+		if code, body := get(path, token("")); code != http.StatusForbidden {
+			t.Errorf("%s with a user's token: %d %.200s", path, code, body)
+		}
+	}
+	if code, body := get("/debug/pprof/heap?debug=1", token(auth.RoleAdmin)); code != 200 || !strings.Contains(body, "heap profile") {
+		t.Fatalf("heap with an admin token: %d %.200s", code, body)
 	}
 }
 

@@ -75,7 +75,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	h.Routes(e)
 	h.RouteProfiles(e, profileInfos(rt.profiles))
 	if cfg.PProf {
-		routePProf(e)
+		routePProf(e, h.RequireAdmin)
 	}
 	e.GET("/*", echo.WrapHandler(web.Handler()))
 	gate.set(e)
@@ -144,19 +144,21 @@ func serveMetrics(addr string, rt *procRuntime, draining func() bool, log *slog.
 	}, nil
 }
 
-// routePProf serves net/http/pprof under /debug/pprof/ (RUNHUB_PPROF=1):
-// the index, cmdline, profile (CPU), symbol, trace and every named profile
-// (heap, allocs, goroutine, mutex, block, threadcreate).
-func routePProf(e *echo.Echo) {
-	e.GET("/debug/pprof", func(c echo.Context) error {
+// routePProf serves net/http/pprof under /debug/pprof/ (RUNHUB_PPROF=1),
+// behind guard (the admin role when authentication is on): the index,
+// cmdline, profile (CPU), symbol, trace and every named profile (heap,
+// allocs, goroutine, mutex, block, threadcreate).
+func routePProf(e *echo.Echo, guard echo.MiddlewareFunc) {
+	g := e.Group("/debug/pprof", guard)
+	g.GET("", func(c echo.Context) error {
 		return c.Redirect(http.StatusMovedPermanently, "/debug/pprof/")
 	})
-	e.GET("/debug/pprof/", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
-	e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
-	e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
-	e.Any("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
-	e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
-	e.GET("/debug/pprof/:name", func(c echo.Context) error {
+	g.GET("/", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+	g.GET("/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+	g.GET("/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+	g.Any("/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+	g.GET("/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+	g.GET("/:name", func(c echo.Context) error {
 		pprof.Handler(c.Param("name")).ServeHTTP(c.Response(), c.Request())
 		return nil
 	})
