@@ -317,3 +317,71 @@ test("a newer run whose events do come is left alone", async () => {
   assert.equal(ws().sent.filter((m) => m.type === "focus").length, 1);
   c.close();
 });
+
+// jwt builds an unsigned token with the given exp (seconds); the client only
+// reads exp, the hub verifies.
+function jwt(expMs, sub = "alice") {
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+  return `${b64({ alg: "HS256", typ: "JWT" })}.${b64({ sub, exp: expMs / 1000 })}.sig`;
+}
+
+test("jwtExpiry reads exp and ignores what is not a JWT", async () => {
+  const { jwtExpiry } = await import(`data:text/javascript,${encodeURIComponent(src)}`);
+  assert.equal(jwtExpiry(jwt(1700000000000)), 1700000000000);
+  assert.equal(jwtExpiry("opaque-token"), 0);
+  assert.equal(jwtExpiry("a.!!!.c"), 0);
+  assert.equal(jwtExpiry(""), 0);
+});
+
+test("setToken on an open socket renews it with a fresh hello; the second welcome restores nothing", async () => {
+  const { c, ws } = await connected({ token: "t1" });
+  const renewed = [];
+  c.on("renewed", (w) => renewed.push(w));
+  c.watch({ all: true });
+  c.focus("s1");
+  const before = ws().sent.length;
+  c.setToken("t2");
+  assert.deepEqual(ws().sent.slice(before), [{ type: "hello", token: "t2", client: "runhub-web/1" }]);
+  ws().recv(WELCOME);
+  assert.equal(renewed.length, 1);
+  assert.equal(ws().sent.length, before + 1, "no watch or focus re-sent after a renewal");
+  assert.equal(c.state, "open");
+});
+
+test("getToken renews a JWT before it expires, on the same socket", async () => {
+  let n = 0;
+  const tokens = [jwt(Date.now() + 150), jwt(Date.now() + 3600e3)];
+  const t = newClient({ getToken: () => tokens[Math.min(n++, 1)], renewBeforeMs: 100 });
+  t.c.connect();
+  t.ws().accept();
+  await sleep(0); // getToken runs before the first hello
+  assert.deepEqual(t.ws().sent[0], { type: "hello", token: tokens[0], client: "runhub-web/1" });
+  t.ws().recv(WELCOME);
+  await sleep(200);
+  const hellos = t.ws().sent.filter((m) => m.type === "hello");
+  assert.equal(hellos.length, 2, "a renewal hello ~50 ms in");
+  assert.equal(hellos[1].token, tokens[1]);
+  assert.equal(FakeWS.all.length, 1, "renewed without reconnecting");
+  t.c.close();
+});
+
+test("4401 with a getToken that has a new token reconnects with it; without one the client stops", async () => {
+  let tok = "old";
+  const t = newClient({ getToken: async () => tok });
+  t.c.connect();
+  t.ws().accept();
+  await sleep(0);
+  t.ws().recv(WELCOME);
+  tok = "new";
+  t.ws().drop(4401, "token expired");
+  await sleep(50);
+  assert.equal(FakeWS.all.length, 2, "reconnected");
+  t.ws().accept();
+  await sleep(0);
+  assert.equal(t.ws().sent[0].token, "new");
+  t.ws().recv(WELCOME);
+  t.ws().drop(4401, "token expired"); // getToken still says "new": no way in
+  await sleep(50);
+  assert.equal(FakeWS.all.length, 2);
+  assert.equal(t.c.state, "unauthorized");
+});

@@ -69,7 +69,11 @@ if (params.has("token")) {
   params.delete("token");
   history.replaceState(null, "", `${location.pathname}${params.size ? `?${params}` : ""}${location.hash}`);
 }
-const rh = new RunhubClient({ token: localStorage.getItem("runhub.token") || "", client: "runhub-web/1" });
+// The token lives in localStorage: a page opened with a newer ?token=
+// updates it for every tab, and each tab's client takes it before every
+// hello and to renew its socket before the token expires.
+const currentToken = () => localStorage.getItem("runhub.token") || "";
+const rh = new RunhubClient({ token: currentToken(), getToken: currentToken, client: "runhub-web/1" });
 window.runhub = rh;
 
 // ---- state ---------------------------------------------------------------

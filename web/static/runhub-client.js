@@ -16,6 +16,11 @@
 // Options (all optional):
 //   url              WebSocket URL; default ws(s)://<location.host>/v1/ws
 //   token            bearer token sent in hello (setToken changes it)
+//   getToken         () => token | Promise<token>: called before every hello
+//                    and, for a JWT with exp, renewBeforeMs before it
+//                    expires, to renew the open socket's credentials with a
+//                    fresh hello (the hub closes it 4401 at expiry otherwise)
+//   renewBeforeMs    how long before exp to renew (60000)
 //   client           client name sent in hello; default "runhub-web/1"
 //   WebSocket        WebSocket constructor; default globalThis.WebSocket
 //   controlTimeoutMs how long a control or ping waits for its answer (15000)
@@ -29,7 +34,9 @@
 // Connection:
 //   connect()            open (and keep reopening) the socket
 //   close()              close for good: no reconnect; pending controls reject
-//   setToken(token)      token for the next hello
+//   setToken(token)      use token from now on; on an open socket a fresh
+//                        hello renews the credentials at once (the hub
+//                        answers welcome again: event "renewed")
 //   state                "idle" | "connecting" | "open" | "reconnecting" |
 //                        "unauthorized" | "closed"   ("open" = welcomed)
 //   welcome              the last welcome message, or null
@@ -67,6 +74,8 @@
 // Listeners: on(type, fn) returns an unsubscribe function; off(type, fn).
 //   "state"          { state, attempt, delay_ms }   on every state change
 //   "open"           welcome                       after each welcome
+//   "renewed"        welcome                       the hub took renewed
+//                                                  credentials (same socket)
 //   "close"          { code, reason, reconnect, delay_ms }
 //   "status"         SessionStatus
 //   "event"          envelope — deduplicated (run_id + seq: only seq above
@@ -130,10 +139,27 @@ export function parseFrame(data, onBad) {
   return out;
 }
 
+// jwtExpiry returns the exp of a JWT in ms since the epoch, or 0 when the
+// token is not a JWT with a numeric exp. The token is not verified: the
+// client only needs to know when to renew it.
+export function jwtExpiry(token) {
+  const parts = typeof token === "string" ? token.split(".") : [];
+  if (parts.length !== 3) return 0;
+  try {
+    const b64 = parts[1].replace(/-/g, "+").replace(/_/g, "/");
+    const claims = JSON.parse(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4)));
+    return typeof claims.exp === "number" ? claims.exp * 1000 : 0;
+  } catch {
+    return 0;
+  }
+}
+
 export class RunhubClient {
   constructor(options = {}) {
     this.url = options.url || defaultURL();
     this.token = options.token || "";
+    this.getToken = typeof options.getToken === "function" ? options.getToken : null;
+    this.renewBeforeMs = options.renewBeforeMs ?? 60000;
     this.clientName = options.client || "runhub-web/1";
     this.WS = options.WebSocket || globalThis.WebSocket;
     this.controlTimeoutMs = options.controlTimeoutMs ?? 15000;
@@ -153,6 +179,7 @@ export class RunhubClient {
     this._retryTimer = null;
     this._helloTimer = null;
     this._pingTimer = null;
+    this._renewTimer = null;
     this._welcomedAt = 0;
     this._goawayDelay = null; // reconnect_after_ms of a goaway on this socket
 
@@ -238,6 +265,42 @@ export class RunhubClient {
 
   setToken(token) {
     this.token = token || "";
+    if (this.welcome && this.token) this._sendRaw({ type: "hello", token: this.token, client: this.clientName });
+  }
+
+  // _freshToken asks getToken (when set) for the token of the next hello;
+  // a failure keeps the current one.
+  async _freshToken() {
+    if (!this.getToken) return;
+    try {
+      const t = await this.getToken();
+      if (typeof t === "string" && t) this.token = t;
+    } catch (err) {
+      this._emit("error", { code: "client_token", message: `getToken failed: ${err && err.message ? err.message : err}` });
+    }
+  }
+
+  // _scheduleRenewal arms the renewal of a JWT with exp, when getToken can
+  // give a new one.
+  _scheduleRenewal() {
+    clearTimeout(this._renewTimer);
+    this._renewTimer = null;
+    const exp = jwtExpiry(this.token);
+    if (!this.getToken || !exp) return;
+    const ws = this._ws;
+    const delay = exp - Date.now() - this.renewBeforeMs;
+    this._renewTimer = setTimeout(async () => {
+      this._renewTimer = null;
+      const before = this.token;
+      await this._freshToken();
+      if (ws !== this._ws || !this.welcome) return;
+      if (this.token !== before) {
+        this.setToken(this.token);
+      } else if (exp - Date.now() > 1000) {
+        // No new token yet: ask again a little later, until expiry.
+        this._renewTimer = setTimeout(() => this._scheduleRenewal(), Math.min(10000, (exp - Date.now()) / 2));
+      }
+    }, Math.max(0, delay));
   }
 
   _open() {
@@ -258,7 +321,7 @@ export class RunhubClient {
       return;
     }
     this._ws = ws;
-    ws.onopen = () => {
+    const hello = () => {
       if (ws !== this._ws) return;
       this._sendRaw({ type: "hello", token: this.token || undefined, client: this.clientName });
       this._helloTimer = setTimeout(() => {
@@ -266,6 +329,11 @@ export class RunhubClient {
         this._emit("error", { code: "client_hello_timeout", message: "no welcome from the hub" });
         this._drop(ws, 4000, "hello timeout");
       }, this.helloTimeoutMs);
+    };
+    ws.onopen = () => {
+      if (ws !== this._ws) return;
+      if (this.getToken) this._freshToken().then(hello);
+      else hello();
     };
     ws.onmessage = (ev) => {
       if (ws !== this._ws) return;
@@ -312,10 +380,20 @@ export class RunhubClient {
       return;
     }
     if (code === 4401) {
-      // Unauthorized: retrying with the same token cannot succeed.
-      this._wanted = false;
-      this._emit("close", { code, reason, reconnect: false, delay_ms: 0 });
-      this._setState("unauthorized");
+      // Unauthorized: retrying with the same token cannot succeed; with a
+      // getToken that has a new one, reconnect with it.
+      const failed = this.token;
+      const giveUp = () => {
+        this._wanted = false;
+        this._emit("close", { code, reason, reconnect: false, delay_ms: 0 });
+        this._setState("unauthorized");
+      };
+      if (!this.getToken) return giveUp();
+      this._freshToken().then(() => {
+        if (!this._wanted || this._ws || this._retryTimer) return;
+        if (this.token && this.token !== failed) this._scheduleReconnect({ code, reason });
+        else giveUp();
+      });
       return;
     }
     this._scheduleReconnect({ code, reason });
@@ -344,7 +422,8 @@ export class RunhubClient {
   _stopTimers() {
     clearTimeout(this._helloTimer);
     clearInterval(this._pingTimer);
-    this._helloTimer = this._pingTimer = null;
+    clearTimeout(this._renewTimer);
+    this._helloTimer = this._pingTimer = this._renewTimer = null;
   }
 
   _sendRaw(msg) {
@@ -405,6 +484,13 @@ export class RunhubClient {
   _onWelcome(msg) {
     clearTimeout(this._helloTimer);
     this._helloTimer = null;
+    if (this.welcome && msg.conn_id === this.welcome.conn_id) {
+      // The answer to a renewal hello: same socket, same subscriptions.
+      this.welcome = msg;
+      this._scheduleRenewal();
+      this._emit("renewed", msg);
+      return;
+    }
     this.welcome = msg;
     this._welcomedAt = Date.now();
     this._setState("open");
@@ -420,6 +506,7 @@ export class RunhubClient {
       }
     }
     this._startPing();
+    this._scheduleRenewal();
     this._emit("open", msg);
   }
 
