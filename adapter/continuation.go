@@ -87,7 +87,9 @@ func (a *InProcess) QueueMessage(ctx context.Context, owner, sid string, req pro
 		return protocol.ControlResult{}, notFound(err, "session "+sid)
 	}
 	if startNow {
-		r, err := a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, req.Message, "queue"), nil)
+		r, err := a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, req.Message, "queue"), func(x *Execution) {
+			x.Emit(ctx, protocol.EventQueueUpdated, queuePayload(meta.Queue))
+		})
 		if err == nil {
 			return Result(protocol.ResultAccepted, "started", r.RunID, sid, r.Cursor), nil
 		}

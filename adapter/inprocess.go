@@ -312,7 +312,18 @@ func (a *InProcess) Adopt(ctx context.Context, meta journal.RunMeta) error {
 		a.interrupt(ctx, meta, "no runtime driver for the run's provider")
 		return err
 	}
-	_, err = a.run(ctx, meta, drv, nil)
+	var before func(*Execution)
+	if req.Source == "queue" {
+		// Every run of a queued message begins run.started, queue.updated
+		// (the queue it leaves behind). Dispatched, it could not carry
+		// startRun's before: journal the session's queue as it is now.
+		before = func(x *Execution) {
+			if sm, err := a.store.Session(ctx, meta.SessionID); err == nil {
+				x.Emit(ctx, protocol.EventQueueUpdated, queuePayload(sm.Queue))
+			}
+		}
+	}
+	_, err = a.run(ctx, meta, drv, before)
 	return err
 }
 

@@ -1100,8 +1100,13 @@ func testQueueOnIdle(t *testing.T, nt newTransport) {
 	if p := runStarted(t, th, res.RunID); p.Source != "queue" || p.Message != "while idle" {
 		t.Fatalf("run started with %+v", p)
 	}
-	if evs := terminal(t, th, res.RunID); evs[len(evs)-1].Type != protocol.EventDone {
+	evs := terminal(t, th, res.RunID)
+	if evs[len(evs)-1].Type != protocol.EventDone {
 		t.Fatalf("run ended %s", evs[len(evs)-1].Type)
+	}
+	// Like every run of a queued message: run.started, then the queue left.
+	if evs[1].Type != protocol.EventQueueUpdated || pl[protocol.QueueUpdatedPayload](t, evs[1]).Depth != 0 {
+		t.Fatalf("the run's second event is %s %s, want queue.updated with depth 0", evs[1].Type, evs[1].Payload)
 	}
 	settled(t, th, first.SessionID, 2)
 

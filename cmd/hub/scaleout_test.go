@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -643,6 +644,32 @@ func TestScaleOut_ChangesWithoutEventsReachOtherReplicas(t *testing.T) {
 		return ss.RunID != "" && ss.RunID != run.RunID && ss.Status == protocol.StatusCompleted && ss.QueueDepth == 0
 	})
 	checkDone(t, "the first run", waitTerminal(t, b, run.RunID, 10*time.Second), 20)
+	// Runs of queued messages executed by a runner begin run.started,
+	// queue.updated (the queue left), as in-process ones do: the one the
+	// runner started after the first run, and one a message on an idle
+	// session started through hub A (dispatched to the runner).
+	var fresh protocol.CreateSessionResult
+	if code := call(t, "POST", a.URL()+"/v1/sessions", map[string]string{"title": "fresh"}, &fresh); code != 201 {
+		t.Fatalf("create session: %d", code)
+	}
+	var started protocol.ControlResult
+	if code := call(t, "POST", a.URL()+"/v1/sessions/"+fresh.SessionID+"/queue", map[string]string{"message": "go at once"}, &started); code != 200 || started.RunID == "" {
+		t.Fatalf("queue on an idle session: %d %+v", code, started)
+	}
+	for _, rid := range []string{tb.status[sess.SessionID].RunID, started.RunID} {
+		evs := waitTerminal(t, b, rid, 20*time.Second)
+		if len(evs) < 2 || evs[0].Type != protocol.EventRunStarted || evs[1].Type != protocol.EventQueueUpdated {
+			var types []protocol.EventType
+			for _, e := range evs[:min(len(evs), 2)] {
+				types = append(types, e.Type)
+			}
+			t.Fatalf("run %s of a queued message begins %v, want run.started, queue.updated", rid, types)
+		}
+		var q protocol.QueueUpdatedPayload
+		if err := json.Unmarshal(evs[1].Payload, &q); err != nil || q.Depth != 0 {
+			t.Fatalf("queue.updated %s: %v", evs[1].Payload, err)
+		}
+	}
 }
 
 // SIGKILL the runner executing a run: its lease lapses and the run ends
