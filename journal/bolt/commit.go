@@ -47,6 +47,12 @@ type request struct {
 // commit in that case (retry with an idempotency key).
 func (s *Store) submit(ctx context.Context, r *request) error {
 	r.done = make(chan struct{})
+	if err := ctx.Err(); err != nil { // ended already: never queued
+		if r.kind == opAppend {
+			s.preparing.Add(-1)
+		}
+		return err
+	}
 	s.mu.RLock()
 	if r.kind == opAppend {
 		s.preparing.Add(-1) // from here on the request is queued, not on its way
@@ -66,7 +72,12 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	case <-r.done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		select {
+		case <-r.done: // committed as ctx ended: report what happened
+			return nil
+		default:
+			return ctx.Err()
+		}
 	}
 }
 
