@@ -385,3 +385,22 @@ test("4401 with a getToken that has a new token reconnects with it; without one 
   assert.equal(FakeWS.all.length, 2);
   assert.equal(t.c.state, "unauthorized");
 });
+
+test("a token shorter-lived than renewBeforeMs is renewed halfway, not in a loop", async () => {
+  let calls = 0;
+  const t = newClient({ getToken: () => (calls++, jwt(Date.now() + 400)), renewBeforeMs: 60000 });
+  t.c.connect();
+  t.ws().accept();
+  await sleep(0);
+  t.ws().recv(WELCOME);
+  await sleep(100);
+  const hellos = () => t.ws().sent.filter((m) => m.type === "hello").length;
+  assert.equal(hellos(), 1, "no renewal in the first half of the token's life");
+  await sleep(200); // ~200 ms in: renewed once
+  assert.equal(hellos(), 2);
+  t.ws().recv(WELCOME);
+  await sleep(50);
+  assert.equal(hellos(), 2, "the renewed token is not renewed at once");
+  assert.ok(calls <= 3, `getToken called ${calls} times`);
+  t.c.close();
+});

@@ -20,7 +20,8 @@
 //                    and, for a JWT with exp, renewBeforeMs before it
 //                    expires, to renew the open socket's credentials with a
 //                    fresh hello (the hub closes it 4401 at expiry otherwise)
-//   renewBeforeMs    how long before exp to renew (60000)
+//   renewBeforeMs    how long before exp to renew (60000; at the latest
+//                    halfway through what is left of a short-lived token)
 //   client           client name sent in hello; default "runhub-web/1"
 //   WebSocket        WebSocket constructor; default globalThis.WebSocket
 //   controlTimeoutMs how long a control or ping waits for its answer (15000)
@@ -287,8 +288,12 @@ export class RunhubClient {
     this._renewTimer = null;
     const exp = jwtExpiry(this.token);
     if (!this.getToken || !exp) return;
+    const left = exp - Date.now();
+    if (left <= 0) return; // expired: the hub closes the socket (4401)
     const ws = this._ws;
-    const delay = exp - Date.now() - this.renewBeforeMs;
+    // renewBeforeMs ahead, but never in the first half of what is left: a
+    // short-lived token must not make the client renew in a tight loop.
+    const delay = Math.max(left - this.renewBeforeMs, left / 2);
     this._renewTimer = setTimeout(async () => {
       this._renewTimer = null;
       const before = this.token;
@@ -300,7 +305,7 @@ export class RunhubClient {
         // No new token yet: ask again a little later, until expiry.
         this._renewTimer = setTimeout(() => this._scheduleRenewal(), Math.min(10000, (exp - Date.now()) / 2));
       }
-    }, Math.max(0, delay));
+    }, delay);
   }
 
   _open() {
