@@ -29,6 +29,7 @@ import (
 	"unsafe"
 
 	"github.com/coder/websocket"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/internal/redistest"
 	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/protocol"
@@ -722,6 +723,72 @@ func TestFault_RedisDownAtStart(t *testing.T) {
 // is 503 while Redis is away.
 func TestFault_RedisKilledMidRun(t *testing.T) {
 	redisOutageMidRun(t, (*redistest.Server).Kill)
+}
+
+// Redis refuses writes in the middle of a run (maxmemory reached under
+// noeviction: every write answers -OOM, as Redis answers -MISCONF when it
+// cannot persist) on a hub with the Redis journal executing its runs
+// in-process. The failures are logged, /readyz says 503 "journal not
+// writable", the hub stays up and what was journaled stays readable. Held
+// past the append retry (the lease TTL), the executor gives the run up and
+// keeps trying its terminal event. Once Redis takes writes again /readyz
+// is 200, the run ends with exactly one
+// terminal error (no Redis text in it) that the focused tab gets as the
+// journal has it, nothing journaled is lost or duplicated, and a new run
+// completes.
+func TestFault_RedisRefusesWrites(t *testing.T) {
+	rs := redistest.Start(t, redistest.Options{Args: []string{"--maxmemory-policy", "noeviction"}})
+	rdb := goredis.NewClient(&goredis.Options{Network: "unix", Addr: rs.Socket(), ClientName: "test"})
+	defer rdb.Close()
+	ctx := context.Background()
+	p := startHub(t, t.TempDir(), "RUNHUB_REDIS_URL="+rs.URL(), "RUNHUB_RUNTIME=inprocess", "RUNHUB_LEASE_TTL=3s")
+	before := startHTTP(t, p, `{"tokens":20,"token_ms":0,"tools":1}`)
+	beforeEvents := waitTerminal(t, p, before.RunID, 30*time.Second)
+	checkDone(t, "the run before Redis refuses writes", beforeEvents, 20)
+
+	ta := dialTab(t, p)
+	big := ta.start(`{"tokens":200000,"token_ms":2,"tools":0}`)
+	ta.c.Focus(ta.ctx(), big.SessionID, "")
+	ta.until(20*time.Second, "100 tokens", func() bool { return count(ta.run(big.RunID), protocol.EventTokenDelta) >= 100 })
+	// One byte: whatever Redis holds already is over it, so every write is
+	// refused from now on; reads go on.
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the hub to log Redis refusing a write", func() bool { return strings.Contains(p.out.String(), "OOM") })
+	waitFor(t, 10*time.Second, "/readyz 503", func() bool { return readyz(p) == 503 })
+	if code, body := httpBody(t, "GET", p.URL()+"/readyz", ""); code != 503 || !strings.Contains(string(body), "journal not writable") {
+		t.Fatalf("/readyz while Redis refuses writes: %d %s", code, body)
+	}
+	healthy(t, p, 5*time.Second)
+	sameEvents(t, "the earlier run while Redis refuses writes", allEvents(t, p.URL(), before.RunID), beforeEvents)
+	if code, body := httpBody(t, "POST", p.URL()+"/v1/sessions", `{"title":"x"}`); code < 500 || strings.Contains(string(body), "OOM") {
+		t.Fatalf("creating a session while Redis refuses writes: %d %s", code, body)
+	}
+	st := runStatus(t, p, big.RunID)
+	if st.Terminal {
+		t.Fatalf("the run ended while Redis refused writes: %+v", st)
+	}
+	t.Logf("Redis refused writes from seq %d; the run is %s", st.LastSeq, st.Status)
+	// Appends are retried for the lease TTL (3 s): a shorter refusal is
+	// ridden out. Hold it until the executor has given the run up.
+	waitFor(t, 30*time.Second, "the executor to give the run up", func() bool {
+		return strings.Contains(p.out.String(), "terminal event not journaled; retrying until the journal takes it")
+	})
+
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "/readyz 200 once Redis takes writes", func() bool { return readyz(p) == 200 })
+	ta.until(60*time.Second, "the run's terminal event", func() bool { return endsWith(ta, big.RunID) })
+	events := allEvents(t, p.URL(), big.RunID)
+	checkTerminal(t, "the run Redis refused", events, protocol.EventError)
+	sameEvents(t, "the tab vs. the journal", ta.run(big.RunID), events)
+	if ep := lastError(t, events); ep.Code != protocol.ErrorInternal && ep.Code != protocol.ErrorInterrupted || strings.Contains(ep.Message, "OOM") {
+		t.Fatalf("the run's terminal error: %+v", ep)
+	}
+	normalRun(t, p)
+	noPanic(t, p)
 }
 
 // mountTmpfs mounts a tmpfs on dir with opts, unmounted when the test
