@@ -26,6 +26,9 @@ func (s Security) apply(cfg *hub.Config) error {
 	cfg.MessageBurst = s.WSBurst
 	cfg.MaxSocketsPerSubject = s.MaxSockets
 	cfg.MaxRunsPerSubject = s.MaxRunsPerSub
+	if s.HelloTimeout != 0 {
+		cfg.HelloTimeout = s.HelloTimeout
+	}
 	return nil
 }
 

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/runhub/runhub/hub/auth"
+	"github.com/runhub/runhub/protocol"
 )
 
 // GET /debug/pprof/ is off by default and served with RUNHUB_PPROF=1.
@@ -101,5 +104,37 @@ func TestParseServeConfig_PProf(t *testing.T) {
 	}
 	if _, err = parseServeConfig(nil, env(map[string]string{"RUNHUB_PPROF": "maybe"})); err == nil {
 		t.Fatal("RUNHUB_PPROF=maybe accepted")
+	}
+}
+
+// RUNHUB_HELLO_TIMEOUT bounds the wait for hello: a socket that says
+// nothing is closed 4400 after it, not after the 10 s default.
+func TestProcess_HelloTimeoutFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hub processes")
+	}
+	p := startHub(t, t.TempDir(), "RUNHUB_HELLO_TIMEOUT=300ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://"+p.addr+"/v1/ws", &websocket.DialOptions{Subprotocols: []string{protocol.SubprotocolV1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	began := time.Now()
+	for {
+		if _, _, err = ws.Read(ctx); err != nil {
+			break
+		}
+	}
+	if code := websocket.CloseStatus(err); code != protocol.CloseProtocol {
+		t.Fatalf("closed with %v (%d), want 4400", err, code)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("closed after %v: the 300ms timeout was not applied", took)
+	}
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if _, err := parseServeConfig(nil, env(map[string]string{"RUNHUB_HELLO_TIMEOUT": "soon"})); err == nil {
+		t.Fatal("RUNHUB_HELLO_TIMEOUT=soon accepted")
 	}
 }
