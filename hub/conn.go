@@ -46,7 +46,7 @@ type conn struct {
 	closeReason string
 	hello       bool
 	watchAll    bool
-	watched     map[string]struct{}
+	watched     []string    // sorted; the tracker's copy of each id (shared by every socket watching it)
 	expiry      *time.Timer // fires when the credentials expire
 	expiryGen   uint64      // bumped on every renewal; a stale timer does nothing
 
@@ -67,7 +67,7 @@ func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 	ctx, cancel := context.WithCancel(h.ctx)
 	return &conn{h: h, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: cancel, pre: pre,
 		rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now()),
-		wake: make(chan struct{}, 1), watched: map[string]struct{}{}}
+		wake: make(chan struct{}, 1)}
 }
 
 // serve runs the reader on the calling goroutine and the writer on another,

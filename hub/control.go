@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/runhub/runhub/adapter"
@@ -28,7 +29,7 @@ func (c *conn) watch(w *protocol.Watch) {
 	}
 	for _, sid := range w.Sessions {
 		c.mu.Lock()
-		_, already := c.watched[sid]
+		_, already := slices.BinarySearch(c.watched, sid)
 		full := len(c.watched) >= c.h.cfg.MaxWatch
 		c.mu.Unlock()
 		if already {
@@ -47,10 +48,12 @@ func (c *conn) watch(w *protocol.Watch) {
 			c.sendError(protocol.CodeNotFound, "no such session: "+sid, protocol.MsgWatch)
 			continue
 		}
+		id := c.h.tracker.watch(c, meta)
 		c.mu.Lock()
-		c.watched[sid] = struct{}{}
+		if i, found := slices.BinarySearch(c.watched, id); !found {
+			c.watched = slices.Insert(c.watched, i, id)
+		}
 		c.mu.Unlock()
-		c.h.tracker.watch(c, meta)
 	}
 }
 
@@ -60,13 +63,13 @@ func (c *conn) unwatch(w *protocol.Watch) {
 	sids := w.Sessions
 	if w.All {
 		sids = sids[:0:0]
-		for sid := range c.watched {
-			sids = append(sids, sid)
-		}
+		sids = append(sids, c.watched...)
 		c.watchAll = false
 	}
 	for _, sid := range sids {
-		delete(c.watched, sid)
+		if i, found := slices.BinarySearch(c.watched, sid); found {
+			c.watched = slices.Delete(c.watched, i, i+1)
+		}
 		delete(c.statuses, sid) // an unsent status of an unwatched session is void
 	}
 	c.mu.Unlock()

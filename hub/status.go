@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -305,7 +306,9 @@ func encodeStatus(s *session.Session) ([]byte, error) {
 
 // watch adds c as a watcher of a session the caller has checked it may see;
 // c gets the current status at once when it is known, else after the load.
-func (t *tracker) watch(c *conn, meta journal.SessionMeta) {
+// It returns the tracker's copy of the session id, for c to keep: every
+// socket watching a session then shares one string.
+func (t *tracker) watch(c *conn, meta journal.SessionMeta) string {
 	t.mu.Lock()
 	s := t.ensure(meta)
 	s.watchers[c] = struct{}{}
@@ -313,10 +316,12 @@ func (t *tracker) watch(c *conn, meta journal.SessionMeta) {
 	if s.loaded {
 		frame, _ = encodeStatus(&s.state)
 	}
+	id := s.id
 	t.mu.Unlock()
 	if frame != nil {
-		c.offerStatus(meta.ID, frame)
+		c.offerStatus(id, frame)
 	}
+	return id
 }
 
 // ensure returns the tracked entry of a session, creating it (and
@@ -395,10 +400,7 @@ func (t *tracker) unwatchOwner(c *conn, owner string) {
 // unwatchAll forgets c entirely (socket closed).
 func (t *tracker) unwatchAll(c *conn) {
 	c.mu.Lock()
-	sids := make([]string, 0, len(c.watched))
-	for sid := range c.watched {
-		sids = append(sids, sid)
-	}
+	sids := slices.Clone(c.watched)
 	all := c.watchAll
 	c.mu.Unlock()
 	t.unwatch(c, sids)
