@@ -65,7 +65,13 @@ type conn struct {
 // Authorization header, if any.
 func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 	ctx, cancel := context.WithCancel(h.ctx)
-	return &conn{h: h, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: cancel, pre: pre,
+	// Cancelling the socket also closes it: that is what ends the read
+	// parked in readLoop, which is given no context (see there).
+	stop := func() {
+		cancel()
+		ws.CloseNow()
+	}
+	return &conn{h: h, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: stop, pre: pre,
 		rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now()),
 		wake: make(chan struct{}, 1)}
 }
@@ -160,7 +166,11 @@ func (c *conn) retire() bool {
 func (c *conn) readLoop() {
 	done := make(chan bool, 1)
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		// No context: with one, the WebSocket library registers a
+		// context.AfterFunc per read, ~0.4 KiB that an idle socket would
+		// hold for its life. c.cancel closes the socket instead, and every
+		// way a socket ends goes through it or closes the socket itself.
+		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			return // read limit (1009), peer close, hub stop: the socket is done
 		}
