@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -59,4 +60,49 @@ func TestJournalFault_TerminalLandsWhenWritesReturn(t *testing.T) {
 	if terminals != 1 || last.Type != protocol.EventError || ep.Code != protocol.ErrorInternal || last.Seq != stuck+1 {
 		t.Fatalf("%d terminal events; the last %s %s at seq %d (the fault began after seq %d)", terminals, last.Type, last.Payload, last.Seq, stuck)
 	}
+}
+
+// A session's status load that the journal fails (Redis away, say) is
+// tried again until it succeeds: the status of a watched session must not
+// stay frozen after the journal comes back. The change here is made on the
+// store directly (it announces SessionChanged), so that the hub's reload is
+// what meets the fault.
+func TestJournalFault_StatusLoadRetried(t *testing.T) {
+	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Faults: true})
+	ctl := th.dial(t)
+	res := startRun(t, ctl, simStart("", 3, 0, ""))
+	tab := th.dial(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := tab.Watch(ctx, false, res.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	col := newCollector()
+	col.until(t, tab, 10*time.Second, "the completed status", func() bool {
+		return col.statuses[res.SessionID].Status == protocol.StatusCompleted
+	})
+	th.fault.failing.Store(true)
+	if _, err := th.store.UpdateSession(ctx, res.SessionID, func(m *journal.SessionMeta) error {
+		m.Goal = &protocol.GoalUpdatedPayload{Text: "ship it", State: protocol.GoalPaused}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The reload and a retry fail meanwhile: read what comes for 1.5 s.
+	rctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	for {
+		m, err := tab.Next(rctx)
+		if err != nil {
+			break
+		}
+		col.add(m)
+	}
+	cancel()
+	if g := col.statuses[res.SessionID].Goal; g != nil {
+		t.Fatalf("a status with the goal came while the journal failed: %+v", g)
+	}
+	th.fault.failing.Store(false)
+	col.until(t, tab, 10*time.Second, "the status with the goal once the journal reads again", func() bool {
+		g := col.statuses[res.SessionID].Goal
+		return g != nil && g.Text == "ship it"
+	})
 }

@@ -119,8 +119,10 @@ func (t *tracker) sessionChanged(sid string) {
 		t.scheduleLoad(sid)
 	default:
 		// A load in flight may have read the session before the change:
-		// load it once more when it lands.
+		// load it once more when it lands (and load it should none be on
+		// its way).
 		s.overflow = true
+		t.scheduleLoad(sid)
 	}
 }
 
@@ -137,6 +139,10 @@ func (t *tracker) apply(s *tracked, e *protocol.Envelope) {
 	}
 	t.dirty[s.id] = s
 }
+
+// loadRetry is the pause before loading a session again after the journal
+// failed to read it.
+const loadRetry = time.Second
 
 func (t *tracker) scheduleLoad(sid string) {
 	t.loads[sid] = struct{}{}
@@ -196,7 +202,16 @@ func (t *tracker) load(sid string) {
 	s := t.sessions[sid]
 	if err != nil {
 		if s != nil && !errors.Is(err, journal.ErrNotFound) {
-			t.h.log.Warn("status: load session", "session_id", sid, "err", err)
+			// The journal is failing (Redis away, say): try again, or the
+			// session's status would stay frozen once it is back.
+			t.h.log.Warn("status: load session; retrying", "session_id", sid, "err", err, "in", loadRetry)
+			time.AfterFunc(loadRetry, func() {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				if s := t.sessions[sid]; s != nil && !s.loaded {
+					t.scheduleLoad(sid)
+				}
+			})
 			return
 		}
 		if s != nil && len(s.watchers) == 0 {

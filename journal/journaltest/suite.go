@@ -221,7 +221,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// collector records the events a subscriber receives.
 // collector gathers what a subscription delivers: events, and apart from
 // them the feed's session change records (journal.SessionChanged).
 type collector struct {
