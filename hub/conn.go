@@ -103,7 +103,7 @@ func (c *conn) serve() {
 // release returns the socket's slot of its subject (after serve).
 func (c *conn) release() {
 	if c.claimed {
-		c.h.releaseSocket(c.subject)
+		c.h.releaseSocket(c.subject, c.id)
 	}
 }
 
@@ -270,7 +270,7 @@ func (c *conn) greet(m *protocol.Hello, first bool) {
 		return
 	}
 	if first {
-		if !c.h.claimSocket(p.Subject) {
+		if !c.h.claimSocket(p.Subject, c.id) {
 			c.sendError(protocol.CodeLimitExceeded, "too many open sockets for this subject; close one first", protocol.MsgHello)
 			c.closeWith(protocol.ClosePolicy, "too many sockets")
 			return

@@ -74,10 +74,15 @@ type Config struct {
 	// MessageBurst is the bucket size of MessagesPerSecond (default 100).
 	MessageBurst int
 	// MaxSocketsPerSubject bounds the open sockets of one subject on this
-	// hub; the hello past it gets error limit_exceeded and close 1008
+	// hub (on all hubs, with a SocketCounter); the hello past it gets error limit_exceeded and close 1008
 	// (default 64 with an Authenticator, no limit in open mode; negative: no
 	// limit).
 	MaxSocketsPerSubject int
+	// SocketCounter, when set, counts sockets per subject over every hub
+	// that shares it (hub/redislimit), so that MaxSocketsPerSubject bounds
+	// a subject in the whole deployment; nil: per hub. Should it fail, the
+	// socket is admitted under this hub's own count.
+	SocketCounter SocketCounter
 	// MaxRunsPerSubject bounds the active runs of one subject (sessions
 	// with a run not yet ended); a start (or a queue or goal control that
 	// would start a run on an idle session) past it gets limit_exceeded

@@ -60,25 +60,53 @@ func (c *conn) admit() bool {
 	return ok
 }
 
-// claimSocket counts a welcomed socket of subject, refusing one past
-// MaxSocketsPerSubject.
-func (h *Hub) claimSocket(subject string) bool {
+// SocketCounter counts the open sockets of each subject over every hub
+// sharing it; see Config.SocketCounter.
+type SocketCounter interface {
+	// Claim counts socket id of subject unless the subject already has
+	// limit open sockets (limit ≤ 0: no bound); it reports whether it did.
+	Claim(ctx context.Context, subject, id string, limit int) (bool, error)
+	// Release uncounts a claimed socket.
+	Release(subject, id string)
+}
+
+// claimSocket counts welcomed socket id of subject, refusing one past
+// MaxSocketsPerSubject on this hub or, with a SocketCounter, over all hubs.
+func (h *Hub) claimSocket(subject, id string) bool {
+	n := h.cfg.MaxSocketsPerSubject
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if n := h.cfg.MaxSocketsPerSubject; n > 0 && h.sockets[subject] >= n {
+	if n > 0 && h.sockets[subject] >= n {
+		h.mu.Unlock()
 		return false
 	}
 	h.sockets[subject]++
+	h.mu.Unlock()
+	if sc := h.cfg.SocketCounter; sc != nil && n > 0 {
+		ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+		ok, err := sc.Claim(ctx, subject, id, n)
+		cancel()
+		switch {
+		case err != nil:
+			h.log.Warn("socket count across hubs failed; admitting under this hub's count", "err", err)
+		case !ok:
+			h.releaseSocket(subject, "")
+			return false
+		}
+	}
 	return true
 }
 
-func (h *Hub) releaseSocket(subject string) {
+// releaseSocket uncounts socket id of subject ("": only on this hub).
+func (h *Hub) releaseSocket(subject, id string) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.sockets[subject] <= 1 {
 		delete(h.sockets, subject)
 	} else {
 		h.sockets[subject]--
+	}
+	h.mu.Unlock()
+	if sc := h.cfg.SocketCounter; sc != nil && id != "" && h.cfg.MaxSocketsPerSubject > 0 {
+		sc.Release(subject, id)
 	}
 }
 

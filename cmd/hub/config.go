@@ -48,7 +48,7 @@ type Security struct {
 	AllowedOrigins string        // RUNHUB_ALLOWED_ORIGINS, -allowed-origins: comma-separated browser origin patterns besides same-origin (default none)
 	WSRate         float64       // RUNHUB_WS_RATE, -ws-rate: client messages per second per socket (default 50; negative: no limit)
 	WSBurst        int           // RUNHUB_WS_BURST, -ws-burst: burst of the socket rate limit (default 100)
-	MaxSockets     int           // RUNHUB_MAX_SOCKETS_PER_SUBJECT, -max-sockets-per-subject: open sockets per subject (default 64 with a JWT key, none open; negative: no limit)
+	MaxSockets     int           // RUNHUB_MAX_SOCKETS_PER_SUBJECT, -max-sockets-per-subject: open sockets per subject over all hubs sharing Redis (default 64 with a JWT key, none open; negative: no limit)
 	MaxRunsPerSub  int           // RUNHUB_MAX_RUNS_PER_SUBJECT, -max-runs-per-subject: active runs per subject (default 32 with a JWT key, none open; negative: no limit)
 	HelloTimeout   time.Duration // RUNHUB_HELLO_TIMEOUT, -hello-timeout: time from the upgrade to the first valid hello (default 10s; negative: no bound)
 }
@@ -64,7 +64,7 @@ func (f *flagSet) security(c *Security) {
 	f.str(&c.AllowedOrigins, "allowed-origins", "RUNHUB_ALLOWED_ORIGINS", "", "comma-separated browser origin patterns allowed besides same-origin")
 	f.float(&c.WSRate, "ws-rate", "RUNHUB_WS_RATE", "50", "client messages per second per socket (negative: no limit)")
 	f.int(&c.WSBurst, "ws-burst", "RUNHUB_WS_BURST", 100, "burst of the socket message rate")
-	f.int(&c.MaxSockets, "max-sockets-per-subject", "RUNHUB_MAX_SOCKETS_PER_SUBJECT", 0, "open sockets per subject on this hub (0: 64 with a JWT key, no limit when open; negative: no limit)")
+	f.int(&c.MaxSockets, "max-sockets-per-subject", "RUNHUB_MAX_SOCKETS_PER_SUBJECT", 0, "open sockets per subject, over every hub sharing the Redis journal, else on this hub (0: 64 with a JWT key, no limit when open; negative: no limit)")
 	f.int(&c.MaxRunsPerSub, "max-runs-per-subject", "RUNHUB_MAX_RUNS_PER_SUBJECT", 0, "active runs per subject (0: 32 with a JWT key, no limit when open; negative: no limit)")
 	f.dur(&c.HelloTimeout, "hello-timeout", "RUNHUB_HELLO_TIMEOUT", "10s", "time from the WebSocket upgrade to the first valid hello; then error protocol_error and close 4400 (negative: no bound)")
 }

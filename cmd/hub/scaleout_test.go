@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/client"
+	"github.com/runhub/runhub/hub/auth"
 	"github.com/runhub/runhub/internal/redistest"
 	"github.com/runhub/runhub/protocol"
 )
@@ -1258,4 +1260,55 @@ func ping(t testing.TB, c *client.Conn) {
 			return
 		}
 	}
+}
+
+// RUNHUB_MAX_SOCKETS_PER_SUBJECT bounds a subject's sockets over every hub
+// sharing the Redis, not per hub: with a limit of 2, alice's third socket
+// is refused on either hub (limit_exceeded), bob is counted apart, and a
+// socket alice closes on one hub frees a place on the other.
+func TestScaleOut_SocketLimitAcrossHubs(t *testing.T) {
+	secret := strings.Repeat("s", 32)
+	s := newScaled(t, redistest.Options{}, 2*time.Second)
+	env := []string{"RUNHUB_JWT_SECRET=" + secret, "RUNHUB_MAX_SOCKETS_PER_SUBJECT=2"}
+	a, b := s.hub("hubA", env...), s.hub("hubB", env...)
+	token := func(sub string) string {
+		tok, err := auth.Sign([]byte(secret), auth.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: sub,
+			ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	dial := func(p *hubProcess, sub string) (*client.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := client.Dial(ctx, "ws://"+p.addr+"/v1/ws", client.Options{Token: token(sub)})
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+		return c, err
+	}
+	first, err := dial(a, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dial(b, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*hubProcess{a, b} {
+		if _, err := dial(p, "alice"); err == nil || !strings.Contains(err.Error(), string(protocol.CodeLimitExceeded)) {
+			t.Fatalf("alice's third socket on %s: %v, want limit_exceeded", p.addr, err)
+		}
+	}
+	if _, err := dial(b, "bob"); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	first.Close()
+	waitFor(t, 10*time.Second, "alice's closed socket to free a place on hub B", func() bool {
+		c, err := dial(b, "alice")
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/metrics"
+	"github.com/runhub/runhub/hub/redislimit"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/web"
 )
@@ -57,6 +58,12 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	defer rt.close()
 	store := rt.store
+	if rt.rdb != nil {
+		// MaxSocketsPerSubject counts a subject's sockets on every replica.
+		sc := redislimit.New(rt.rdb, redislimit.Options{Logger: log})
+		defer sc.Close()
+		hcfg.SocketCounter = sc
+	}
 
 	h := hub.New(hcfg, store, rt.exec)
 	hubGauges(m, h)
