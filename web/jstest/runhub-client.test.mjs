@@ -404,3 +404,16 @@ test("a token shorter-lived than renewBeforeMs is renewed halfway, not in a loop
   assert.ok(calls <= 3, `getToken called ${calls} times`);
   t.c.close();
 });
+
+test("a token valid for months does not make the client renew at once", async () => {
+  let calls = 0;
+  const t = newClient({ getToken: () => (calls++, jwt(Date.now() + 90 * 864e5)) });
+  t.c.connect();
+  t.ws().accept();
+  await sleep(0);
+  t.ws().recv(WELCOME);
+  await sleep(50);
+  assert.equal(calls, 1, "getToken only for the hello");
+  assert.equal(t.ws().sent.filter((m) => m.type === "hello").length, 1);
+  t.c.close();
+});

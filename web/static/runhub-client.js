@@ -293,7 +293,9 @@ export class RunhubClient {
     const ws = this._ws;
     // renewBeforeMs ahead, but never in the first half of what is left: a
     // short-lived token must not make the client renew in a tight loop.
-    const delay = Math.max(left - this.renewBeforeMs, left / 2);
+    // (setTimeout fires at once past 2^31-1 ms: a long-lived token is
+    // looked at again after ~24 days.)
+    const delay = Math.min(Math.max(left - this.renewBeforeMs, left / 2), 2 ** 31 - 1);
     this._renewTimer = setTimeout(async () => {
       this._renewTimer = null;
       const before = this.token;
