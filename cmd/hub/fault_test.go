@@ -742,13 +742,7 @@ func TestFault_RedisRefusesWrites(t *testing.T) {
 	defer rdb.Close()
 	ctx := context.Background()
 	p := startHub(t, t.TempDir(), "RUNHUB_REDIS_URL="+rs.URL(), "RUNHUB_RUNTIME=inprocess", "RUNHUB_LEASE_TTL=3s")
-	before := startHTTP(t, p, `{"tokens":20,"token_ms":0,"tools":1}`)
-	beforeEvents := waitTerminal(t, p, before.RunID, 30*time.Second)
-	checkDone(t, "the run before Redis refuses writes", beforeEvents, 20)
-
-	ta := dialTab(t, p)
-	big := ta.start(`{"tokens":200000,"token_ms":2,"tools":0}`)
-	ta.c.Focus(ta.ctx(), big.SessionID, "")
+	before, beforeEvents, ta, big := runThenStream(t, p, `{"tokens":200000,"token_ms":2,"tools":0}`)
 	ta.until(20*time.Second, "100 tokens", func() bool { return count(ta.run(big.RunID), protocol.EventTokenDelta) >= 100 })
 	// One byte: whatever Redis holds already is over it, so every write is
 	// refused from now on; reads go on.
@@ -789,6 +783,20 @@ func TestFault_RedisRefusesWrites(t *testing.T) {
 	}
 	normalRun(t, p)
 	noPanic(t, p)
+}
+
+// runThenStream is the start of the journal fault tests: a short run
+// journaled to its end (checked), then a long run (script) that a tab
+// focuses.
+func runThenStream(t *testing.T, p *hubProcess, script string) (protocol.RunStartResult, []protocol.Envelope, *tab, protocol.ControlResult) {
+	t.Helper()
+	before := startHTTP(t, p, `{"tokens":20,"token_ms":0,"tools":1}`)
+	beforeEvents := waitTerminal(t, p, before.RunID, 30*time.Second)
+	checkDone(t, "the run before the fault", beforeEvents, 20)
+	ta := dialTab(t, p)
+	big := ta.start(script)
+	ta.c.Focus(ta.ctx(), big.SessionID, "")
+	return before, beforeEvents, ta, big
 }
 
 // mountTmpfs mounts a tmpfs on dir with opts, unmounted when the test
@@ -964,13 +972,7 @@ func TestFault_DiskFull(t *testing.T) {
 		noSpace = "file too large"
 	}
 	p := startHub(t, data, env...)
-	before := startHTTP(t, p, `{"tokens":20,"token_ms":0,"tools":1}`)
-	beforeEvents := waitTerminal(t, p, before.RunID, 30*time.Second)
-	checkDone(t, "the run before the disk fills", beforeEvents, 20)
-
-	ta := dialTab(t, p)
-	big := ta.start(`{"tokens":200000,"token_ms":0,"tools":0}`)
-	ta.c.Focus(ta.ctx(), big.SessionID, "")
+	before, beforeEvents, ta, big := runThenStream(t, p, `{"tokens":200000,"token_ms":0,"tools":0}`)
 	waitFor(t, 60*time.Second, "the journal to fail with "+noSpace, func() bool { return strings.Contains(p.out.String(), noSpace) })
 	waitFor(t, 10*time.Second, "/readyz 503", func() bool { return readyz(p) == 503 })
 	code, body := httpBody(t, "GET", p.URL()+"/readyz", "")
