@@ -715,13 +715,5 @@ func firstLine(s string, n int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		i := n
-		for i > 0 && s[i]&0xC0 == 0x80 {
-			i--
-		}
-		s = s[:i] + "…"
-	}
-	return s
+	return protocol.Truncate(strings.TrimSpace(s), n)
 }

@@ -313,32 +313,31 @@ func (c *conn) credentials(token string) (Principal, error) {
 // a hello renewed them meanwhile (gen is stale then). The error and the
 // close are queued under one lock, so a renewal either wins or is ignored.
 func (c *conn) expire(gen uint64) {
-	b, _ := json.Marshal(protocol.ErrorMessage{Type: protocol.MsgError, Code: protocol.CodeUnauthorized,
-		Message: "the token has expired; send hello with a fresh token before it does", Ref: protocol.MsgHello})
-	c.mu.Lock()
-	if gen != c.expiryGen || c.closing {
-		c.mu.Unlock()
-		return
-	}
-	c.msgs = append(c.msgs, b)
-	c.closing, c.closeCode, c.closeReason = true, websocket.StatusCode(protocol.CloseUnauthorized), "token expired"
-	c.mu.Unlock()
-	c.signal()
+	c.failClose(protocol.CodeUnauthorized, "the token has expired; send hello with a fresh token before it does",
+		protocol.CloseUnauthorized, "token expired", func() bool { return gen != c.expiryGen })
 }
 
 // helloTimeout closes a socket that has not been welcomed HelloTimeout
 // after its upgrade: error protocol_error, then close 4400. A hello that
 // lands meanwhile either won (c.hello is set) or is ignored (closing).
 func (c *conn) helloTimeout() {
-	b, _ := json.Marshal(protocol.ErrorMessage{Type: protocol.MsgError, Code: protocol.CodeProtocol,
-		Message: "no hello within " + c.h.cfg.HelloTimeout.String() + "; closing", Ref: protocol.MsgHello})
+	c.failClose(protocol.CodeProtocol, "no hello within "+c.h.cfg.HelloTimeout.String()+"; closing",
+		protocol.CloseProtocol, "hello timeout", func() bool { return c.hello })
+}
+
+// failClose queues error code/msg (ref hello) and the close with
+// closeCode under one lock, so that a hello racing the timer that calls
+// it either wins (stale, checked under the lock, reports it) or is
+// ignored (closing).
+func (c *conn) failClose(code protocol.Code, msg string, closeCode int, reason string, stale func() bool) {
+	b, _ := json.Marshal(protocol.ErrorMessage{Type: protocol.MsgError, Code: code, Message: msg, Ref: protocol.MsgHello})
 	c.mu.Lock()
-	if c.hello || c.closing {
+	if stale() || c.closing {
 		c.mu.Unlock()
 		return
 	}
 	c.msgs = append(c.msgs, b)
-	c.closing, c.closeCode, c.closeReason = true, websocket.StatusCode(protocol.CloseProtocol), "hello timeout"
+	c.closing, c.closeCode, c.closeReason = true, websocket.StatusCode(closeCode), reason
 	c.mu.Unlock()
 	c.signal()
 }

@@ -181,22 +181,17 @@ func (t *tracker) loadLoop() {
 func (t *tracker) load(sid string) {
 	ctx, cancel := context.WithTimeout(t.h.ctx, 30*time.Second)
 	defer cancel()
-	t.mu.Lock()
-	known := t.sessions[sid] != nil
-	t.mu.Unlock()
-	if !known { // read the runs only of a session some tab watches
-		meta, err := t.h.store.Session(ctx, sid)
-		if err != nil {
-			return
-		}
+	var st session.Session
+	meta, err := t.h.store.Session(ctx, sid)
+	if err == nil {
 		t.mu.Lock()
-		watched := len(t.owners[meta.Owner]) > 0
+		known, watched := t.sessions[sid] != nil, len(t.owners[meta.Owner]) > 0
 		t.mu.Unlock()
-		if !watched {
-			return
+		if !known && !watched {
+			return // read the runs only of a session some tab watches
 		}
+		st, err = journal.FoldSessionMeta(ctx, t.h.store, meta)
 	}
-	st, meta, err := journal.FoldSession(ctx, t.h.store, sid)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.sessions[sid]

@@ -47,15 +47,22 @@ func FoldSession(ctx context.Context, s interface {
 	if err != nil {
 		return session.Session{}, meta, err
 	}
+	st, err := FoldSessionMeta(ctx, s, meta)
+	return st, meta, err
+}
+
+// FoldSessionMeta is FoldSession for a session whose meta the caller has
+// already read.
+func FoldSessionMeta(ctx context.Context, l Log, meta SessionMeta) (session.Session, error) {
 	st := session.NewSession(meta.ID, meta.Title)
 	st.UpdatedAt = meta.CreatedAt
 	if rid := meta.LatestRun(); rid != "" {
-		r, err := FoldRun(ctx, s, rid, meta.ID)
+		r, err := FoldRun(ctx, l, rid, meta.ID)
 		if err != nil {
-			return st, meta, err
+			return st, err
 		}
 		st.SetLatest(r)
 	}
 	st.QueueDepth, st.Goal = len(meta.Queue), meta.Goal
-	return st, meta, nil
+	return st, nil
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxIDLen bounds run, session and other identifiers on the wire.
@@ -29,18 +30,18 @@ func EventID(runID string, seq uint64) string {
 func ParseCursor(s string) (Cursor, error) {
 	i := strings.LastIndexByte(s, ':')
 	if i <= 0 || i == len(s)-1 {
-		return Cursor{}, Errorf(CodeBadCursor, "cursor %q: want run_id:seq", truncate(s, 80))
+		return Cursor{}, Errorf(CodeBadCursor, "cursor %q: want run_id:seq", Truncate(s, 80))
 	}
 	runID, num := s[:i], s[i+1:]
 	if err := ValidID(runID); err != nil {
 		return Cursor{}, Errorf(CodeBadCursor, "cursor run id: %s", err.(*Error).Message)
 	}
 	if len(num) > 1 && num[0] == '0' {
-		return Cursor{}, Errorf(CodeBadCursor, "cursor seq %q has a leading zero", truncate(num, 24))
+		return Cursor{}, Errorf(CodeBadCursor, "cursor seq %q has a leading zero", Truncate(num, 24))
 	}
 	seq, err := strconv.ParseUint(num, 10, 64)
 	if err != nil || num[0] == '+' {
-		return Cursor{}, Errorf(CodeBadCursor, "cursor seq %q is not a decimal integer", truncate(num, 24))
+		return Cursor{}, Errorf(CodeBadCursor, "cursor seq %q is not a decimal integer", Truncate(num, 24))
 	}
 	return Cursor{RunID: runID, Seq: seq}, nil
 }
@@ -55,7 +56,7 @@ func ParseLastEventID(header, runID string) (uint64, error) {
 		return 0, err
 	}
 	if c.RunID != runID {
-		return 0, Errorf(CodeBadCursor, "Last-Event-ID %s is not of run %s", truncate(header, 80), truncate(runID, 80))
+		return 0, Errorf(CodeBadCursor, "Last-Event-ID %s is not of run %s", Truncate(header, 80), Truncate(runID, 80))
 	}
 	return c.Seq, nil
 }
@@ -72,15 +73,22 @@ func ValidID(s string) error {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return Errorf(CodeBadRequest, "id %q has a character outside [A-Za-z0-9_.-]", truncate(s, 40))
+			return Errorf(CodeBadRequest, "id %q has a character outside [A-Za-z0-9_.-]", Truncate(s, 40))
 		}
 	}
 	return nil
 }
 
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes, on a rune boundary, marking a cut
+// with "…". It is how runhub bounds the text it shows (error messages,
+// titles, progress, previews).
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }

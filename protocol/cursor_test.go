@@ -89,3 +89,23 @@ func TestValidID(t *testing.T) {
 		wantError(t, protocol.ValidID(s), protocol.CodeBadRequest, "")
 	}
 }
+
+func TestTruncate(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"abcdefghijk", 5, "abcde…"},
+		{"héllo", 2, "h…"}, // é is 2 bytes: never cut in half
+		{"日本語", 4, "日…"},   // 3-byte runes
+		{"日本語", 6, "日本…"},
+		{"", 0, ""},
+	} {
+		if got := protocol.Truncate(c.in, c.n); got != c.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

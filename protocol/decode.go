@@ -86,7 +86,7 @@ func DecodeClient(data []byte) (ClientMessage, error) {
 	case "":
 		return m, fieldError(CodeBadRequest, "type", "is empty")
 	default:
-		return m, fieldError(CodeBadRequest, "type", "unknown message type %q", truncate(typ, 40))
+		return m, fieldError(CodeBadRequest, "type", "unknown message type %q", Truncate(typ, 40))
 	}
 	return m, err
 }
@@ -213,7 +213,7 @@ func ValidateControl(c *Control) error {
 	case "":
 		return fieldError(CodeBadRequest, "op", "is required")
 	default:
-		return fieldError(CodeBadRequest, "op", "unknown op %q", truncate(c.Op, 40))
+		return fieldError(CodeBadRequest, "op", "unknown op %q", Truncate(c.Op, 40))
 	}
 	return nil
 }
@@ -226,7 +226,7 @@ func ValidateGoalAction(action, text string) error {
 	case GoalPause, GoalResume, GoalClear, GoalStatus:
 		return nil
 	}
-	return fieldError(CodeBadRequest, "action", "unknown goal action %q", truncate(action, 40))
+	return fieldError(CodeBadRequest, "action", "unknown goal action %q", Truncate(action, 40))
 }
 
 func isNullOrObject(raw json.RawMessage) bool {
@@ -356,7 +356,7 @@ func DecodeServer(data []byte) (any, error) {
 	case MsgGoaway:
 		v = &Goaway{}
 	default:
-		return nil, fieldError(CodeBadRequest, "type", "unknown message type %q", truncate(head.Type, 40))
+		return nil, fieldError(CodeBadRequest, "type", "unknown message type %q", Truncate(head.Type, 40))
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, jsonError(err)

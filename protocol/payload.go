@@ -46,7 +46,7 @@ var requiredPayloadFields = map[EventType][]string{
 // minimum fields of its type, and Terminal consistent with type and payload.
 func ValidateEvent(e *Envelope) error {
 	if !e.Type.Known() {
-		return fieldError(CodeBadRequest, "type", "unknown event type %q", truncate(string(e.Type), 40))
+		return fieldError(CodeBadRequest, "type", "unknown event type %q", Truncate(string(e.Type), 40))
 	}
 	if err := firstErr(optID("run_id", e.RunID), optID("session_id", e.SessionID),
 		required("run_id", e.RunID), required("session_id", e.SessionID)); err != nil {
@@ -144,7 +144,7 @@ func checkPayloadValues(t EventType, raw json.RawMessage) error {
 	switch p := v.(type) {
 	case *StatusPayload:
 		if !p.Status.Known() || p.Status.Terminal() {
-			return fieldError(CodeInvalidPayload, "payload.status", "%q is not a non-terminal run status", truncate(string(p.Status), 40))
+			return fieldError(CodeInvalidPayload, "payload.status", "%q is not a non-terminal run status", Truncate(string(p.Status), 40))
 		}
 	case *DonePayload:
 		if p.Status != string(StatusCompleted) {

@@ -299,17 +299,7 @@ func (r *Run) RunStatus() protocol.RunStatus {
 
 const maxProgress = 120
 
-func short(s string) string {
-	if len(s) <= maxProgress {
-		return s
-	}
-	// cut on a rune boundary
-	i := maxProgress
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
-}
+func short(s string) string { return protocol.Truncate(s, maxProgress) }
 
 // Fold applies events in order to a fresh run state.
 func Fold(runID, sessionID string, events []protocol.Envelope) (Run, error) {

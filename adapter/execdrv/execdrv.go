@@ -255,7 +255,7 @@ func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *adapter.Execut
 	var l Line
 	if err := json.Unmarshal(raw, &l); err != nil || l.Type == "" {
 		*skipped++
-		log.Debug("exec: stdout line is not a JSON event", "line", d.safe(truncate(string(raw), 200)))
+		log.Debug("exec: stdout line is not a JSON event", "line", d.safe(protocol.Truncate(string(raw), 200)))
 		return nil, false, nil
 	}
 	if len(l.Payload) == 0 || string(l.Payload) == "null" {
@@ -320,7 +320,7 @@ func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *adapter.Execut
 		var pe *protocol.Error
 		if errors.As(err, &pe) { // not a valid event: skipped, the run goes on
 			*skipped++
-			log.Debug("exec: invalid event from the command", "type", truncate(string(l.Type), 40), "err", pe.Message)
+			log.Debug("exec: invalid event from the command", "type", protocol.Truncate(string(l.Type), 40), "err", pe.Message)
 			return nil, false, nil
 		}
 		return nil, false, err
@@ -369,18 +369,7 @@ func exitStatus(err error) string {
 // redacted, valid UTF-8, bounded.
 func (d *Driver) safe(s string) string {
 	s = journal.RedactString(d.cfg.APIKey.Scrub(s))
-	return truncate(strings.ToValidUTF8(s, "?"), maxMessage)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
+	return protocol.Truncate(strings.ToValidUTF8(s, "?"), maxMessage)
 }
 
 // proc is one running command.
@@ -485,7 +474,7 @@ func (p *proc) readStderr() {
 		line, _, err := readLine(br)
 		if s := strings.TrimSpace(string(line)); s != "" {
 			p.tmu.Lock()
-			p.tail = append(p.tail, truncate(s, maxStderrLine))
+			p.tail = append(p.tail, protocol.Truncate(s, maxStderrLine))
 			if len(p.tail) > stderrLines {
 				p.tail = p.tail[1:]
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
 )
 
 // client speaks the Hermes /v1/runs HTTP API.
@@ -53,7 +54,7 @@ func (c *client) scrub(s string) string {
 		s = strings.ReplaceAll(s, k, journal.Redacted)
 	}
 	s = journal.RedactString(strings.TrimSpace(s))
-	return bound(s, 500)
+	return protocol.Truncate(s, 500)
 }
 
 // request builds a request with the auth header.
@@ -146,18 +147,6 @@ func (c *client) readError(resp *http.Response) error {
 	} else {
 		he.Message = string(raw)
 	}
-	he.Code, he.Message = bound(c.scrub(he.Code), 64), c.scrub(he.Message)
+	he.Code, he.Message = protocol.Truncate(c.scrub(he.Code), 64), c.scrub(he.Message)
 	return he
-}
-
-// bound cuts s to at most n bytes on a rune boundary.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
 }

@@ -553,7 +553,7 @@ func (r *run) handle(ctx context.Context, it item) outcome {
 			return finalErr(err)
 		}
 		if s := ev.str("pending_steer"); s != "" {
-			if err := r.progress(ctx, "guidance Hermes did not use before the run ended: "+bound(s, 200)); err != nil {
+			if err := r.progress(ctx, "guidance Hermes did not use before the run ended: "+protocol.Truncate(s, 200)); err != nil {
 				return finalErr(err)
 			}
 		}
@@ -567,7 +567,7 @@ func (r *run) handle(ctx context.Context, it item) outcome {
 		}
 		return finalErr(&adapter.Cancelled{Reason: "the run was stopped in Hermes"})
 	default:
-		r.log.Debug("ignored a Hermes event", "event", bound(name, 64))
+		r.log.Debug("ignored a Hermes event", "event", protocol.Truncate(name, 64))
 	}
 	if err != nil {
 		return finalErr(err)
@@ -661,11 +661,11 @@ func (r *run) openTool(ctx context.Context, name, preview string) (string, error
 	id := fmt.Sprintf("t%d", r.toolN)
 	args := map[string]string{}
 	if preview != "" {
-		args["preview"] = bound(preview, 4096)
+		args["preview"] = protocol.Truncate(preview, 4096)
 	}
 	raw, _ := json.Marshal(args)
 	r.tools[name] = append(r.tools[name], openTool{id: id, start: time.Now()})
-	return id, r.emit(ctx, protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: id, Name: bound(name, 200), Args: raw})
+	return id, r.emit(ctx, protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: id, Name: protocol.Truncate(name, 200), Args: raw})
 }
 
 // toolCompleted maps tool.completed {tool, duration (s), error (bool)}.
@@ -713,7 +713,7 @@ func (r *run) subagent(ctx context.Context, name string, ev event) error {
 		text = ev.str("preview")
 	}
 	if text != "" {
-		verb += ": " + bound(text, 200)
+		verb += ": " + protocol.Truncate(text, 200)
 	}
 	return r.progress(ctx, verb)
 }

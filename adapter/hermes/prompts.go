@@ -65,7 +65,7 @@ func (r *run) approvalRequest(ctx context.Context, ev event) error {
 		choices = defaultChoices
 	}
 	p := &prompt{kind: kindApproval, id: fmt.Sprintf("a%d", r.promptN), upID: ev.str("request_id"),
-		approval: protocol.ApprovalRequestedPayload{Summary: bound(summary, 2000), Risk: "high", Choices: choices}}
+		approval: protocol.ApprovalRequestedPayload{Summary: protocol.Truncate(summary, 2000), Risk: "high", Choices: choices}}
 	p.approval.ApprovalID = p.id
 	return r.ask(ctx, p)
 }
@@ -105,7 +105,7 @@ func (r *run) clarifyRequest(ctx context.Context, ev event) error {
 		choices = []string{}
 	}
 	p := &prompt{kind: kindClarify, id: fmt.Sprintf("c%d", r.promptN), upID: ev.str("clarify_id"), multi: multi,
-		clarify: protocol.ClarifyRequestedPayload{Question: bound(question, 2000), Choices: choices, InputMode: mode}}
+		clarify: protocol.ClarifyRequestedPayload{Question: protocol.Truncate(question, 2000), Choices: choices, InputMode: mode}}
 	p.clarify.ClarifyID = p.id
 	if p.upID == "" {
 		r.log.Warn("a Hermes clarify.request without clarify_id; its answer cannot be delivered")

@@ -339,15 +339,7 @@ func errorText(raw json.RawMessage) string {
 // redacted, valid UTF-8, bounded.
 func (d *Driver) safe(s string) string {
 	s = journal.RedactString(d.cfg.APIKey.Scrub(s))
-	s = strings.ToValidUTF8(s, "?")
-	if len(s) > maxMessage {
-		i := maxMessage
-		for i > 0 && s[i]&0xC0 == 0x80 {
-			i--
-		}
-		s = s[:i] + "…"
-	}
-	return s
+	return protocol.Truncate(strings.ToValidUTF8(s, "?"), maxMessage)
 }
 
 // emitter is what a stream emits into: the run's *adapter.Execution (a

@@ -272,13 +272,7 @@ func titleOf(msg string) string {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	if len(msg) > 60 {
-		i := 60
-		for i > 0 && msg[i]&0xC0 == 0x80 {
-			i--
-		}
-		msg = msg[:i] + "…"
-	}
+	msg = protocol.Truncate(msg, 60)
 	if msg == "" {
 		return "Simulated run"
 	}
