@@ -26,6 +26,13 @@ type Config struct {
 	// the key is empty (the variable is unset where the run executes), runs
 	// end with error auth instead of reaching Hermes without a key.
 	APIKeyEnv string
+	// IdempotentStart declares that the server honours Idempotency-Key on
+	// POST /v1/runs (a retried key replays the run it started instead of
+	// launching another). Only then is the key sent and a start whose
+	// answer was lost retried. Hermes Agent up to 0.18.x ignores the key,
+	// so the default (false) retries a start only when it provably never
+	// reached Hermes (the connection could not be opened).
+	IdempotentStart bool
 	// Model, when set, is sent as the run's model unless the start request
 	// names one.
 	Model string
@@ -56,8 +63,10 @@ type Config struct {
 	// MaxReconnects bounds how often a broken event stream is resubscribed
 	// in one run (default 5).
 	MaxReconnects int
-	// PollInterval is the pause between status polls after the stream broke
-	// (default 1s).
+	// PollInterval is the pause between status polls after the stream broke,
+	// and between the polls that run alongside a resubscribed stream (a
+	// terminal status there ends the run even if the stream never brings
+	// the terminal event; default 1s).
 	PollInterval time.Duration
 	// ClarifyTimeout is how long a clarify question waits for the user
 	// (default 120s, the hub's default). On expiry Hermes is sent an empty

@@ -4,14 +4,24 @@
 // back. It keeps no agent loop of its own.
 //
 // Start: POST /v1/runs with the message as input, the session's earlier
-// turns (from the journal) as conversation_history, runhub's session id as
-// session_id, and Idempotency-Key set to runhub's run id, so a retried start
-// replays the same Hermes run instead of launching a second one.
+// turns (from the journal) as conversation_history and runhub's session id
+// as session_id; the Hermes run id is journaled as progress ("started
+// Hermes run <id>"). Hermes Agent
+// (0.18.x) ignores Idempotency-Key there, so a start is sent again only
+// when it provably never reached Hermes (the connection could not be
+// opened); one whose answer was lost ends the run with provider_error
+// naming the uncertainty rather than risk a second Hermes run. With
+// Config.IdempotentStart (a server that replays a retried key) the key,
+// runhub's run id, is sent and such starts are retried.
 //
 // Events (GET /v1/runs/{id}/events, held by exactly one subscriber):
 //
 //	message.delta {delta}                   token.delta {message_id, text}
-//	reasoning.available {text},
+//	reasoning.available {text}              held until the next event: dropped when
+//	                                        that text was streamed or is part of the
+//	                                        final output (Hermes fills it with the
+//	                                        assistant message's own text), else as
+//	                                        reasoning.delta
 //	reasoning.delta {text|delta}            reasoning.delta {block_id, text}
 //	                                        (+ reasoning.done when the block ends)
 //	tool.started {tool, preview}            tool.started {tool_call_id, name, args: {preview}}
@@ -42,7 +52,14 @@
 // same way here (completed → done, failed → error, cancelled → cancelled),
 // a gone (404) or interrupted one ends with error interrupted, and a run
 // still going is resubscribed — if Hermes dropped the stream (a resubscribe
-// answered 404) the Hermes run is stopped and the run ends interrupted.
+// answered 404) and the run has not ended, the Hermes run is stopped and
+// the run ends interrupted. A resubscribed stream may never bring the
+// terminal event: Hermes shares the run's one queue with the handler of the
+// broken connection, which drops it once it notices, and the new stream
+// then carries only keepalives. So after any reconnect the status is
+// polled every PollInterval alongside the stream, and a terminal status
+// there ends the run the same way (after PollInterval more for the stream
+// to bring its own terminal event).
 // A run that sends nothing but keepalives for EventIdleTimeout while no
 // prompt waits on the user ends with error timeout.
 //

@@ -111,7 +111,8 @@ type run struct {
 	newMessage                   bool // the next message.delta starts a new message id
 	blockOpen                    bool // a reasoning block awaits its reasoning.done
 	answer                       strings.Builder
-	answerFull                   bool // answer outgrew maxAnswer
+	answerFull                   bool   // answer outgrew maxAnswer
+	thought                      string // a reasoning.available text not yet mapped (flushThought)
 	tools                        map[string][]openTool
 	malformed                    int
 
@@ -165,90 +166,6 @@ func (r *run) history(ctx context.Context) ([]adapter.Turn, error) {
 	return turns, nil
 }
 
-// startBody is the body of POST /v1/runs.
-type startBody struct {
-	Input               string         `json:"input"`
-	SessionID           string         `json:"session_id,omitempty"`
-	Instructions        string         `json:"instructions,omitempty"`
-	ConversationHistory []adapter.Turn `json:"conversation_history,omitempty"`
-	Model               string         `json:"model,omitempty"`
-}
-
-// start admits the upstream run. The Idempotency-Key is runhub's run id,
-// so a start retried after a lost answer replays the same upstream run
-// instead of launching a second one.
-func (r *run) start(ctx context.Context, history []adapter.Turn) error {
-	r.model = r.x.Request.Model
-	if r.model == "" {
-		r.model = r.cfg.Model
-	}
-	body := startBody{Input: r.x.Request.Message, SessionID: r.x.SessionID, Instructions: r.cfg.Instructions,
-		ConversationHistory: history, Model: r.model}
-	hdr := http.Header{"Idempotency-Key": {r.x.RunID}}
-	var ans struct {
-		RunID    string `json:"run_id"`
-		Status   string `json:"status"`
-		Replayed bool   `json:"replayed"`
-	}
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			r.log.Warn("retrying the Hermes start", "attempt", attempt+1, "err", err)
-			if err := sleep(ctx, time.Duration(250<<attempt)*time.Millisecond); err != nil {
-				return err
-			}
-		}
-		err = r.c.call(ctx, http.MethodPost, "/v1/runs", body, &ans, hdr)
-		if err == nil || ctx.Err() != nil || !retryable(err) {
-			break
-		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
-		de := r.startError(err)
-		r.log.Warn("Hermes refused the start", "code", de.Code, "err", de.Message)
-		return de
-	}
-	if ans.RunID == "" {
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes accepted the run without a run_id"}
-	}
-	r.id = ans.RunID
-	r.log = r.log.With("hermes_run_id", r.id)
-	r.log.Info("Hermes run started", "status", ans.Status, "replayed", ans.Replayed, "history_turns", len(history))
-	return nil
-}
-
-// retryable reports whether a request may be sent again: no answer came
-// (transport failure) or a gateway in front of Hermes failed.
-func retryable(err error) bool {
-	switch statusOf(err) {
-	case 0:
-		return true
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
-func (r *run) startError(err error) *adapter.DriverError {
-	status := statusOf(err)
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return &adapter.DriverError{Code: CodeAuth, Message: "Hermes refused the API key (" + err.Error() + ")"}
-	case status == http.StatusTooManyRequests:
-		return &adapter.DriverError{Code: CodeRateLimited, Message: "Hermes is rate limiting runs (" + err.Error() + ")"}
-	case status == http.StatusNotFound:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "no Hermes /v1/runs API at the configured base URL (" + err.Error() + ")"}
-	case status >= 400 && status < 500:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes refused the run (" + err.Error() + ")"}
-	case status >= 500:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes failed to start the run (" + err.Error() + ")"}
-	}
-	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "cannot reach Hermes: " + r.c.scrub(err.Error())}
-}
-
 // runPath is the path of the upstream run, plus suffix.
 func (r *run) runPath(suffix string) string { return "/v1/runs/" + url.PathEscape(r.id) + suffix }
 
@@ -285,94 +202,10 @@ type outcome struct {
 
 func finalErr(err error) outcome { return outcome{final: true, err: err} }
 
-// follow holds the run's one subscriber. When the stream breaks it polls
-// the run: a run still going is resubscribed, one that settled ends the
-// same way here, one that is gone ends with a clear error.
-func (r *run) follow(ctx context.Context) (*protocol.Usage, error) {
-	breaks := 0
-	for {
-		o := r.stream(ctx)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if o.final {
-			return o.usage, o.err
-		}
-		if o.gone && breaks > 0 {
-			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorInterrupted,
-				Message: "lost the Hermes event stream (" + o.broken + ") and Hermes cannot resume it; the Hermes run was stopped"})
-		}
-		breaks++
-		r.log.Warn("the Hermes event stream broke; polling the run", "reason", o.broken, "breaks", breaks)
-		st, err := r.poll(ctx)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if statusOf(err) == http.StatusNotFound {
-			return nil, &adapter.DriverError{Code: protocol.ErrorInterrupted,
-				Message: "the Hermes run is gone (" + err.Error() + ") after its event stream broke (" + o.broken + ")"}
-		}
-		if err != nil {
-			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorProviderError,
-				Message: "lost the Hermes event stream (" + o.broken + ") and cannot reach Hermes to check the run: " + err.Error()})
-		}
-		switch st.Status {
-		case "completed":
-			if err := r.closeReasoning(ctx); err != nil {
-				return nil, err
-			}
-			return r.completed(ctx, st.Output, st.Usage)
-		case "failed":
-			return nil, r.failed(st.Error)
-		case "cancelled":
-			return nil, &adapter.Cancelled{Reason: "the run was stopped in Hermes"}
-		case "interrupted":
-			return nil, &adapter.DriverError{Code: protocol.ErrorInterrupted,
-				Message: "the Hermes server restarted before the run settled"}
-		}
-		if breaks > r.cfg.MaxReconnects {
-			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorInterrupted,
-				Message: fmt.Sprintf("the Hermes event stream broke %d times (last: %s); the Hermes run was stopped", breaks, o.broken)})
-		}
-		r.log.Info("the Hermes run is still going; resubscribing", "status", st.Status)
-		if _, err := r.x.Emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: "reconnecting to Hermes"}); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// runStatus is the answer of GET /v1/runs/{id}.
-type runStatus struct {
-	Status string          `json:"status"`
-	Output string          `json:"output"`
-	Error  json.RawMessage `json:"error"`
-	Usage  json.RawMessage `json:"usage"`
-}
-
-// poll reads the upstream run's status, retrying transient failures.
-func (r *run) poll(ctx context.Context) (runStatus, error) {
-	var st runStatus
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			if err := sleep(ctx, r.cfg.PollInterval); err != nil {
-				return st, err
-			}
-		}
-		st = runStatus{}
-		if err = r.c.call(ctx, http.MethodGet, r.runPath(""), nil, &st, nil); err == nil {
-			return st, nil
-		}
-		if s := statusOf(err); s != 0 && s < 500 {
-			return st, err
-		}
-	}
-	return st, err
-}
-
 // stream subscribes to the run's events and maps them until the run ends,
-// the stream breaks or ctx ends.
-func (r *run) stream(ctx context.Context) outcome {
+// the stream breaks or ctx ends. A resubscription (reconnected) also polls
+// the run's status and ends with it once it is terminal (settleWatch).
+func (r *run) stream(ctx context.Context, reconnected bool) outcome {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req, err := r.c.request(sctx, http.MethodGet, r.runPath("/events"), nil)
@@ -409,6 +242,15 @@ func (r *run) stream(ctx context.Context) outcome {
 		for range items { // wait for the reader
 		}
 	}()
+
+	var settled <-chan runStatus // a terminal status the poll found
+	var ended *runStatus         // that status, awaiting the grace
+	var grace <-chan time.Time
+	if reconnected {
+		var stop func()
+		settled, stop = r.settleWatch(sctx)
+		defer stop()
+	}
 
 	streamIdle := time.NewTimer(r.cfg.StreamIdleTimeout)
 	defer streamIdle.Stop()
@@ -453,6 +295,13 @@ func (r *run) stream(ctx context.Context) outcome {
 			eventIdle.Reset(r.cfg.EventIdleTimeout)
 		case text := <-r.x.Steering():
 			r.steer(text)
+		case st := <-settled:
+			settled, ended = nil, &st
+			r.log.Info("the Hermes run ended by its status while its resubscribed stream had not said so", "status", st.Status)
+			grace = time.After(r.settleGrace())
+		case <-grace:
+			o, _ := r.settle(ctx, *ended)
+			return o
 		}
 	}
 }
@@ -519,10 +368,23 @@ func (r *run) handle(ctx context.Context, it item) outcome {
 		return outcome{}
 	}
 	var err error
+	if name != "reasoning.available" && name != "run.completed" {
+		if err := r.flushThought(ctx, ""); err != nil {
+			return finalErr(err)
+		}
+	}
 	switch name {
 	case "message.delta":
 		err = r.message(ctx, ev.str("delta"))
-	case "reasoning.available", "reasoning.delta":
+	case "reasoning.available":
+		// Held until the next event: it repeats the assistant message's
+		// own text, which that event may show streamed already.
+		if err := r.flushThought(ctx, ""); err != nil {
+			return finalErr(err)
+		}
+		r.thought = ev.str("text")
+		return outcome{}
+	case "reasoning.delta":
 		text := ev.str("text")
 		if text == "" {
 			text = ev.str("delta")
@@ -549,6 +411,9 @@ func (r *run) handle(ctx context.Context, it item) outcome {
 	case "subagent.start", "subagent.complete":
 		err = r.subagent(ctx, name, ev)
 	case "run.completed":
+		if err := r.flushThought(ctx, ev.str("output")); err != nil {
+			return finalErr(err)
+		}
 		if err := r.closeReasoning(ctx); err != nil {
 			return finalErr(err)
 		}
@@ -630,6 +495,22 @@ func (r *run) reasoning(ctx context.Context, text string) error {
 		}
 	}
 	return nil
+}
+
+// flushThought maps a held reasoning.available text. Hermes Agent (0.18.x)
+// fills it with the assistant message's own content (its first 500
+// characters), after that message's message.delta events: text already
+// streamed (or, at the end, part of the run's output) is dropped, so the
+// answer is not journaled a second time as reasoning. Anything else —
+// the text of a message that was never streamed, or real reasoning from
+// another server — becomes a reasoning block.
+func (r *run) flushThought(ctx context.Context, output string) error {
+	text := strings.TrimSpace(r.thought)
+	r.thought = ""
+	if text == "" || strings.Contains(r.answer.String(), text) || strings.Contains(output, text) {
+		return nil
+	}
+	return r.reasoning(ctx, text)
 }
 
 func (r *run) closeReasoning(ctx context.Context) error {

@@ -11,12 +11,27 @@ import (
 	"time"
 )
 
-// fakeHermes is a Hermes Agent API server speaking the documented /v1/runs
-// wire format (../shared/design/upstream-apis.md): admission with
-// Idempotency-Key, one SSE subscriber per run whose frames are
-// `data: {event, run_id, timestamp, …}` with `: keepalive` comments, the
-// controls, and the pollable status. What a run streams is the test's
-// script.
+// fakeHermes is a Hermes Agent API server as Hermes Agent 0.18.x behaves
+// (gateway/platforms/api_server.py, APIServerAdapter), quirks included:
+//
+//   - POST /v1/runs (_handle_runs) ignores Idempotency-Key: every start
+//     that reaches it launches a run (a model call), answered
+//     202 {run_id, status: "started"}.
+//   - GET /v1/runs/{id}/events (_handle_run_events) streams the run's one
+//     queue (_run_streams) as `data: {event, run_id, timestamp, …}` frames
+//     with `: keepalive` comments, and drops the queue when the subscriber
+//     ends: a later subscription answers 404 run_not_found. A subscriber
+//     whose connection is cut mid-run keeps the queue until its handler
+//     notices (sseWriter.orphaned): a resubscriber shares it, then gets
+//     nothing but keepalives once the old handler dropped it.
+//   - GET /v1/runs/{id} (_handle_get_run, _set_run_status) answers the
+//     pollable status: queued, running, waiting_for_approval, stopping,
+//     completed {output, usage}, failed {error}, cancelled.
+//   - POST /v1/runs/{id}/stop (_handle_stop_run) answers {run_id, status:
+//     "stopping"} for an active run, which then ends cancelled, and 404
+//     run_not_found for a finished or unknown one.
+//
+// What a run streams is the test's script.
 type fakeHermes struct {
 	t   *testing.T
 	key string
@@ -28,8 +43,16 @@ type fakeHermes struct {
 	script func(fr *fakeRun, n, sub int, w *sseWriter)
 	// startFail, when set, answers the n-th start attempt (1-based) with a
 	// status and body instead of admitting it; admit true admits the run
-	// anyway (the answer was "lost").
+	// anyway (a gateway in front of Hermes lost the answer).
 	startFail func(attempt int) (status int, body string, admit bool)
+	// startLost, when set and true for the n-th start attempt, admits the
+	// run and then drops the connection before answering.
+	startLost func(attempt int) bool
+
+	// idempotent makes the fake a server that honours Idempotency-Key
+	// (Hermes Agent 0.18.x does not): a start with a key it has seen
+	// replays that run ({replayed: true}) instead of launching another.
+	idempotent bool
 
 	// controlStatus, when set, answers every control POST with this status
 	// (the body is still recorded).
@@ -39,8 +62,9 @@ type fakeHermes struct {
 	attempts int
 	starts   []startCall
 	runs     map[string]*fakeRun
-	byKey    map[string]string
-	authFail int // requests refused for a wrong key
+	byKey    map[string]string // idempotent: the run of each key
+	authFail int               // requests refused for a wrong key
+	stops    []string          // the run id of every POST /stop
 }
 
 type startCall struct {
@@ -174,20 +198,23 @@ func (f *fakeHermes) handleStart(w http.ResponseWriter, r *http.Request) {
 	}
 	var id string
 	replayed := false
-	if admit {
+	if admit { // Hermes 0.18.x: Idempotency-Key plays no part, every admission is a new run
 		f.mu.Lock()
-		if prev, ok := f.byKey[call.Key]; ok && call.Key != "" {
+		if prev, ok := f.byKey[call.Key]; ok && f.idempotent && call.Key != "" {
 			id, replayed = prev, true
 		} else {
 			id = fmt.Sprintf("run_%032x", len(f.runs)+1)
 			f.runs[id] = &fakeRun{id: id, n: len(f.runs) + 1, status: "running",
 				approvals: make(chan map[string]any, 8), clarifies: make(chan map[string]any, 8),
 				steers: make(chan map[string]any, 8), stopped: make(chan struct{})}
-			if call.Key != "" {
+			if f.idempotent && call.Key != "" {
 				f.byKey[call.Key] = id
 			}
 		}
 		f.mu.Unlock()
+	}
+	if f.startLost != nil && f.startLost(attempt) {
+		panic(http.ErrAbortHandler) // admitted, but the answer never leaves
 	}
 	if status != 0 {
 		w.Header().Set("Content-Type", "application/json")
@@ -197,7 +224,25 @@ func (f *fakeHermes) handleStart(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
-	json.NewEncoder(w).Encode(map[string]any{"run_id": id, "status": "started", "replayed": replayed})
+	ans := map[string]any{"run_id": id, "status": "started"}
+	if f.idempotent {
+		ans["replayed"] = replayed
+	}
+	json.NewEncoder(w).Encode(ans)
+}
+
+// modelCalls is how many runs Hermes launched (each one calls the model).
+func (f *fakeHermes) modelCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.runs)
+}
+
+// stopCalls returns the run id of every POST /stop, in order.
+func (f *fakeHermes) stopCalls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.stops...)
 }
 
 func (f *fakeHermes) handleGet(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +252,7 @@ func (f *fakeHermes) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	fr.mu.Lock()
 	st := map[string]any{"object": "hermes.run", "run_id": fr.id, "status": fr.status,
-		"created_at": 1.0, "updated_at": 2.0, "last_event": "message.delta"}
+		"created_at": 1.0, "updated_at": 2.0, "session_id": "s", "model": "hermes-agent", "last_event": "message.delta"}
 	if fr.output != "" {
 		st["output"] = fr.output
 	}
@@ -238,7 +283,7 @@ func (f *fakeHermes) handleEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	sw := &sseWriter{tt: f.t, w: w, f: w.(http.Flusher), run: fr.id, ctx: r.Context()}
+	sw := &sseWriter{tt: f.t, w: w, f: w.(http.Flusher), fr: fr, run: fr.id, ctx: r.Context()}
 	sw.f.Flush()
 	f.script(fr, fr.n, sub, sw)
 	// Hermes drops the queue once the run's stream is closed.
@@ -266,17 +311,47 @@ func (f *fakeHermes) control(ch func(*fakeRun) chan map[string]any) http.Handler
 	}
 }
 
+// handleStop stops an active run: the agent is interrupted, its task
+// cancelled and awaited, so the status says cancelled once the answer
+// (status "stopping") is out. A run that already ended has no agent or
+// task any more: 404 run_not_found, as for an unknown id.
 func (f *fakeHermes) handleStop(w http.ResponseWriter, r *http.Request) {
-	fr := f.run(w, r)
-	if fr == nil {
+	if !f.authorized(w, r) {
 		return
 	}
-	fr.mu.Lock()
-	fr.stops++
-	fr.status = "stopping"
-	fr.mu.Unlock()
+	f.mu.Lock()
+	f.stops = append(f.stops, r.PathValue("id"))
+	fr := f.runs[r.PathValue("id")]
+	f.mu.Unlock()
+	active := false
+	if fr != nil {
+		fr.mu.Lock()
+		active = !fr.deleted && !ended(fr.status)
+		if active {
+			fr.stops++
+			fr.status = "cancelled"
+		}
+		fr.mu.Unlock()
+	}
+	if !active {
+		writeError(w, http.StatusNotFound, "run_not_found", "Run not found: "+r.PathValue("id"))
+		return
+	}
 	fr.stopOnce.Do(func() { close(fr.stopped) })
 	json.NewEncoder(w).Encode(map[string]any{"run_id": fr.id, "status": "stopping"})
+}
+
+func ended(status string) bool {
+	return status == "completed" || status == "failed" || status == "cancelled"
+}
+
+// finish ends the run in Hermes without any subscriber seeing it (its
+// events went to a dropped queue): the pollable status says completed.
+func (fr *fakeRun) finish(output string) {
+	fr.set(func(fr *fakeRun) {
+		fr.status, fr.output = "completed", output
+		fr.usage = map[string]any{"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}
+	})
 }
 
 // onlyRun returns the fake's one run.
@@ -304,15 +379,29 @@ type sseWriter struct {
 	tt  *testing.T
 	w   http.ResponseWriter
 	f   http.Flusher
+	fr  *fakeRun
 	run string
 	ctx context.Context
 }
 
 // event writes one event frame: data is {event, run_id, timestamp, …fields}.
+// A terminal event settles the pollable status first, as Hermes does.
 func (s *sseWriter) event(name string, fields map[string]any) {
 	m := map[string]any{"event": name, "run_id": s.run, "timestamp": 1778750000.5}
 	for k, v := range fields {
 		m[k] = v
+	}
+	switch name {
+	case "run.completed":
+		s.fr.set(func(fr *fakeRun) {
+			fr.status = "completed"
+			fr.output, _ = fields["output"].(string)
+			fr.usage, _ = fields["usage"].(map[string]any)
+		})
+	case "run.failed":
+		s.fr.set(func(fr *fakeRun) { fr.status, fr.errText = "failed", fmt.Sprint(fields["error"]) })
+	case "run.cancelled":
+		s.fr.set(func(fr *fakeRun) { fr.status = "cancelled" })
 	}
 	b, _ := json.Marshal(m)
 	s.raw("data: " + string(b) + "\n\n")
@@ -331,6 +420,27 @@ func (s *sseWriter) keepalive() { s.raw(": keepalive\n\n") }
 
 // drop breaks the connection mid-stream.
 func (s *sseWriter) drop() { panic(http.ErrAbortHandler) }
+
+// orphaned is a resubscription after a cut connection, as Hermes 0.18.x
+// serves it: the new handler shares the run's queue with the handler of
+// the cut connection, which drops the queue when its next write fails, so
+// whatever the run sends from then on is lost (then runs at that moment:
+// Hermes going on with the run). The new stream carries only keepalives
+// (every every) until the client leaves.
+func (s *sseWriter) orphaned(every time.Duration, then func()) {
+	s.keepalive()
+	then()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			s.drop()
+		case <-t.C:
+			s.keepalive()
+		}
+	}
+}
 
 // hold keeps the stream open (sending keepalives every every, when not
 // zero) until the client leaves or the run is stopped.

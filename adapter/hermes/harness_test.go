@@ -217,6 +217,18 @@ func ofType(evs []protocol.Envelope, typ protocol.EventType) []protocol.Envelope
 	return out
 }
 
+// notes returns the progress events but the one journaling the upstream
+// run id after the start.
+func notes(evs []protocol.Envelope) []protocol.Envelope {
+	var out []protocol.Envelope
+	for _, e := range ofType(evs, protocol.EventProgress) {
+		if !strings.HasPrefix(payload[protocol.ProgressPayload](e).Text, "started Hermes run ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // text joins the token.delta text of evs.
 func text(evs []protocol.Envelope) string {
 	var b strings.Builder

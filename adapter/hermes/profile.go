@@ -13,6 +13,9 @@ type Options struct {
 	MaxReconnects     int              `json:"max_reconnects,omitempty"`
 	PollInterval      profile.Duration `json:"poll_interval,omitempty"`
 	MaxHistoryTurns   int              `json:"max_history_turns,omitempty"`
+	// IdempotentStart: the server honours Idempotency-Key on POST /v1/runs
+	// (Config.IdempotentStart; Hermes Agent up to 0.18.x does not).
+	IdempotentStart bool `json:"idempotent_start,omitempty"`
 }
 
 // FromProfile is the profile.Builder of driver kind hermes: base_url,
@@ -28,5 +31,6 @@ func FromProfile(p profile.Profile, env profile.Env) (adapter.Driver, error) {
 		Instructions: p.Instructions, Timeout: p.Timeout.D(), EventIdleTimeout: p.IdleTimeout.D(),
 		StopTimeout: p.CancelGrace.D(), ClarifyTimeout: env.ClarifyTimeout, Logger: env.Logger,
 		RequestTimeout: o.RequestTimeout.D(), StreamIdleTimeout: o.StreamIdleTimeout.D(),
-		MaxReconnects: o.MaxReconnects, PollInterval: o.PollInterval.D(), MaxHistoryTurns: o.MaxHistoryTurns})
+		MaxReconnects: o.MaxReconnects, PollInterval: o.PollInterval.D(), MaxHistoryTurns: o.MaxHistoryTurns,
+		IdempotentStart: o.IdempotentStart})
 }

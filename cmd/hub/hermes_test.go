@@ -50,7 +50,7 @@ func fakeHermesServer(t *testing.T) (*httptest.Server, func() []map[string]any) 
 		approvals[id] = make(chan string, 1)
 		mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
-		json.NewEncoder(w).Encode(map[string]any{"run_id": id, "status": "started", "replayed": false})
+		json.NewEncoder(w).Encode(map[string]any{"run_id": id, "status": "started"})
 	})
 	mux.HandleFunc("POST /v1/runs/{id}/approval", func(w http.ResponseWriter, r *http.Request) {
 		if !authed(w, r) {
@@ -179,7 +179,7 @@ func checkHermesRun(t *testing.T, ev []protocol.Envelope, logs string) {
 	for _, e := range ev {
 		types = append(types, string(e.Type))
 	}
-	want := "run.started token.delta approval.requested approval.resolved token.delta usage.final done"
+	want := "run.started progress token.delta approval.requested approval.resolved token.delta usage.final done"
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("events %s, want %s\nlogs:\n%s", got, want, logs)
 	}
