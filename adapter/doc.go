@@ -7,6 +7,9 @@
 // a Driver (adapter/sim is the scripted simulator). Every event a driver
 // produces goes through the journal, which assigns its seq; the executor,
 // not the driver, writes the run's single terminal event.
+// Recover ends the runs a previous process left open as interrupted, and
+// hands each to its driver's StopOrphan when the driver has one (the Hermes
+// driver stops the Hermes run a killed hub left going).
 //
 // All methods are safe for concurrent use.
 package adapter

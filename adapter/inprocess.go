@@ -97,6 +97,8 @@ type InProcess struct {
 	mu     sync.Mutex
 	live   map[string]*live // executing runs
 	closed bool
+
+	orphans chan struct{} // a slot per orphan stop under way (orphans.go)
 }
 
 type live struct {
@@ -132,7 +134,8 @@ func NewInProcess(store Store, opts Options) *InProcess {
 		opts.Logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &InProcess{store: store, opts: opts, ctx: ctx, cancel: cancel, live: map[string]*live{}}
+	return &InProcess{store: store, opts: opts, ctx: ctx, cancel: cancel, live: map[string]*live{},
+		orphans: make(chan struct{}, maxOrphanStops)}
 }
 
 // ClarifyTimeout is the configured clarify expiry, for drivers.
@@ -146,7 +149,9 @@ func NewID(prefix string) string {
 // Recover ends every run a previous process left without a terminal event:
 // each gets exactly one terminal error with code interrupted and the last
 // journaled seq. Call it once at start-up, before serving. The journal's
-// single-terminal rule makes it exactly-once across restarts.
+// single-terminal rule makes it exactly-once across restarts. A run whose
+// driver is an OrphanStopper then has its upstream work stopped, in the
+// background (Close stops and waits for that).
 func (a *InProcess) Recover(ctx context.Context) (int, error) {
 	runs, err := a.store.ActiveRuns(ctx)
 	if err != nil {
@@ -164,6 +169,7 @@ func (a *InProcess) Recover(ctx context.Context) (int, error) {
 			return n, err
 		}
 		n++
+		a.stopOrphan(r)
 		a.drain(ctx, r.SessionID) // what was queued behind it goes on
 	}
 	return n, nil

@@ -4,15 +4,17 @@
 // back. It keeps no agent loop of its own.
 //
 // Start: POST /v1/runs with the message as input, the session's earlier
-// turns (from the journal) as conversation_history and runhub's session id
-// as session_id; the Hermes run id is journaled as progress ("started
-// Hermes run <id>"). Hermes Agent
-// (0.18.x) ignores Idempotency-Key there, so a start is sent again only
-// when it provably never reached Hermes (the connection could not be
-// opened); one whose answer was lost ends the run with provider_error
-// naming the uncertainty rather than risk a second Hermes run. With
-// Config.IdempotentStart (a server that replays a retried key) the key,
-// runhub's run id, is sent and such starts are retried.
+// turns (from the journal) as conversation_history and runhub's session
+// id as session_id; the Hermes run id is journaled as progress ("started
+// Hermes run <id>"), which start-up recovery reads back to stop the
+// Hermes run of a run a killed hub left going (StopOrphan: POST /stop
+// within StopTimeout, best effort, logged). Hermes Agent (0.18.x) ignores
+// Idempotency-Key there, so a start is sent again only when it provably
+// never reached Hermes (the connection could not be opened); one whose
+// answer was lost ends the run with provider_error naming the uncertainty
+// rather than risk a second Hermes run. With Config.IdempotentStart (a
+// server that replays a retried key) the key, runhub's run id, is sent
+// and such starts are retried.
 //
 // Events (GET /v1/runs/{id}/events, held by exactly one subscriber):
 //

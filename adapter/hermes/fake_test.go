@@ -203,10 +203,7 @@ func (f *fakeHermes) handleStart(w http.ResponseWriter, r *http.Request) {
 		if prev, ok := f.byKey[call.Key]; ok && f.idempotent && call.Key != "" {
 			id, replayed = prev, true
 		} else {
-			id = fmt.Sprintf("run_%032x", len(f.runs)+1)
-			f.runs[id] = &fakeRun{id: id, n: len(f.runs) + 1, status: "running",
-				approvals: make(chan map[string]any, 8), clarifies: make(chan map[string]any, 8),
-				steers: make(chan map[string]any, 8), stopped: make(chan struct{})}
+			id = f.newRun().id
 			if f.idempotent && call.Key != "" {
 				f.byKey[call.Key] = id
 			}
@@ -229,6 +226,24 @@ func (f *fakeHermes) handleStart(w http.ResponseWriter, r *http.Request) {
 		ans["replayed"] = replayed
 	}
 	json.NewEncoder(w).Encode(ans)
+}
+
+// newRun registers a run Hermes has going; f.mu is held.
+func (f *fakeHermes) newRun() *fakeRun {
+	id := fmt.Sprintf("run_%032x", len(f.runs)+1)
+	fr := &fakeRun{id: id, n: len(f.runs) + 1, status: "running",
+		approvals: make(chan map[string]any, 8), clarifies: make(chan map[string]any, 8),
+		steers: make(chan map[string]any, 8), stopped: make(chan struct{})}
+	f.runs[id] = fr
+	return fr
+}
+
+// admit starts a run in Hermes without the driver (one a previous hub
+// process started).
+func (f *fakeHermes) admit() *fakeRun {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.newRun()
 }
 
 // modelCalls is how many runs Hermes launched (each one calls the model).

@@ -24,10 +24,12 @@ const hermesKey = "hx4Tq8Lm2Wc6Zr9Bv3Np"
 
 // fakeHermesServer is a Hermes Agent API server (/v1/runs) that streams one
 // run: a token, an approval request it waits on (POST /approval), the
-// echo, another token, run.completed. It records every start body.
-func fakeHermesServer(t *testing.T) (*httptest.Server, func() []map[string]any) {
+// echo, another token, run.completed. It records every start body, and
+// the run id of every POST /stop (answered {status: "stopping"}).
+func fakeHermesServer(t *testing.T) (*httptest.Server, func() []map[string]any, func() []string) {
 	var mu sync.Mutex
 	var starts []map[string]any
+	var stops []string
 	approvals := map[string]chan string{}
 	authed := func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Header.Get("Authorization") != "Bearer "+hermesKey {
@@ -51,6 +53,15 @@ func fakeHermesServer(t *testing.T) (*httptest.Server, func() []map[string]any) 
 		mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 		json.NewEncoder(w).Encode(map[string]any{"run_id": id, "status": "started"})
+	})
+	mux.HandleFunc("POST /v1/runs/{id}/stop", func(w http.ResponseWriter, r *http.Request) {
+		if !authed(w, r) {
+			return
+		}
+		mu.Lock()
+		stops = append(stops, r.PathValue("id"))
+		mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"run_id": r.PathValue("id"), "status": "stopping"})
 	})
 	mux.HandleFunc("POST /v1/runs/{id}/approval", func(w http.ResponseWriter, r *http.Request) {
 		if !authed(w, r) {
@@ -102,10 +113,14 @@ func fakeHermesServer(t *testing.T) (*httptest.Server, func() []map[string]any) 
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, func() []map[string]any {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]map[string]any(nil), starts...)
-	}
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]map[string]any(nil), starts...)
+		}, func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), stops...)
+		}
 }
 
 func hermesProfiles(t *testing.T, baseURL string) []string {
@@ -197,7 +212,7 @@ func checkHermesRun(t *testing.T, ev []protocol.Envelope, logs string) {
 // conversation_history; the key reaches neither the journal file, the
 // logs nor a frame.
 func TestProcess_Hermes(t *testing.T) {
-	upstream, starts := fakeHermesServer(t)
+	upstream, starts, _ := fakeHermesServer(t)
 	data := t.TempDir()
 	p := startHub(t, data, hermesProfiles(t, upstream.URL)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -231,7 +246,7 @@ func TestProcess_Hermes(t *testing.T) {
 // stream, and the runner posts it to Hermes.
 func TestRunners_Hermes(t *testing.T) {
 	rs := redistest.Start(t, redistest.Options{})
-	upstream, _ := fakeHermesServer(t)
+	upstream, _, _ := fakeHermesServer(t)
 	env := append([]string{"RUNHUB_REDIS_URL=" + rs.URL(), "RUNHUB_LEASE_TTL=2s"}, hermesProfiles(t, upstream.URL)...)
 	p := startHub(t, t.TempDir(), env...)
 	r := startRunner(t, env...)
@@ -245,5 +260,63 @@ func TestRunners_Hermes(t *testing.T) {
 	}
 	if strings.Contains(p.out.String()+r.out.String(), hermesKey) || bytes.Contains(tab.allFrames(), []byte(hermesKey)) {
 		t.Error("the Hermes key is in the logs or a frame")
+	}
+}
+
+// SIGKILL the hub while a Hermes run waits on an approval: nothing stops
+// the Hermes run then. On restart, recovery ends the run interrupted and
+// stops the Hermes run whose id the run journaled: Hermes gets exactly one
+// POST /stop for it, also after a second restart.
+func TestProcess_HermesKilledHubStopsUpstream(t *testing.T) {
+	upstream, _, stops := fakeHermesServer(t)
+	data := t.TempDir()
+	env := hermesProfiles(t, upstream.URL)
+	p := startHub(t, data, env...)
+	var sess protocol.CreateSessionResult
+	if code := call(t, "POST", p.URL()+"/v1/sessions", map[string]string{"title": "kill me"}, &sess); code != 201 {
+		t.Fatalf("create session: %d", code)
+	}
+	var run protocol.RunStartResult
+	if code := call(t, "POST", p.URL()+"/v1/sessions/"+sess.SessionID+"/runs", map[string]any{"message": "clean", "profile": "hermes"}, &run); code != 202 {
+		t.Fatalf("start: %d", code)
+	}
+	const upstreamID = "run_00000000000000000000000000000001" // the fake's first run
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		evs := allEvents(t, p.URL(), run.RunID)
+		if len(evs) > 0 && evs[len(evs)-1].Type == protocol.EventApprovalReq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no approval.requested; events %v\n%s", evs, p.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.kill()
+	if s := stops(); len(s) != 0 {
+		t.Fatalf("stops %v before the restart", s)
+	}
+
+	for restart := 1; restart <= 2; restart++ {
+		p = startHub(t, data, env...)
+		var st protocol.RunStatus
+		if code := call(t, "GET", p.URL()+"/v1/runs/"+run.RunID, nil, &st); code != 200 || st.Status != protocol.StatusInterrupted {
+			t.Fatalf("restart %d: run status %d %+v, want interrupted", restart, code, st)
+		}
+		if restart == 1 {
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(p.out.String(), "stopped the Hermes run a previous process left going") {
+				if time.Now().After(deadline) {
+					t.Fatalf("no stop logged; stops %v\n%s", stops(), p.out.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if err := p.stop(); err != nil {
+			t.Fatalf("stop: %v\n%s", err, p.out.String())
+		}
+		if s := stops(); len(s) != 1 || s[0] != upstreamID {
+			t.Fatalf("restart %d: stops %v, want exactly one for %s", restart, s, upstreamID)
+		}
 	}
 }
