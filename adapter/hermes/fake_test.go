@@ -91,6 +91,8 @@ type fakeRun struct {
 	deleted    bool // GET answers 404 run_not_found
 	streamGone bool // events answer 404 (the queue was dropped)
 	subs       int
+	polls      int         // GET /v1/runs/{id} answered
+	onPoll     func(n int) // when set, called (fr.mu held) before the n-th poll is answered
 	stopOnce   sync.Once
 	stops      int
 }
@@ -266,6 +268,10 @@ func (f *fakeHermes) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fr.mu.Lock()
+	fr.polls++
+	if fr.onPoll != nil {
+		fr.onPoll(fr.polls)
+	}
 	st := map[string]any{"object": "hermes.run", "run_id": fr.id, "status": fr.status,
 		"created_at": 1.0, "updated_at": 2.0, "session_id": "s", "model": "hermes-agent", "last_event": "message.delta"}
 	if fr.output != "" {

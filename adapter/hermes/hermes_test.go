@@ -3,19 +3,15 @@ package hermes_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/hermes"
 	"github.com/runhub/runhub/adapter/profile"
-	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -417,122 +413,6 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
-// Hermes 0.18.x ignores Idempotency-Key, so a start is retried only when
-// it provably never reached Hermes: the first connection is refused, the
-// retry gets through, and Hermes runs the model once.
-func TestStartRetriedWhenNeverSent(t *testing.T) {
-	refused := closedAddr(t)
-	var dials atomic.Int32
-	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
-		deltas(s, "once")
-		completed(s, "once")
-	}, func(c *hermes.Config) {
-		var d net.Dialer
-		c.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if dials.Add(1) == 1 {
-				addr = refused // nothing listens there: connection refused
-			}
-			return d.DialContext(ctx, network, addr)
-		}}}
-	})
-	res := h.start("", "hello")
-	evs := h.finish(res.RunID)
-	if terminal(evs).Type != protocol.EventDone || text(evs) != "once" {
-		t.Fatalf("terminal %s, text %q\n%s", terminal(evs).Type, text(evs), dump(evs))
-	}
-	if n := len(h.fake.startCalls()); n != 1 {
-		t.Errorf("Hermes got %d starts, want 1", n)
-	}
-	if n := h.fake.modelCalls(); n != 1 {
-		t.Errorf("Hermes ran the model %d times, want 1", n)
-	}
-	if !strings.Contains(h.logs.String(), "retrying the Hermes start") {
-		t.Error("no log of the retry")
-	}
-}
-
-// closedAddr is a local address nothing listens on.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-// Hermes admits the run (the model runs) but the connection drops before
-// the answer: the start is not sent again, which would run the model a
-// second time and orphan the first run; the run ends with a provider
-// error naming the uncertainty. As a session's second turn the request
-// rides a reused connection, where Go's client itself would replay a
-// POST carrying Idempotency-Key.
-func TestStartAnswerLostNotRetried(t *testing.T) {
-	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
-		if n == 1 {
-			completed(s, "first")
-			return
-		}
-		s.hold(fr, 0)
-	}, nil)
-	first := h.start("", "hello")
-	h.finish(first.RunID)
-	h.fake.startLost = func(attempt int) bool { return attempt == 2 }
-	res := h.start(first.SessionID, "again")
-	evs := h.finish(res.RunID)
-	p := wantError(t, evs, protocol.ErrorProviderError)
-	if !strings.Contains(p.Message, "may have reached Hermes") || !strings.Contains(p.Message, "not retried") {
-		t.Errorf("message %q does not name the uncertainty", p.Message)
-	}
-	if n := len(h.fake.startCalls()); n != 2 {
-		t.Errorf("Hermes got %d starts, want 2 (one per turn, none retried)", n)
-	}
-	if n := h.fake.modelCalls(); n != 2 {
-		t.Errorf("Hermes ran the model %d times, want 2", n)
-	}
-}
-
-// A gateway in front of Hermes answers 503 although Hermes admitted the
-// run: without idempotent_start the start is not retried; with it (a
-// server that honours the key) the retry replays the same run.
-func TestStartGatewayFailure(t *testing.T) {
-	for _, idem := range []bool{false, true} {
-		t.Run(fmt.Sprint("idempotent=", idem), func(t *testing.T) {
-			h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
-				deltas(s, "once")
-				completed(s, "once")
-			}, func(c *hermes.Config) { c.IdempotentStart = idem })
-			h.fake.idempotent = idem
-			h.fake.startFail = func(attempt int) (int, string, bool) {
-				if attempt == 1 {
-					return http.StatusServiceUnavailable, `{"error":{"message":"upstream timeout"}}`, true
-				}
-				return 0, "", true
-			}
-			res := h.start("", "hello")
-			evs := h.finish(res.RunID)
-			starts := h.fake.startCalls()
-			if !idem {
-				if p := wantError(t, evs, protocol.ErrorProviderError); !strings.Contains(p.Message, "may have reached Hermes") {
-					t.Errorf("message %q", p.Message)
-				}
-				if len(starts) != 1 || starts[0].Key != "" {
-					t.Errorf("starts %+v, want one without Idempotency-Key", starts)
-				}
-				return
-			}
-			if terminal(evs).Type != protocol.EventDone {
-				t.Fatalf("terminal %s %s", terminal(evs).Type, terminal(evs).Payload)
-			}
-			if len(starts) != 2 || starts[0].Key != res.RunID || starts[1].Key != res.RunID {
-				t.Fatalf("starts %+v, want two with the run id as Idempotency-Key", starts)
-			}
-			h.fake.onlyRun(t) // one upstream run
-		})
-	}
-}
-
 // Malformed SSE lines (bad JSON, unknown fields, a non-object, an
 // over-long line, another run's event, an unknown event) are dropped; the
 // run goes on and completes with the right text.
@@ -797,7 +677,8 @@ func TestKeyVariableUnset(t *testing.T) {
 }
 
 // FromProfile builds the driver from a profile: its own key variable only,
-// its options, and the trailing /v1 of a base URL accepted.
+// its options (idempotent_start: the key is sent), and the trailing /v1 of
+// a base URL accepted.
 func TestFromProfile(t *testing.T) {
 	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
 		deltas(s, "hi")
@@ -806,7 +687,7 @@ func TestFromProfile(t *testing.T) {
 	var read []string
 	p := profile.Profile{Name: "hermes", Driver: profile.KindHermes, BaseURL: h.fake.srv.URL + "/v1/",
 		APIKeyEnv: "HERMES_KEY", Model: "hermes-4", Instructions: "be brief",
-		Options: json.RawMessage(`{"max_history_turns": 4, "stream_idle_timeout": "10s"}`)}
+		Options: json.RawMessage(`{"max_history_turns": 4, "stream_idle_timeout": "10s", "idempotent_start": true}`)}
 	d, err := hermes.FromProfile(p, profile.Env{Getenv: func(k string) string {
 		read = append(read, k)
 		if k == "HERMES_KEY" {
@@ -834,6 +715,9 @@ func TestFromProfile(t *testing.T) {
 	s := h.fake.startCalls()[0]
 	if s.Auth != "Bearer "+testKey || s.Body["model"] != "hermes-4" || s.Body["instructions"] != "be brief" {
 		t.Errorf("start %+v", s)
+	}
+	if s.Key != evs[0].RunID { // idempotent_start sends the run id as Idempotency-Key
+		t.Errorf("start Idempotency-Key %q, want the run id %s", s.Key, evs[0].RunID)
 	}
 	bad := p
 	bad.Options = json.RawMessage(`{"max_history": 4}`)
@@ -914,195 +798,4 @@ func TestAnswerHermesNoLongerWaitsFor(t *testing.T) {
 	if len(ns) < 1 || !strings.Contains(payload[protocol.ProgressPayload](ns[0]).Text, "no longer waits for this approval") {
 		t.Errorf("progress:\n%s", dump(evs))
 	}
-}
-
-// The stream is cut mid-run while Hermes goes on. The driver resubscribes
-// at once, before Hermes' handler of the cut connection noticed: the new
-// stream shares the run's queue until that handler drops it, then carries
-// only keepalives, while Hermes settles the run. The status polled
-// alongside the resubscribed stream ends the run the way Hermes ended it,
-// long before EventIdleTimeout, with exactly one terminal event.
-func TestStreamCutQueueDropped(t *testing.T) {
-	cases := []struct {
-		name   string
-		settle func(fr *fakeRun)
-		check  func(t *testing.T, evs []protocol.Envelope)
-	}{
-		{"completed", func(fr *fakeRun) { fr.finish("one two three") }, func(t *testing.T, evs []protocol.Envelope) {
-			if e := terminal(evs); e.Type != protocol.EventDone {
-				t.Fatalf("terminal %s %s\n%s", e.Type, e.Payload, dump(evs))
-			}
-			if got := text(evs); got != "one two three" {
-				t.Errorf("text %q: the output not streamed is missing", got)
-			}
-			if u := ofType(evs, protocol.EventUsageFinal); len(u) != 1 || payload[protocol.Usage](u[0]).OutputTokens != 7 {
-				t.Errorf("usage.final:\n%s", dump(evs))
-			}
-		}},
-		{"failed", func(fr *fakeRun) { fr.set(func(fr *fakeRun) { fr.status, fr.errText = "failed", "model overloaded" }) },
-			func(t *testing.T, evs []protocol.Envelope) {
-				if p := wantError(t, evs, protocol.ErrorProviderError); !strings.Contains(p.Message, "model overloaded") {
-					t.Errorf("message %q", p.Message)
-				}
-			}},
-		{"cancelled", func(fr *fakeRun) { fr.set(func(fr *fakeRun) { fr.status = "cancelled" }) },
-			func(t *testing.T, evs []protocol.Envelope) {
-				if e := terminal(evs); e.Type != protocol.EventCancelled {
-					t.Fatalf("terminal %s %s", e.Type, e.Payload)
-				}
-			}},
-		{"interrupted", func(fr *fakeRun) { fr.set(func(fr *fakeRun) { fr.status = "interrupted" }) },
-			func(t *testing.T, evs []protocol.Envelope) { wantError(t, evs, protocol.ErrorInterrupted) }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
-				if sub == 1 {
-					deltas(s, "one ", "two ")
-					s.drop()
-				}
-				s.orphaned(30*time.Millisecond, func() { tc.settle(fr) })
-			}, func(c *hermes.Config) {
-				c.EventIdleTimeout = 10 * time.Second // the end without the poll
-			})
-			res := h.start("", "go")
-			evs := h.finish(res.RunID)
-			tc.check(t, evs)
-			if fr := h.fake.onlyRun(t); fr.subs != 2 || fr.stopCount() != 0 {
-				t.Errorf("%d subscriptions, %d stops; want 2 and 0", fr.subs, fr.stopCount())
-			}
-		})
-	}
-}
-
-// Hermes 0.18.x sends reasoning.available with the assistant message's own
-// text (its first 500 characters) after the message streamed, and, for a
-// message it did not stream, before run.completed carries it as output:
-// neither is journaled a second time as reasoning. Real reasoning
-// (reasoning.delta) and the text of an unstreamed message that is not the
-// answer stay, as reasoning.
-func TestReasoningAvailableRepeatsAnswer(t *testing.T) {
-	answer := "The answer is 42, " + strings.Repeat("and more words ", 40)
-	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
-		switch n {
-		case 1: // streamed
-			s.event("reasoning.delta", map[string]any{"text": "genuine thought"})
-			deltas(s, "Let me check.")
-			s.event("reasoning.available", map[string]any{"text": "Let me check."})
-			s.event("tool.started", map[string]any{"tool": "terminal", "preview": "ls"})
-			s.event("tool.completed", map[string]any{"tool": "terminal", "duration": 0.1})
-			deltas(s, answer[:100], answer[100:])
-			s.event("reasoning.available", map[string]any{"text": strings.TrimSpace(answer)[:500]})
-			completed(s, "Let me check."+answer)
-		case 2: // not streamed
-			s.event("reasoning.available", map[string]any{"text": "Looking at the files first."})
-			s.event("tool.started", map[string]any{"tool": "terminal", "preview": "ls"})
-			s.event("tool.completed", map[string]any{"tool": "terminal", "duration": 0.1})
-			s.event("reasoning.available", map[string]any{"text": strings.TrimSpace(answer)[:500]})
-			completed(s, answer)
-		}
-	}, nil)
-	for i, q := range []string{"q1", "q2"} {
-		evs := h.finish(h.start("", q).RunID) // one after the other: run i+1 is Hermes' run i+1
-		var shown strings.Builder             // everything a transcript shows: text and reasoning
-		for _, e := range evs {
-			switch e.Type {
-			case protocol.EventTokenDelta:
-				shown.WriteString(payload[protocol.TokenDeltaPayload](e).Text)
-			case protocol.EventReasoningDelta:
-				shown.WriteString(payload[protocol.ReasoningPayload](e).Text)
-			}
-		}
-		if n := strings.Count(shown.String(), "The answer is 42"); n != 1 {
-			t.Errorf("run %d shows the answer %d times, want once:\n%s", i+1, n, dump(evs))
-		}
-		var reasoning strings.Builder
-		for _, e := range ofType(evs, protocol.EventReasoningDelta) {
-			reasoning.WriteString(payload[protocol.ReasoningPayload](e).Text)
-		}
-		want := []string{"genuine thought", "Looking at the files first."}[i]
-		if reasoning.String() != want {
-			t.Errorf("run %d reasoning %q, want %q", i+1, reasoning.String(), want)
-		}
-		if !strings.HasSuffix(text(evs), answer) {
-			t.Errorf("run %d text %q lacks the answer", i+1, text(evs))
-		}
-	}
-}
-
-// A hub killed mid-run left three runs open: one whose Hermes run is still
-// going, one whose Hermes run ended meanwhile, one that never reached
-// Hermes. Start-up recovery ends each as interrupted and, in the
-// background, sends Hermes one stop for each journaled Hermes run id: the
-// run still going is stopped, the ended one answers 404 (logged, no
-// failure), the third sends nothing.
-func TestRecoveryStopsOrphanedHermesRun(t *testing.T) {
-	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) { s.hold(fr, 0) }, nil)
-	ctx := context.Background()
-	going, ended := h.fake.admit(), h.fake.admit()
-	ended.finish("done before the restart")
-	orphan := func(upstream string) string {
-		sid, rid := adapter.NewID("s_"), adapter.NewID("r_")
-		if err := h.store.CreateSession(ctx, journal.SessionMeta{ID: sid, Owner: "local", CreatedAt: 1}); err != nil {
-			t.Fatal(err)
-		}
-		req, _ := json.Marshal(protocol.StartRunRequest{SessionID: sid, Message: "long job", Provider: "hermes"})
-		if err := h.store.BeginRun(ctx, journal.RunMeta{ID: rid, SessionID: sid, Owner: "local", CreatedAt: 1, Request: req}); err != nil {
-			t.Fatal(err)
-		}
-		evs := []protocol.Envelope{mustEvent(t, rid, sid, protocol.EventRunStarted, protocol.RunStartedPayload{Message: "long job", Provider: "hermes"})}
-		if upstream != "" {
-			evs = append(evs, mustEvent(t, rid, sid, protocol.EventProgress, protocol.ProgressPayload{Text: "started Hermes run " + upstream}))
-		}
-		evs = append(evs, mustEvent(t, rid, sid, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: "working"}))
-		for _, e := range evs {
-			if _, err := h.store.Append(ctx, e, ""); err != nil {
-				t.Fatal(err)
-			}
-		}
-		h.runs = append(h.runs, rid)
-		return rid
-	}
-	runs := []string{orphan(going.id), orphan(ended.id), orphan("")}
-
-	n, err := h.rt.Recover(ctx)
-	if err != nil || n != 3 {
-		t.Fatalf("Recover: %d, %v; want 3 runs", n, err)
-	}
-	for _, rid := range runs {
-		if p := wantError(t, h.finish(rid), protocol.ErrorInterrupted); !strings.Contains(p.Message, "restarted") {
-			t.Errorf("run %s: message %q", rid, p.Message)
-		}
-	}
-	// The stops run in the background; each logs its outcome once done.
-	deadline := time.Now().Add(10 * time.Second)
-	for !(strings.Contains(h.logs.String(), "stopped the Hermes run a previous process left going") &&
-		strings.Contains(h.logs.String(), "had already ended")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stops were not logged; stops %v", h.fake.stopCalls())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	stops := h.fake.stopCalls()
-	count := map[string]int{}
-	for _, id := range stops {
-		count[id]++
-	}
-	if len(stops) != 2 || count[going.id] != 1 || count[ended.id] != 1 {
-		t.Errorf("stops %v, want one for %s and one for %s", stops, going.id, ended.id)
-	}
-	going.mu.Lock()
-	defer going.mu.Unlock()
-	if going.status != "cancelled" {
-		t.Errorf("the orphaned Hermes run is %s, want cancelled", going.status)
-	}
-}
-
-func mustEvent(t *testing.T, rid, sid string, typ protocol.EventType, p any) protocol.Envelope {
-	t.Helper()
-	e, err := protocol.NewEvent(rid, sid, typ, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
 }
