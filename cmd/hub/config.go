@@ -103,6 +103,17 @@ func (f *flagSet) env(name, def string) string {
 	return def
 }
 
+// source names where a flag's value came from, for an error message: the
+// flag when the command line set it, else its environment variable.
+func (f *flagSet) source(flagName string) string {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == flagName })
+	if env := f.envOf[flagName]; !set && env != "" {
+		return env
+	}
+	return "-" + flagName
+}
+
 func (f *flagSet) str(p *string, flagName, envName, def, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, def
 	f.StringVar(p, flagName, f.env(envName, def), usage+" ("+envName+")")
@@ -158,19 +169,16 @@ func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 }
 
 func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
-	if f.err != nil {
-		return f.err
-	}
-	if err := f.Parse(args); err != nil {
+	if err := parseFlags(f, args); err != nil {
 		return err
-	}
-	if f.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", f.Args())
 	}
 	switch c.LogFormat {
 	case "text", "json":
 	default:
-		return fmt.Errorf("log format %q: want text or json", c.LogFormat)
+		return fmt.Errorf("%s %q: want text or json", f.source("log-format"), c.LogFormat)
+	}
+	if _, ok := parseLevel(c.LogLevel); !ok {
+		return fmt.Errorf("%s %q: want debug, info, warn or error", f.source("log-level"), c.LogLevel)
 	}
 	if c.LeaseTTL < 300*time.Millisecond {
 		return fmt.Errorf("lease TTL %v: want at least 300ms", c.LeaseTTL)
@@ -256,14 +264,8 @@ func healthcheckFlags(cfg *HealthcheckConfig, getenv func(string) string) *flagS
 func parseHealthcheckConfig(args []string, getenv func(string) string) (HealthcheckConfig, error) {
 	var cfg HealthcheckConfig
 	f := healthcheckFlags(&cfg, getenv)
-	if f.err != nil {
-		return cfg, f.err
-	}
-	if err := f.Parse(args); err != nil {
+	if err := parseFlags(f, args); err != nil {
 		return cfg, err
-	}
-	if f.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %v", f.Args())
 	}
 	if cfg.Timeout <= 0 {
 		return cfg, fmt.Errorf("healthcheck timeout %v: want a positive duration", cfg.Timeout)
