@@ -83,6 +83,8 @@ func HTTPStatus(code protocol.Code) int {
 		return http.StatusNotImplemented
 	case protocol.CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case protocol.CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	}
 	return http.StatusInternalServerError
 }
@@ -97,11 +99,16 @@ func ErrorHandler(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &pe):
 	case errors.As(err, &he):
+		if (he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed) && methodNotAllowed(c) {
+			return
+		}
 		code := protocol.CodeInternal
 		switch he.Code {
 		case http.StatusNotFound:
 			code = protocol.CodeNotFound
-		case http.StatusMethodNotAllowed, http.StatusBadRequest:
+		case http.StatusMethodNotAllowed:
+			code = protocol.CodeMethodNotAllowed
+		case http.StatusBadRequest:
 			code = protocol.CodeBadRequest
 		case http.StatusRequestEntityTooLarge:
 			code = protocol.CodeTooLarge

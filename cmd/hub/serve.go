@@ -68,10 +68,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	h := hub.New(hcfg, store, rt.exec)
 	hubGauges(m, h)
 	e := newEcho(log, m)
-	routeHealth(e, rt, h.Draining)
-	if cfg.MetricsAddr == "" {
-		routeMetrics(e, m)
-	} else {
+	if cfg.MetricsAddr != "" {
 		stopMetrics, err := serveMetrics(cfg.MetricsAddr, rt, h.Draining, log, m)
 		if err != nil {
 			h.Shutdown(context.Background())
@@ -79,12 +76,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		defer stopMetrics()
 	}
-	h.Routes(e)
-	h.RouteProfiles(e, profileInfos(rt.profiles))
-	if cfg.PProf {
-		routePProf(e, h.RequireAdmin)
-	}
-	e.GET("/*", echo.WrapHandler(web.Handler()))
+	routeServe(e, cfg, rt, h, m)
 	gate.set(e)
 
 	if open && cfg.InsecureListen {
@@ -110,6 +102,23 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		log.Warn("http shutdown", "err", err)
 	}
 	return nil
+}
+
+// routeServe registers every route of hub serve's main address on e:
+// /healthz and /readyz, /metrics (unless it has its own address), the
+// WebSocket and HTTP API, /v1/profiles, /debug/pprof (when on) and the web
+// UI.
+func routeServe(e *echo.Echo, cfg ServeConfig, rt *procRuntime, h *hub.Hub, m *metrics.Metrics) {
+	routeHealth(e, rt, h.Draining)
+	if cfg.MetricsAddr == "" {
+		routeMetrics(e, m)
+	}
+	h.Routes(e)
+	h.RouteProfiles(e, profileInfos(rt.profiles))
+	if cfg.PProf {
+		routePProf(e, h.RequireAdmin)
+	}
+	e.GET("/*", echo.WrapHandler(web.Handler()))
 }
 
 // hubGauges registers the gauges of h's sockets on m.
