@@ -22,6 +22,9 @@ type RuntimeConfig struct {
 	LogLevel       string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
 	Profiles       string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
 	MetricsAddr    string        // RUNHUB_METRICS_ADDR, -metrics-addr: serve /metrics, /healthz and /readyz on this address (hub default: /metrics on the main address; runner default: no HTTP)
+
+	metricsAddrFrom string // where MetricsAddr came from, for errors: "-metrics-addr" or "RUNHUB_METRICS_ADDR"
+	dataFrom        string // where Data came from: "-data" or "RUNHUB_DATA"
 }
 
 // ServeConfig is the configuration of `hub serve`. Every field has a flag
@@ -34,6 +37,8 @@ type ServeConfig struct {
 	Retention      time.Duration // RUNHUB_RETENTION, -retention: how long terminal runs are kept (default 168h; 0 = forever)
 	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; with authentication on, only to a token with the admin role)
 	Security
+
+	addrFrom string // where Addr came from, for errors: "-addr" or "RUNHUB_ADDR"
 }
 
 // Security is the authentication, origin and limit configuration of `hub
@@ -181,7 +186,11 @@ func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
 		return fmt.Errorf("%s %q: want debug, info, warn or error", f.source("log-level"), c.LogLevel)
 	}
 	if c.LeaseTTL < 300*time.Millisecond {
-		return fmt.Errorf("lease TTL %v: want at least 300ms", c.LeaseTTL)
+		return fmt.Errorf("%s %v: want at least 300ms", f.source("lease-ttl"), c.LeaseTTL)
+	}
+	c.metricsAddrFrom, c.dataFrom = f.source("metrics-addr"), f.source("data")
+	if c.MetricsAddr != "" {
+		return checkAddr(c.metricsAddrFrom, c.MetricsAddr)
 	}
 	return nil
 }
@@ -204,6 +213,10 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	var cfg ServeConfig
 	f := serveFlags(&cfg, getenv)
 	if err := f.parse(args, &cfg.RuntimeConfig); err != nil {
+		return cfg, err
+	}
+	cfg.addrFrom = f.source("addr")
+	if err := checkAddr(cfg.addrFrom, cfg.Addr); err != nil {
 		return cfg, err
 	}
 	if cfg.JWTSecret != "" && cfg.JWTPublicKey != "" {
