@@ -1,4 +1,6 @@
-# runhub — make run starts the hub (embedded journal), make test runs every test.
+# runhub — make run starts the hub (embedded journal; ADDR=host:port and
+# DATA=dir override the address and the data directory), make test runs
+# every test, make help lists the targets.
 GO       ?= go
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
@@ -37,7 +39,9 @@ run: build
 # The whole suite, race detector on, then every fuzz target from its
 # committed corpus (testdata/fuzz) for 20,000 executions (by count, not
 # time: a time-bounded fuzz run can end in a spurious deadline error).
-# Needs redis-server on PATH and Debian's chromium for the browser tests (.ci/run installs both).
+# Needs on PATH: redis-server (the Redis journal's tests), Debian's chromium
+# (the browser tests), nginx (deploy/nginx.conf in front of real hubs) and
+# node (the browser client's unit tests); .ci/run installs all four.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
