@@ -118,6 +118,7 @@ func ErrorHandler(err error, c echo.Context) {
 			code = protocol.CodeForbidden
 		case http.StatusServiceUnavailable:
 			code = protocol.CodeUnavailable
+			c.Response().Header().Set("Retry-After", retryAfter)
 		}
 		pe = &protocol.Error{Code: code, Message: fmt.Sprint(he.Message)}
 		c.JSON(he.Code, protocol.ErrorBody{Error: pe})
@@ -125,11 +126,21 @@ func ErrorHandler(err error, c echo.Context) {
 	default:
 		pe = protocol.Errorf(protocol.CodeInternal, "internal error")
 	}
+	if pe.Code == protocol.CodeUnavailable {
+		c.Response().Header().Set("Retry-After", retryAfter)
+	}
 	c.JSON(HTTPStatus(pe.Code), protocol.ErrorBody{Error: pe})
 }
 
+// retryAfter is the Retry-After (seconds) of a 503: a journal or Redis
+// outage (a restart) or a draining hub usually passes within seconds.
+const retryAfter = "2"
+
 func writeJSONError(w http.ResponseWriter, status int, pe *protocol.Error) {
 	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfter)
+	}
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(protocol.ErrorBody{Error: pe})
 }

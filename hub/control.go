@@ -23,7 +23,7 @@ func (c *conn) watch(w *protocol.Watch) {
 	if w.All {
 		metas, err := c.h.store.Sessions(c.ctx, c.subject)
 		if err != nil {
-			c.sendError(protocol.CodeInternal, "could not list sessions", protocol.MsgWatch)
+			c.sendError(journalCode(err), "could not list sessions", protocol.MsgWatch)
 			return
 		}
 		c.mu.Lock()
@@ -59,7 +59,7 @@ func (c *conn) watch(w *protocol.Watch) {
 				// The journal fails: the rest would fail alike (and each
 				// could wait out a timeout); watch them again later.
 				rest := slices.Clone(w.Sessions[i:])
-				c.sendWatchError(protocol.CodeInternal, fmt.Sprintf("could not load %d sessions (listed in sessions); watch them again later", len(rest)), rest)
+				c.sendWatchError(journalCode(err), fmt.Sprintf("could not load %d sessions (listed in sessions); watch them again later", len(rest)), rest)
 				return
 			}
 			unknown = append(unknown, sid)
@@ -262,6 +262,19 @@ func (h *Hub) runOf(ctx context.Context, subject, runID, sid string) (string, er
 	return meta.ActiveRun, nil
 }
 
+// errJournalUnavailable answers a request the journal (or Redis) could not
+// serve for now: HTTP 503 with Retry-After, WebSocket error unavailable.
+var errJournalUnavailable = protocol.Errorf(protocol.CodeUnavailable, "the journal is unavailable; try again shortly")
+
+// journalCode is the code of a journal failure: unavailable when the
+// journal cannot be reached now (journal.Unavailable), else internal.
+func journalCode(err error) protocol.Code {
+	if journal.Unavailable(err) || errors.Is(err, journal.ErrClosed) {
+		return protocol.CodeUnavailable
+	}
+	return protocol.CodeInternal
+}
+
 // publicError maps internal errors to safe protocol errors.
 func (h *Hub) publicError(err error) error {
 	if err == nil {
@@ -279,6 +292,9 @@ func (h *Hub) publicError(err error) error {
 		return protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down")
 	case errors.Is(err, context.DeadlineExceeded):
 		return protocol.Errorf(protocol.CodeUnavailable, "the runtime did not answer in time")
+	case journal.Unavailable(err):
+		h.log.Warn("journal unavailable", "err", err)
+		return errJournalUnavailable
 	}
 	h.log.Error("internal error", "err", err)
 	return protocol.Errorf(protocol.CodeInternal, "internal error")
