@@ -11,17 +11,19 @@ import (
 // RuntimeConfig is what `hub serve` and `hub runner` share: the journal and
 // the executor.
 type RuntimeConfig struct {
-	Data           string        // RUNHUB_DATA, -data: directory of the embedded journal (default ./data)
-	RedisURL       string        // RUNHUB_REDIS_URL, -redis-url: Redis journal and bus; empty = embedded journal
-	ClarifyTimeout time.Duration // RUNHUB_CLARIFY_TIMEOUT, -clarify-timeout: clarify prompt expiry (default 120s)
-	LeaseTTL       time.Duration // RUNHUB_LEASE_TTL, -lease-ttl: Redis mode: a run whose executor stops renewing ends after this (default 10s)
-	MaxRuns        int           // RUNHUB_MAX_RUNS, -max-runs: runs executing at once in this process (default 100 for a runner, 10000 in a hub)
-	NodeID         string        // RUNHUB_NODE_ID, -node-id: Redis mode: this process's lease owner id (default: generated)
-	ShutdownGrace  time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time sockets (hub) or runs (runner) get to finish on shutdown (default 10s)
-	LogFormat      string        // RUNHUB_LOG_FORMAT, -log-format: text or json (default text)
-	LogLevel       string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
-	Profiles       string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
-	MetricsAddr    string        // RUNHUB_METRICS_ADDR, -metrics-addr: serve /metrics, /healthz and /readyz on this address (hub default: /metrics on the main address; runner default: no HTTP)
+	Data            string        // RUNHUB_DATA, -data: directory of the embedded journal (default ./data)
+	RedisURL        string        // RUNHUB_REDIS_URL, -redis-url: Redis journal and bus; empty = embedded journal
+	ClarifyTimeout  time.Duration // RUNHUB_CLARIFY_TIMEOUT, -clarify-timeout: clarify prompt expiry (default 120s)
+	ApprovalTimeout time.Duration // RUNHUB_APPROVAL_TIMEOUT, -approval-timeout: approval prompt expiry, then denied (default 0: never)
+	RunStartTimeout time.Duration // RUNHUB_RUN_START_TIMEOUT, -run-start-timeout: Redis mode: a run no runner starts within this ends with error no_runner (default 10m; 0: never)
+	LeaseTTL        time.Duration // RUNHUB_LEASE_TTL, -lease-ttl: Redis mode: a run whose executor stops renewing ends after this (default 10s)
+	MaxRuns         int           // RUNHUB_MAX_RUNS, -max-runs: runs executing at once in this process (default 100 for a runner, 10000 in a hub)
+	NodeID          string        // RUNHUB_NODE_ID, -node-id: Redis mode: this process's lease owner id (default: generated)
+	ShutdownGrace   time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time sockets (hub) or runs (runner) get to finish on shutdown (default 10s)
+	LogFormat       string        // RUNHUB_LOG_FORMAT, -log-format: text or json (default text)
+	LogLevel        string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
+	Profiles        string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
+	MetricsAddr     string        // RUNHUB_METRICS_ADDR, -metrics-addr: serve /metrics, /healthz and /readyz on this address (hub default: /metrics on the main address; runner default: no HTTP)
 
 	metricsAddrFrom string // where MetricsAddr came from, for errors: "-metrics-addr" or "RUNHUB_METRICS_ADDR"
 	dataFrom        string // where Data came from: "-data" or "RUNHUB_DATA"
@@ -164,6 +166,8 @@ func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "directory of the embedded (bbolt) journal, when RUNHUB_REDIS_URL is empty")
 	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue (empty: the embedded journal)")
 	f.dur(&c.ClarifyTimeout, "clarify-timeout", "RUNHUB_CLARIFY_TIMEOUT", "120s", "how long a clarify prompt waits for an answer")
+	f.dur(&c.ApprovalTimeout, "approval-timeout", "RUNHUB_APPROVAL_TIMEOUT", "0s", "how long an approval prompt waits for an answer; then it expires as denied (0: as long as the run)")
+	f.dur(&c.RunStartTimeout, "run-start-timeout", "RUNHUB_RUN_START_TIMEOUT", "10m", "Redis mode: a run that no runner (or hub) starts within this ends with one error no_runner (same on every process; 0: never)")
 	f.dur(&c.LeaseTTL, "lease-ttl", "RUNHUB_LEASE_TTL", "10s", "Redis mode: a run whose executor stops renewing its lease ends interrupted after this (same on every process)")
 	f.int(&c.MaxRuns, "max-runs", "RUNHUB_MAX_RUNS", maxRuns, "runs executing at once in this process")
 	f.str(&c.NodeID, "node-id", "RUNHUB_NODE_ID", "", "Redis mode: this process's lease owner id, unique per process (empty: generated)")
@@ -184,6 +188,11 @@ func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
 	}
 	if _, ok := parseLevel(c.LogLevel); !ok {
 		return fmt.Errorf("%s %q: want debug, info, warn or error", f.source("log-level"), c.LogLevel)
+	}
+	for name, d := range map[string]time.Duration{"approval-timeout": c.ApprovalTimeout, "run-start-timeout": c.RunStartTimeout} {
+		if d < 0 {
+			return fmt.Errorf("%s %v: want 0 (none) or a positive duration", f.source(name), d)
+		}
 	}
 	if c.LeaseTTL < 300*time.Millisecond {
 		return fmt.Errorf("%s %v: want at least 300ms", f.source("lease-ttl"), c.LeaseTTL)

@@ -57,7 +57,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	if err != nil {
 		return nil, err
 	}
-	opts := adapter.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
+	opts := adapter.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
 		Profiles: profileDrivers, DefaultProfile: profiles.Default}
 	rt := &procRuntime{log: log, profiles: profiles}
 	if cfg.RedisURL == "" {
@@ -107,7 +107,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		mode = RuntimeRunners
 	}
 	rt.mode = mode
-	rcfg := runner.Config{Client: rt.rdb, LeaseTTL: cfg.LeaseTTL}
+	rcfg := runner.Config{Client: rt.rdb, LeaseTTL: cfg.LeaseTTL, StartTimeout: cfg.RunStartTimeout}
 	// A run rides out a Redis outage (a restart) as long as its lease could.
 	opts.AppendRetry = cfg.LeaseTTL
 	var reaper journal.Store = rt.store
