@@ -39,11 +39,10 @@ type Execution struct {
 	log      journal.Log
 	now      func() time.Time
 	retryFor time.Duration // how long a transient append error is retried
-	// approvalTimeout expires an approval prompt (Options.ApprovalTimeout;
-	// 0: never).
-	approvalTimeout time.Duration
-	keySeq          atomic.Uint64
-	streamed        atomic.Bool
+	keySeq   atomic.Uint64
+	streamed atomic.Bool
+
+	approvalTimeout time.Duration // expires an approval prompt (Options.ApprovalTimeout; 0: never)
 
 	emitMu sync.Mutex // orders Emit's appends with the held-back text
 	held   *heldText  // the end of a text stream not yet journaled (holdback.go); guarded by emitMu
