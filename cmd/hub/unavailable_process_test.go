@@ -83,7 +83,7 @@ func startRedisHub(t *testing.T, env ...string) (*hubProcess, *redistest.Server,
 	return p, rs, sess.SessionID, run.RunID
 }
 
-// While Redis is down (killed), every HTTP API request — reads, start,
+// While Redis is down (killed, or stopped), every HTTP API request — reads, start,
 // queue, goal, cancel, approvals, clarifications — answers 503 unavailable
 // with Retry-After, never 500 internal; so do the socket's watch, focus
 // and controls (error unavailable). Once Redis is back, the API answers
@@ -133,6 +133,17 @@ func TestProcess_RedisKilledIs503(t *testing.T) {
 	}
 
 	rs.Restart(t)
+	waitAPI(t, p)
+	// A graceful stop (SIGTERM, as a restart does) is the same.
+	rs.Stop()
+	expect503(t, p.URL(), "redis stopped", apiCalls(sid, rid))
+	rs.Restart(t)
+	waitAPI(t, p)
+}
+
+// waitAPI waits until the hub creates a session again.
+func waitAPI(t *testing.T, p *hubProcess) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for call(t, "POST", p.URL()+"/v1/sessions", map[string]string{}, nil) != 201 {
 		if time.Now().After(deadline) {
