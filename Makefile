@@ -1,4 +1,6 @@
-# runhub — make run starts the hub (embedded journal), make test runs every test.
+# runhub — make run starts the hub (embedded journal; ADDR=host:port and
+# DATA=dir override the address and the data directory), make test runs
+# every test, make help lists the targets.
 GO       ?= go
 ADDR     ?= 127.0.0.1:8080
 DATA     ?= ./data
@@ -6,7 +8,26 @@ BIN      := bin/hub
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: build run test test-short fault bench lint fuzz loadtest docker compose-up compose-down docs clean
+.PHONY: help build run test test-short fault bench lint fuzz loadtest docker compose-up compose-down docs clean
+
+# make help (also plain make) lists the targets and their variables.
+help:
+	@echo 'runhub make targets:'
+	@echo '  make run [ADDR=127.0.0.1:8080] [DATA=./data]  build and start the hub (embedded journal in DATA)'
+	@echo '  make build         build bin/hub'
+	@echo '  make test          go vet, every test with -race, every fuzzer for 20,000 executions'
+	@echo '                     (needs redis-server, chromium, nginx and node on PATH)'
+	@echo '  make test-short    the tests that need no hub process, without -race'
+	@echo '  make fault         the fault suite (needs redis-server; see docs/security.md)'
+	@echo '  make bench         the benchmarks'
+	@echo '  make lint          go vet, staticcheck, govulncheck'
+	@echo '  make fuzz [FUZZTIME=20s]  every fuzz target'
+	@echo '  make loadtest [ARGS=…]    the standard load scenario (loadtest/README.md)'
+	@echo '  make docker        the image runhub:dev'
+	@echo '  make compose-up [MONITORING=1] / make compose-down  the scaled stack (deploy/compose.yaml)'
+	@echo '  make docs          regenerate the tables of docs/configuration.md'
+	@echo '  make clean         remove bin/'
+	@echo 'The binary: bin/hub help (or hub -h, hub serve -h, …).'
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hub
@@ -18,7 +39,9 @@ run: build
 # The whole suite, race detector on, then every fuzz target from its
 # committed corpus (testdata/fuzz) for 20,000 executions (by count, not
 # time: a time-bounded fuzz run can end in a spurious deadline error).
-# Needs redis-server on PATH and Debian's chromium for the browser tests (.ci/run installs both).
+# Needs on PATH: redis-server (the Redis journal's tests), Debian's chromium
+# (the browser tests), nginx (deploy/nginx.conf in front of real hubs) and
+# node (the browser client's unit tests); .ci/run installs all four.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -42,6 +42,8 @@ type Execution struct {
 	keySeq   atomic.Uint64
 	streamed atomic.Bool
 
+	approvalTimeout time.Duration // expires an approval prompt (Options.ApprovalTimeout; 0: never)
+
 	emitMu sync.Mutex // orders Emit's appends with the held-back text
 	held   *heldText  // the end of a text stream not yet journaled (holdback.go); guarded by emitMu
 	// heldTimer lets held text out after holdFor; heldGen tells its firing
@@ -198,16 +200,50 @@ type PendingApproval struct {
 }
 
 // Wait waits for the choice (or ctx), journals approval.resolved once and
-// returns the choice. The prompt is closed when Wait returns.
+// returns the choice. The prompt is closed when Wait returns. With an
+// approval timeout (Options.ApprovalTimeout) a prompt nobody answers in
+// time expires: approval.resolved is journaled with status expired and
+// choice ApprovalExpiredChoice, which Wait returns (the driver goes on as
+// denied); an answer after that is answered expired.
 func (a *PendingApproval) Wait(ctx context.Context) (string, error) {
-	defer a.x.clearPrompt(&a.x.approval, a.p)
+	x, p, id := a.x, a.p, a.req.ApprovalID
+	defer x.clearPrompt(&x.approval, p)
+	var expire <-chan time.Time
+	if x.approvalTimeout > 0 {
+		t := time.NewTimer(x.approvalTimeout)
+		defer t.Stop()
+		expire = t.C
+	}
 	select {
-	case choice := <-a.p.answer:
-		_, err := a.x.Emit(ctx, protocol.EventApprovalRes, protocol.ApprovalResolvedPayload{ApprovalID: a.req.ApprovalID, Choice: choice, Status: "resolved"})
+	case choice := <-p.answer:
+		_, err := x.Emit(ctx, protocol.EventApprovalRes, protocol.ApprovalResolvedPayload{ApprovalID: id, Choice: choice, Status: "resolved"})
 		return choice, err
+	case <-expire:
+		if !x.expire(p) {
+			choice := <-p.answer // an answer accepted just before the expiry won
+			_, err := x.Emit(ctx, protocol.EventApprovalRes, protocol.ApprovalResolvedPayload{ApprovalID: id, Choice: choice, Status: "resolved"})
+			return choice, err
+		}
+		_, err := x.Emit(ctx, protocol.EventApprovalRes, protocol.ApprovalResolvedPayload{ApprovalID: id, Choice: ApprovalExpiredChoice, Status: "expired"})
+		return ApprovalExpiredChoice, err
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// ApprovalExpiredChoice is the choice of an approval that expired: deny.
+const ApprovalExpiredChoice = "deny"
+
+// expire marks p expired unless an answer was accepted first; it reports
+// whether p expired. An answer after it is answered expired.
+func (x *Execution) expire(p *prompt) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if p.done {
+		return false
+	}
+	p.done, p.expired = true, true
+	return true
 }
 
 // Clarify journals clarify.requested and waits for the user's response, at
@@ -255,13 +291,7 @@ func (c *PendingClarify) Wait(ctx context.Context, timeout time.Duration) (strin
 		_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: id, Status: "resolved", Response: resp})
 		return resp, true, err
 	case <-expire:
-		x.mu.Lock()
-		answered := p.done // a response accepted just before the expiry won
-		if !answered {
-			p.done, p.expired = true, true // a response after this is answered expired
-		}
-		x.mu.Unlock()
-		if answered {
+		if !x.expire(p) { // a response accepted just before the expiry won
 			resp := <-p.answer
 			_, err := x.Emit(ctx, protocol.EventClarifyRes, protocol.ClarifyResolvedPayload{ClarifyID: id, Status: "resolved", Response: resp})
 			return resp, true, err

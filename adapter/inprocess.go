@@ -41,6 +41,11 @@ type Options struct {
 	// ClarifyTimeout is how long a clarify prompt waits before it expires
 	// (default 120 s).
 	ClarifyTimeout time.Duration
+	// ApprovalTimeout, when positive, is how long an approval prompt waits
+	// for a user: then it expires, journaled once as approval.resolved
+	// with status expired and choice deny, and the driver goes on as
+	// denied (0: approvals wait as long as the run).
+	ApprovalTimeout time.Duration
 	// MaxRuns bounds the runs executing at once in this process (default
 	// 10,000); a start past it answers ErrBusy.
 	MaxRuns int
@@ -346,7 +351,7 @@ func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv Driver, b
 	}
 	driverName, _, _ := a.driver(req)
 	x := &Execution{RunID: meta.ID, SessionID: meta.SessionID, Request: req, log: a.store, now: a.opts.Now, retryFor: a.opts.AppendRetry,
-		steer: make(chan string, 16)}
+		approvalTimeout: a.opts.ApprovalTimeout, steer: make(chan string, 16)}
 	started, err := x.append(ctx, mustEvent(meta.ID, meta.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
 		Message: req.Message, Profile: req.Profile, Model: cmp.Or(req.Model, a.opts.Profiles[req.Profile].Model), Provider: driverName,
 		Workspace: req.Workspace, Toolsets: nonNil(req.Toolsets), Source: req.Source}))

@@ -83,6 +83,8 @@ func HTTPStatus(code protocol.Code) int {
 		return http.StatusNotImplemented
 	case protocol.CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case protocol.CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	}
 	return http.StatusInternalServerError
 }
@@ -97,11 +99,16 @@ func ErrorHandler(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &pe):
 	case errors.As(err, &he):
+		if (he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed) && methodNotAllowed(c) {
+			return
+		}
 		code := protocol.CodeInternal
 		switch he.Code {
 		case http.StatusNotFound:
 			code = protocol.CodeNotFound
-		case http.StatusMethodNotAllowed, http.StatusBadRequest:
+		case http.StatusMethodNotAllowed:
+			code = protocol.CodeMethodNotAllowed
+		case http.StatusBadRequest:
 			code = protocol.CodeBadRequest
 		case http.StatusRequestEntityTooLarge:
 			code = protocol.CodeTooLarge
@@ -111,6 +118,7 @@ func ErrorHandler(err error, c echo.Context) {
 			code = protocol.CodeForbidden
 		case http.StatusServiceUnavailable:
 			code = protocol.CodeUnavailable
+			c.Response().Header().Set("Retry-After", retryAfter)
 		}
 		pe = &protocol.Error{Code: code, Message: fmt.Sprint(he.Message)}
 		c.JSON(he.Code, protocol.ErrorBody{Error: pe})
@@ -118,11 +126,21 @@ func ErrorHandler(err error, c echo.Context) {
 	default:
 		pe = protocol.Errorf(protocol.CodeInternal, "internal error")
 	}
+	if pe.Code == protocol.CodeUnavailable {
+		c.Response().Header().Set("Retry-After", retryAfter)
+	}
 	c.JSON(HTTPStatus(pe.Code), protocol.ErrorBody{Error: pe})
 }
 
+// retryAfter is the Retry-After (seconds) of a 503: a journal or Redis
+// outage (a restart) or a draining hub usually passes within seconds.
+const retryAfter = "2"
+
 func writeJSONError(w http.ResponseWriter, status int, pe *protocol.Error) {
 	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfter)
+	}
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(protocol.ErrorBody{Error: pe})
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -14,12 +15,15 @@ import (
 // controlTimeout bounds one control's trip through the runtime.
 const controlTimeout = 15 * time.Second
 
-// watch handles a watch message.
+// watch handles a watch message. However many of its ids fail, it is
+// answered with at most one error per kind (not_found, a journal fault),
+// each listing the ids in sessions: a watch of 1,000 unknown ids must not
+// fill the socket's message queue with 1,000 errors.
 func (c *conn) watch(w *protocol.Watch) {
 	if w.All {
 		metas, err := c.h.store.Sessions(c.ctx, c.subject)
 		if err != nil {
-			c.sendError(protocol.CodeInternal, "could not list sessions", protocol.MsgWatch)
+			c.sendError(journalCode(err), "could not list sessions", protocol.MsgWatch)
 			return
 		}
 		c.mu.Lock()
@@ -27,7 +31,17 @@ func (c *conn) watch(w *protocol.Watch) {
 		c.mu.Unlock()
 		c.h.tracker.watchOwner(c, c.subject, metas)
 	}
-	for _, sid := range w.Sessions {
+	var unknown []string
+	defer func() {
+		switch len(unknown) {
+		case 0:
+		case 1:
+			c.sendWatchError(protocol.CodeNotFound, "no such session: "+unknown[0], unknown)
+		default:
+			c.sendWatchError(protocol.CodeNotFound, fmt.Sprintf("no such sessions: %d ids (listed in sessions)", len(unknown)), unknown)
+		}
+	}()
+	for i, sid := range w.Sessions {
 		c.mu.Lock()
 		_, already := slices.BinarySearch(c.watched, sid)
 		full := len(c.watched) >= c.h.cfg.MaxWatch
@@ -42,10 +56,13 @@ func (c *conn) watch(w *protocol.Watch) {
 		meta, err := c.h.store.Session(c.ctx, sid)
 		if err != nil || !c.mayRead(meta.Owner) {
 			if err != nil && !errors.Is(err, journal.ErrNotFound) {
-				c.sendError(protocol.CodeInternal, "could not load session "+sid, protocol.MsgWatch)
-				continue
+				// The journal fails: the rest would fail alike (and each
+				// could wait out a timeout); watch them again later.
+				rest := slices.Clone(w.Sessions[i:])
+				c.sendWatchError(journalCode(err), fmt.Sprintf("could not load %d sessions (listed in sessions); watch them again later", len(rest)), rest)
+				return
 			}
-			c.sendError(protocol.CodeNotFound, "no such session: "+sid, protocol.MsgWatch)
+			unknown = append(unknown, sid)
 			continue
 		}
 		id := c.h.tracker.watch(c, meta)
@@ -55,6 +72,11 @@ func (c *conn) watch(w *protocol.Watch) {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// sendWatchError sends one watch error about sids.
+func (c *conn) sendWatchError(code protocol.Code, msg string, sids []string) {
+	c.send(protocol.ErrorMessage{Type: protocol.MsgError, Code: code, Message: msg, Ref: protocol.MsgWatch, Sessions: sids})
 }
 
 // unwatch handles an unwatch message.
@@ -240,6 +262,19 @@ func (h *Hub) runOf(ctx context.Context, subject, runID, sid string) (string, er
 	return meta.ActiveRun, nil
 }
 
+// errJournalUnavailable answers a request the journal (or Redis) could not
+// serve for now: HTTP 503 with Retry-After, WebSocket error unavailable.
+var errJournalUnavailable = protocol.Errorf(protocol.CodeUnavailable, "the journal is unavailable; try again shortly")
+
+// journalCode is the code of a journal failure: unavailable when the
+// journal cannot be reached now (journal.Unavailable), else internal.
+func journalCode(err error) protocol.Code {
+	if journal.Unavailable(err) || errors.Is(err, journal.ErrClosed) {
+		return protocol.CodeUnavailable
+	}
+	return protocol.CodeInternal
+}
+
 // publicError maps internal errors to safe protocol errors.
 func (h *Hub) publicError(err error) error {
 	if err == nil {
@@ -257,6 +292,9 @@ func (h *Hub) publicError(err error) error {
 		return protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down")
 	case errors.Is(err, context.DeadlineExceeded):
 		return protocol.Errorf(protocol.CodeUnavailable, "the runtime did not answer in time")
+	case journal.Unavailable(err):
+		h.log.Warn("journal unavailable", "err", err)
+		return errJournalUnavailable
 	}
 	h.log.Error("internal error", "err", err)
 	return protocol.Errorf(protocol.CodeInternal, "internal error")

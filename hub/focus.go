@@ -41,7 +41,7 @@ func (c *conn) setFocus(f *protocol.Focus) {
 	meta, err := c.h.store.Session(c.ctx, sid)
 	if err != nil || !c.mayRead(meta.Owner) {
 		if err != nil && !errors.Is(err, journal.ErrNotFound) {
-			c.sendError(protocol.CodeInternal, "could not load the session", "focus")
+			c.sendError(journalCode(err), "could not load the session", "focus")
 			return
 		}
 		c.sendError(protocol.CodeNotFound, "no such session: "+sid, "focus")

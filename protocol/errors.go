@@ -30,6 +30,10 @@ const (
 	CodeInvalidPayload Code = "invalid_payload" // an event payload lacks a required field
 )
 
+// CodeMethodNotAllowed is HTTP's 405: the path exists, not with this
+// method (the answer carries Allow).
+const CodeMethodNotAllowed Code = "method_not_allowed"
+
 // Error is a protocol error with a stable code. Field names the offending
 // field (dotted path) when there is one.
 type Error struct {

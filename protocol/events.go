@@ -205,6 +205,7 @@ const (
 	ErrorTimeout       = "timeout"
 	ErrorInternal      = "internal"
 	ErrorInterrupted   = "interrupted"
+	ErrorNoRunner      = "no_runner" // no executor (runner) started the run within the start timeout
 )
 
 // ErrorPayload is the payload of error. LastSeq is set on interrupted

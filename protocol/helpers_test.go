@@ -44,7 +44,7 @@ var knownCodes = map[protocol.Code]bool{
 	protocol.CodeForbidden: true, protocol.CodeRateLimited: true, protocol.CodeLimitExceeded: true,
 	protocol.CodeUnsupported: true, protocol.CodeInternal: true, protocol.CodeUnavailable: true,
 	protocol.CodeProtocol: true, protocol.CodeTerminal: true, protocol.CodeNotActive: true,
-	protocol.CodeSlowConsumer: true, protocol.CodeInvalidPayload: true,
+	protocol.CodeSlowConsumer: true, protocol.CodeInvalidPayload: true, protocol.CodeMethodNotAllowed: true,
 }
 
 var errPlain = errors.New("plain")

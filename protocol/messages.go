@@ -150,6 +150,9 @@ type ErrorMessage struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
 	Ref     string `json:"ref,omitempty"`
+	// Sessions lists the session ids the error is about, when there are
+	// any: a watch answers all of its unknown ids with one error.
+	Sessions []string `json:"sessions,omitempty"`
 }
 
 // Pong answers ping.

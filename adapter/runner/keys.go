@@ -23,6 +23,11 @@ type Config struct {
 	ControlTimeout time.Duration
 	// Block bounds one blocking read (default 2 s).
 	Block time.Duration
+	// StartTimeout bounds how long a begun run may wait for an executor
+	// (a runner taking it from the queue) to start it: the reaper ends a
+	// run still unstarted and unleased after it with one terminal error
+	// no_runner. 0: no bound.
+	StartTimeout time.Duration
 }
 
 func (c *Config) defaults() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -311,7 +312,8 @@ func (n *Node) answer(ctx context.Context, stream string, m goredis.XMessage) {
 }
 
 // reapLoop ends runs whose executor is gone: started (last_seq > 0), not
-// ended, and without a lease. Every node does it; the journal's
+// ended, and without a lease; and runs no executor started within
+// StartTimeout. Every node does it; the journal's
 // single-terminal rule and the idempotency key make it exactly once.
 func (n *Node) reapLoop(ctx context.Context) {
 	t := time.NewTicker(n.opts.ReapEvery)
@@ -335,7 +337,9 @@ func (n *Node) reapLoop(ctx context.Context) {
 }
 
 // Reap ends every started run whose lease has lapsed with one terminal
-// error "interrupted" carrying its last journaled seq; it returns the runs
+// error "interrupted" carrying its last journaled seq, and every run that
+// no executor started within cfg.StartTimeout (queued for runners that
+// never took it) with one terminal error "no_runner"; it returns the runs
 // it ended (those another process ended first are not among them).
 func Reap(ctx context.Context, store journal.Store, cfg Config) ([]journal.RunMeta, error) {
 	cfg.defaults()
@@ -343,18 +347,19 @@ func Reap(ctx context.Context, store journal.Store, cfg Config) ([]journal.RunMe
 	if err != nil {
 		return nil, err
 	}
-	started := runs[:0]
+	now := time.Now()
+	due := runs[:0]
 	for _, r := range runs {
-		if r.LastSeq > 0 {
-			started = append(started, r)
+		if r.LastSeq > 0 || cfg.StartTimeout > 0 && now.Sub(protocol.Time(r.CreatedAt)) > cfg.StartTimeout {
+			due = append(due, r)
 		}
 	}
-	if len(started) == 0 {
+	if len(due) == 0 {
 		return nil, nil
 	}
-	exists := make([]*goredis.IntCmd, len(started))
+	exists := make([]*goredis.IntCmd, len(due))
 	if _, err := cfg.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, r := range started {
+		for i, r := range due {
 			exists[i] = p.Exists(ctx, cfg.lease(r.ID))
 		}
 		return nil
@@ -362,7 +367,7 @@ func Reap(ctx context.Context, store journal.Store, cfg Config) ([]journal.RunMe
 		return nil, err
 	}
 	var reaped []journal.RunMeta
-	for i, r := range started {
+	for i, r := range due {
 		if exists[i].Val() > 0 {
 			continue
 		}
@@ -370,12 +375,19 @@ func Reap(ctx context.Context, store journal.Store, cfg Config) ([]journal.RunMe
 		if err != nil || meta.Terminal {
 			continue
 		}
-		e, err := protocol.NewEvent(r.ID, r.SessionID, protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
-			Message: "the run's executor stopped renewing its lease", Terminal: true, LastSeq: meta.LastSeq})
+		payload := protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
+			Message: "the run's executor stopped renewing its lease", Terminal: true, LastSeq: meta.LastSeq}
+		key := r.ID + "/interrupted"
+		if meta.LastSeq == 0 {
+			payload = protocol.ErrorPayload{Code: protocol.ErrorNoRunner, Terminal: true,
+				Message: fmt.Sprintf("no runner started the run within %v of its start; is a hub runner process running and free?", cfg.StartTimeout)}
+			key = r.ID + "/no-runner"
+		}
+		e, err := protocol.NewEvent(r.ID, r.SessionID, protocol.EventError, payload)
 		if err != nil {
 			return reaped, err
 		}
-		if _, err := store.Append(ctx, e, r.ID+"/interrupted"); err == nil {
+		if _, err := store.Append(ctx, e, key); err == nil {
 			reaped = append(reaped, meta)
 		} else if !errors.Is(err, journal.ErrTerminal) {
 			return reaped, err

@@ -11,17 +11,22 @@ import (
 // RuntimeConfig is what `hub serve` and `hub runner` share: the journal and
 // the executor.
 type RuntimeConfig struct {
-	Data           string        // RUNHUB_DATA, -data: directory of the embedded journal (default ./data)
-	RedisURL       string        // RUNHUB_REDIS_URL, -redis-url: Redis journal and bus; empty = embedded journal
-	ClarifyTimeout time.Duration // RUNHUB_CLARIFY_TIMEOUT, -clarify-timeout: clarify prompt expiry (default 120s)
-	LeaseTTL       time.Duration // RUNHUB_LEASE_TTL, -lease-ttl: Redis mode: a run whose executor stops renewing ends after this (default 10s)
-	MaxRuns        int           // RUNHUB_MAX_RUNS, -max-runs: runs executing at once in this process (default 100 for a runner, 10000 in a hub)
-	NodeID         string        // RUNHUB_NODE_ID, -node-id: Redis mode: this process's lease owner id (default: generated)
-	ShutdownGrace  time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time sockets (hub) or runs (runner) get to finish on shutdown (default 10s)
-	LogFormat      string        // RUNHUB_LOG_FORMAT, -log-format: text or json (default text)
-	LogLevel       string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
-	Profiles       string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
-	MetricsAddr    string        // RUNHUB_METRICS_ADDR, -metrics-addr: serve /metrics, /healthz and /readyz on this address (hub default: /metrics on the main address; runner default: no HTTP)
+	Data            string        // RUNHUB_DATA, -data: directory of the embedded journal (default ./data)
+	RedisURL        string        // RUNHUB_REDIS_URL, -redis-url: Redis journal and bus; empty = embedded journal
+	ClarifyTimeout  time.Duration // RUNHUB_CLARIFY_TIMEOUT, -clarify-timeout: clarify prompt expiry (default 120s)
+	ApprovalTimeout time.Duration // RUNHUB_APPROVAL_TIMEOUT, -approval-timeout: approval prompt expiry, then denied (default 0: never)
+	RunStartTimeout time.Duration // RUNHUB_RUN_START_TIMEOUT, -run-start-timeout: Redis mode: a run no runner starts within this ends with error no_runner (default 10m; 0: never)
+	LeaseTTL        time.Duration // RUNHUB_LEASE_TTL, -lease-ttl: Redis mode: a run whose executor stops renewing ends after this (default 10s)
+	MaxRuns         int           // RUNHUB_MAX_RUNS, -max-runs: runs executing at once in this process (default 100 for a runner, 10000 in a hub)
+	NodeID          string        // RUNHUB_NODE_ID, -node-id: Redis mode: this process's lease owner id (default: generated)
+	ShutdownGrace   time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time sockets (hub) or runs (runner) get to finish on shutdown (default 10s)
+	LogFormat       string        // RUNHUB_LOG_FORMAT, -log-format: text or json (default text)
+	LogLevel        string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
+	Profiles        string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
+	MetricsAddr     string        // RUNHUB_METRICS_ADDR, -metrics-addr: serve /metrics, /healthz and /readyz on this address (hub default: /metrics on the main address; runner default: no HTTP)
+
+	metricsAddrFrom string // where MetricsAddr came from, for errors: "-metrics-addr" or "RUNHUB_METRICS_ADDR"
+	dataFrom        string // where Data came from: "-data" or "RUNHUB_DATA"
 }
 
 // ServeConfig is the configuration of `hub serve`. Every field has a flag
@@ -34,6 +39,8 @@ type ServeConfig struct {
 	Retention      time.Duration // RUNHUB_RETENTION, -retention: how long terminal runs are kept (default 168h; 0 = forever)
 	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; with authentication on, only to a token with the admin role)
 	Security
+
+	addrFrom string // where Addr came from, for errors: "-addr" or "RUNHUB_ADDR"
 }
 
 // Security is the authentication, origin and limit configuration of `hub
@@ -103,6 +110,17 @@ func (f *flagSet) env(name, def string) string {
 	return def
 }
 
+// source names where a flag's value came from, for an error message: the
+// flag when the command line set it, else its environment variable.
+func (f *flagSet) source(flagName string) string {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == flagName })
+	if env := f.envOf[flagName]; !set && env != "" {
+		return env
+	}
+	return "-" + flagName
+}
+
 func (f *flagSet) str(p *string, flagName, envName, def, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, def
 	f.StringVar(p, flagName, f.env(envName, def), usage+" ("+envName+")")
@@ -148,6 +166,8 @@ func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "directory of the embedded (bbolt) journal, when RUNHUB_REDIS_URL is empty")
 	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue (empty: the embedded journal)")
 	f.dur(&c.ClarifyTimeout, "clarify-timeout", "RUNHUB_CLARIFY_TIMEOUT", "120s", "how long a clarify prompt waits for an answer")
+	f.dur(&c.ApprovalTimeout, "approval-timeout", "RUNHUB_APPROVAL_TIMEOUT", "0s", "how long an approval prompt waits for an answer; then it expires as denied (0: as long as the run)")
+	f.dur(&c.RunStartTimeout, "run-start-timeout", "RUNHUB_RUN_START_TIMEOUT", "10m", "Redis mode: a run that no runner (or hub) starts within this ends with one error no_runner (same on every process; 0: never)")
 	f.dur(&c.LeaseTTL, "lease-ttl", "RUNHUB_LEASE_TTL", "10s", "Redis mode: a run whose executor stops renewing its lease ends interrupted after this (same on every process)")
 	f.int(&c.MaxRuns, "max-runs", "RUNHUB_MAX_RUNS", maxRuns, "runs executing at once in this process")
 	f.str(&c.NodeID, "node-id", "RUNHUB_NODE_ID", "", "Redis mode: this process's lease owner id, unique per process (empty: generated)")
@@ -158,22 +178,28 @@ func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 }
 
 func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
-	if f.err != nil {
-		return f.err
-	}
-	if err := f.Parse(args); err != nil {
+	if err := parseFlags(f, args); err != nil {
 		return err
-	}
-	if f.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", f.Args())
 	}
 	switch c.LogFormat {
 	case "text", "json":
 	default:
-		return fmt.Errorf("log format %q: want text or json", c.LogFormat)
+		return fmt.Errorf("%s %q: want text or json", f.source("log-format"), c.LogFormat)
+	}
+	if _, ok := parseLevel(c.LogLevel); !ok {
+		return fmt.Errorf("%s %q: want debug, info, warn or error", f.source("log-level"), c.LogLevel)
+	}
+	for name, d := range map[string]time.Duration{"approval-timeout": c.ApprovalTimeout, "run-start-timeout": c.RunStartTimeout} {
+		if d < 0 {
+			return fmt.Errorf("%s %v: want 0 (none) or a positive duration", f.source(name), d)
+		}
 	}
 	if c.LeaseTTL < 300*time.Millisecond {
-		return fmt.Errorf("lease TTL %v: want at least 300ms", c.LeaseTTL)
+		return fmt.Errorf("%s %v: want at least 300ms", f.source("lease-ttl"), c.LeaseTTL)
+	}
+	c.metricsAddrFrom, c.dataFrom = f.source("metrics-addr"), f.source("data")
+	if c.MetricsAddr != "" {
+		return checkAddr(c.metricsAddrFrom, c.MetricsAddr)
 	}
 	return nil
 }
@@ -196,6 +222,10 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	var cfg ServeConfig
 	f := serveFlags(&cfg, getenv)
 	if err := f.parse(args, &cfg.RuntimeConfig); err != nil {
+		return cfg, err
+	}
+	cfg.addrFrom = f.source("addr")
+	if err := checkAddr(cfg.addrFrom, cfg.Addr); err != nil {
 		return cfg, err
 	}
 	if cfg.JWTSecret != "" && cfg.JWTPublicKey != "" {
@@ -256,14 +286,8 @@ func healthcheckFlags(cfg *HealthcheckConfig, getenv func(string) string) *flagS
 func parseHealthcheckConfig(args []string, getenv func(string) string) (HealthcheckConfig, error) {
 	var cfg HealthcheckConfig
 	f := healthcheckFlags(&cfg, getenv)
-	if f.err != nil {
-		return cfg, f.err
-	}
-	if err := f.Parse(args); err != nil {
+	if err := parseFlags(f, args); err != nil {
 		return cfg, err
-	}
-	if f.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments %v", f.Args())
 	}
 	if cfg.Timeout <= 0 {
 		return cfg, fmt.Errorf("healthcheck timeout %v: want a positive duration", cfg.Timeout)

@@ -23,7 +23,8 @@ func newLogger(format, level string) *slog.Logger {
 }
 
 func newLoggerTo(w io.Writer, format, level string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: parseLevel(level), ReplaceAttr: scrubAttr}
+	lvl, _ := parseLevel(level)
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: scrubAttr}
 	var h slog.Handler
 	if format == "json" {
 		h = slog.NewJSONHandler(w, opts)
@@ -33,16 +34,20 @@ func newLoggerTo(w io.Writer, format, level string) *slog.Logger {
 	return slog.New(contextHandler{h})
 }
 
-func parseLevel(level string) slog.Level {
+// parseLevel reads a log level: debug, info, warn (or warning) or error,
+// in any case; ok is false for anything else (then info).
+func parseLevel(level string) (slog.Level, bool) {
 	switch strings.ToLower(level) {
 	case "debug":
-		return slog.LevelDebug
+		return slog.LevelDebug, true
+	case "info":
+		return slog.LevelInfo, true
 	case "warn", "warning":
-		return slog.LevelWarn
+		return slog.LevelWarn, true
 	case "error":
-		return slog.LevelError
+		return slog.LevelError, true
 	}
-	return slog.LevelInfo
+	return slog.LevelInfo, false
 }
 
 // scrubAttr keeps secrets out of the logs: a string attribute named like a

@@ -68,9 +68,17 @@ func freeAddr(t testing.TB) string {
 // data and waits until /healthz answers.
 func startHub(t testing.TB, data string, env ...string) *hubProcess {
 	t.Helper()
-	p := &hubProcess{t: t, addr: freeAddr(t), data: data, out: &syncBuffer{}}
+	addr := freeAddr(t)
+	return startHubOn(t, addr, addr, data, env...)
+}
+
+// startHubOn starts `hub serve` listening on listenAddr (RUNHUB_ADDR) and
+// waits until /healthz answers on addr.
+func startHubOn(t testing.TB, listenAddr, addr, data string, env ...string) *hubProcess {
+	t.Helper()
+	p := &hubProcess{t: t, addr: addr, data: data, out: &syncBuffer{}}
 	p.cmd = exec.Command(os.Args[0], "serve")
-	p.cmd.Env = append(os.Environ(), "RUNHUB_TEST_AS_HUB=1", "RUNHUB_ADDR="+p.addr, "RUNHUB_DATA="+data)
+	p.cmd.Env = append(os.Environ(), "RUNHUB_TEST_AS_HUB=1", "RUNHUB_ADDR="+listenAddr, "RUNHUB_DATA="+data)
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

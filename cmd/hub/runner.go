@@ -30,7 +30,7 @@ func RunRunner(ctx context.Context, cfg RuntimeConfig) error {
 	defer rt.close()
 	var stopping atomic.Bool
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, rt, stopping.Load, log, m)
+		stop, err := serveMetrics(cfg, rt, stopping.Load, log, m)
 		if err != nil {
 			return err
 		}

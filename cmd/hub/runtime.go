@@ -57,7 +57,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	if err != nil {
 		return nil, err
 	}
-	opts := adapter.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
+	opts := adapter.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
 		Profiles: profileDrivers, DefaultProfile: profiles.Default}
 	rt := &procRuntime{log: log, profiles: profiles}
 	if cfg.RedisURL == "" {
@@ -68,11 +68,11 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 			return nil, errors.New("RUNHUB_RUNTIME=runners needs RUNHUB_REDIS_URL")
 		}
 		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
-			return nil, dataDirError(cfg.Data, err)
+			return nil, dataDirError(cfg.Data, orDefault(cfg.dataFrom, "RUNHUB_DATA"), err)
 		}
 		store, err := bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{})
 		if err != nil {
-			return nil, dataDirError(cfg.Data, err)
+			return nil, dataDirError(cfg.Data, orDefault(cfg.dataFrom, "RUNHUB_DATA"), err)
 		}
 		rt.writes = watchWrites(observe(store, m))
 		rt.mode, rt.store = RuntimeInProcess, rt.writes
@@ -107,7 +107,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		mode = RuntimeRunners
 	}
 	rt.mode = mode
-	rcfg := runner.Config{Client: rt.rdb, LeaseTTL: cfg.LeaseTTL}
+	rcfg := runner.Config{Client: rt.rdb, LeaseTTL: cfg.LeaseTTL, StartTimeout: cfg.RunStartTimeout}
 	// A run rides out a Redis outage (a restart) as long as its lease could.
 	opts.AppendRetry = cfg.LeaseTTL
 	var reaper journal.Store = rt.store
@@ -167,14 +167,16 @@ func (rt *procRuntime) close() {
 
 // dataDirError says what is wrong with the embedded journal's directory:
 // not writable (read-only, permissions), full, or err as it is.
-func dataDirError(dir string, err error) error {
+func dataDirError(dir, src string, err error) error {
 	switch {
+	case errors.Is(err, bolt.ErrLocked):
+		return fmt.Errorf("the data directory %s (%s) is in use by another hub process (it holds the lock of journal.db); stop that process or give this one another data directory: %w", dir, src, err)
 	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("the data directory %s (RUNHUB_DATA) is not writable; the embedded journal keeps journal.db there: %w", dir, err)
+		return fmt.Errorf("the data directory %s (%s) is not writable; the embedded journal keeps journal.db there: %w", dir, src, err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return fmt.Errorf("the data directory %s (RUNHUB_DATA) is full; the embedded journal cannot open journal.db: %w", dir, err)
+		return fmt.Errorf("the data directory %s (%s) is full; the embedded journal cannot open journal.db: %w", dir, src, err)
 	}
-	return fmt.Errorf("the embedded journal in %s (RUNHUB_DATA): %w", dir, err)
+	return fmt.Errorf("the embedded journal in %s (%s): %w", dir, src, err)
 }
 
 func journalName(cfg RuntimeConfig) string {

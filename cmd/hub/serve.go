@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -30,7 +28,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	// Listen first: while the process waits for Redis, its address answers
 	// /healthz and /readyz (startGate); a request that comes while it
 	// starts waits for the hub.
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen(orDefault(cfg.addrFrom, "RUNHUB_ADDR"), cfg.Addr)
 	if err != nil {
 		return err
 	}
@@ -68,29 +66,21 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	h := hub.New(hcfg, store, rt.exec)
 	hubGauges(m, h)
 	e := newEcho(log, m)
-	routeHealth(e, rt, h.Draining)
-	if cfg.MetricsAddr == "" {
-		routeMetrics(e, m)
-	} else {
-		stopMetrics, err := serveMetrics(cfg.MetricsAddr, rt, h.Draining, log, m)
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := serveMetrics(cfg.RuntimeConfig, rt, h.Draining, log, m)
 		if err != nil {
 			h.Shutdown(context.Background())
 			return err
 		}
 		defer stopMetrics()
 	}
-	h.Routes(e)
-	h.RouteProfiles(e, profileInfos(rt.profiles))
-	if cfg.PProf {
-		routePProf(e, h.RequireAdmin)
-	}
-	e.GET("/*", echo.WrapHandler(web.Handler()))
+	routeServe(e, cfg, rt, h, m)
 	gate.set(e)
 
 	if open && cfg.InsecureListen {
 		log.Warn("serving WITHOUT authentication on a non-loopback address (-insecure-listen): anyone who reaches it is subject local")
 	}
-	log.Info("runhub serving", "url", "http://"+ln.Addr().String()+"/", "journal", journalName(cfg.RuntimeConfig), "runtime", rt.mode,
+	log.Info("runhub serving", "url", "http://"+shownAddr(cfg.Addr, ln)+"/", "journal", journalName(cfg.RuntimeConfig), "runtime", rt.mode,
 		"hub_id", h.ID(), "node_id", rt.nodeID(), "auth", !open, "version", version)
 	stopTrim := startRetention(ctx, store, cfg.Retention, log)
 	defer stopTrim()
@@ -112,6 +102,23 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	return nil
 }
 
+// routeServe registers every route of hub serve's main address on e:
+// /healthz and /readyz, /metrics (unless it has its own address), the
+// WebSocket and HTTP API, /v1/profiles, /debug/pprof (when on) and the web
+// UI.
+func routeServe(e *echo.Echo, cfg ServeConfig, rt *procRuntime, h *hub.Hub, m *metrics.Metrics) {
+	routeHealth(e, rt, h.Draining)
+	if cfg.MetricsAddr == "" {
+		routeMetrics(e, m)
+	}
+	h.Routes(e)
+	h.RouteProfiles(e, profileInfos(rt.profiles))
+	if cfg.PProf {
+		routePProf(e, h.RequireAdmin)
+	}
+	e.GET("/*", echo.WrapHandler(web.Handler()))
+}
+
 // hubGauges registers the gauges of h's sockets on m.
 func hubGauges(m *metrics.Metrics, h *hub.Hub) {
 	m.HubGauges(func() metrics.HubStats {
@@ -131,19 +138,19 @@ func newEcho(log *slog.Logger, m *metrics.Metrics) *echo.Echo {
 	return e
 }
 
-// serveMetrics serves /metrics, /healthz and /readyz on addr until the
+// serveMetrics serves /metrics, /healthz and /readyz on cfg.MetricsAddr until the
 // returned func stops it.
-func serveMetrics(addr string, rt *procRuntime, draining func() bool, log *slog.Logger, m *metrics.Metrics) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
+func serveMetrics(cfg RuntimeConfig, rt *procRuntime, draining func() bool, log *slog.Logger, m *metrics.Metrics) (func(), error) {
+	ln, err := listen(orDefault(cfg.metricsAddrFrom, "RUNHUB_METRICS_ADDR"), cfg.MetricsAddr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics address: %w", err)
+		return nil, err
 	}
 	e := newEcho(log, m)
 	routeHealth(e, rt, draining)
 	routeMetrics(e, m)
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	log.Info("serving metrics", "url", "http://"+shownAddr(cfg.MetricsAddr, ln)+"/metrics")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

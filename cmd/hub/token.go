@@ -22,15 +22,23 @@ type TokenConfig struct {
 	secret   string        // RUNHUB_JWT_SECRET
 }
 
+// tokenFlags defines the flags of `hub token` on cfg.
+func tokenFlags(cfg *TokenConfig, getenv func(string) string) *flagSet {
+	f := newFlagSet("token", getenv)
+	f.StringVar(&cfg.Subject, "sub", "", "the token's subject, sub (required)")
+	f.DurationVar(&cfg.TTL, "ttl", 24*time.Hour, "lifetime")
+	f.defOf["ttl"] = "24h"
+	f.StringVar(&cfg.Role, "role", "", `role: "admin" for an admin, else empty`)
+	f.str(&cfg.Issuer, "iss", "RUNHUB_JWT_ISSUER", "", "issuer, iss")
+	f.str(&cfg.Audience, "aud", "RUNHUB_JWT_AUDIENCE", "", "audience, aud")
+	f.envOnly = append(f.envOnly, envSetting{"RUNHUB_JWT_SECRET", "HS256 shared secret the token is signed with, at least 32 bytes (required)"})
+	return f
+}
+
 func parseTokenConfig(args []string, getenv func(string) string) (TokenConfig, error) {
 	var cfg TokenConfig
-	f := newFlagSet("token", getenv)
-	f.StringVar(&cfg.Subject, "sub", "", "subject")
-	f.DurationVar(&cfg.TTL, "ttl", 24*time.Hour, "lifetime")
-	f.StringVar(&cfg.Role, "role", "", `role ("admin" or empty)`)
-	f.str(&cfg.Issuer, "iss", "RUNHUB_JWT_ISSUER", "", "issuer")
-	f.str(&cfg.Audience, "aud", "RUNHUB_JWT_AUDIENCE", "", "audience")
-	if err := f.Parse(args); err != nil {
+	f := tokenFlags(&cfg, getenv)
+	if err := parseFlags(f, args); err != nil {
 		return cfg, err
 	}
 	cfg.secret = getenv("RUNHUB_JWT_SECRET")

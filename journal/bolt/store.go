@@ -35,6 +35,10 @@ type Store struct {
 
 var _ journal.Store = (*Store)(nil)
 
+// ErrLocked is Open's error when another process holds the journal file
+// (bbolt's exclusive file lock) for longer than Options.LockTimeout.
+var ErrLocked = errors.New("journal/bolt: the journal file is locked by another process")
+
 // Open opens (creating if needed) the journal file at path and starts its
 // committer. The caller must Close the store.
 func Open(path string, opts Options) (*Store, error) {
@@ -45,6 +49,9 @@ func Open(path string, opts Options) (*Store, error) {
 		FreelistType:   bbolt.FreelistMapType,
 		NoFreelistSync: !opts.SyncFreelist,
 	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (waited %v for its lock)", ErrLocked, path, opts.LockTimeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("journal/bolt: open %s: %w", path, err)
 	}

@@ -72,12 +72,13 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		if err != nil {
 			return err
 		}
-		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		cmds, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			p.HSet(ctx, key, "state", raw, "title", m.Title)
 			p.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.feedOf(id), MaxLen: s.opts.FeedMaxLen, Approx: true,
 				Values: []any{"s", id, "t", string(journal.SessionChanged)}})
 			return nil
 		})
+		err = execAbortCause(cmds, err)
 		if err == nil {
 			out = m
 		}
@@ -98,6 +99,22 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		return out, nil
 	}
 	return journal.SessionMeta{}, fmt.Errorf("journal/redis: update session %s: too much contention: %w", id, journal.ErrConflict)
+}
+
+// execAbortCause is the error of a MULTI/EXEC transaction: when Redis
+// discarded it (EXECABORT) because a queued command was refused, the
+// refusal itself (READONLY on a replica, OOM, …), so that the caller can
+// tell an unavailable Redis (journal.Unavailable) from a fault.
+func execAbortCause(cmds []goredis.Cmder, err error) error {
+	if err == nil || !goredis.HasErrorPrefix(err, "EXECABORT") {
+		return err
+	}
+	for _, c := range cmds {
+		if cerr := c.Err(); cerr != nil && !goredis.HasErrorPrefix(cerr, "EXECABORT") {
+			return fmt.Errorf("%w (%w)", cerr, err)
+		}
+	}
+	return err
 }
 
 // isRedisErr reports whether err came from the Redis client (as opposed to
