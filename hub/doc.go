@@ -16,7 +16,8 @@
 //     encodes each event once and offers the bytes to the focusing sockets;
 //   - each socket (conn.go) has one reader goroutine and, while it has
 //     something to send, one writer goroutine (started by the first signal,
-//     ended after a second of nothing, so an idle tab costs one goroutine);
+//     ended after at most a second of nothing, so an idle tab costs one
+//     goroutine);
 //     the writer drains a bounded queue and batches what is waiting into one
 //     NDJSON frame, written with a deadline. docs/benchmarks.md ("Load
 //     tests") has what a socket costs.
