@@ -8,7 +8,7 @@ BIN      := bin/hub
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build run test test-short fault bench lint fuzz loadtest docker compose-up compose-down docs clean
+.PHONY: help build run test test-short fault bench lint fuzz loadtest loadtest-centrifugo docker compose-up compose-down docs clean
 
 # make help (also plain make) lists the targets and their variables.
 help:
@@ -23,6 +23,7 @@ help:
 	@echo '  make lint          go vet, staticcheck, govulncheck'
 	@echo '  make fuzz [FUZZTIME=20s]  every fuzz target'
 	@echo '  make loadtest [ARGS=…]    the standard load scenario (loadtest/README.md)'
+	@echo '  make loadtest-centrifugo  1,000 tabs focusing 200 runs at 50 tokens/s (loadtest/README.md)'
 	@echo '  make docker        the image runhub:dev'
 	@echo '  make compose-up [MONITORING=1] / make compose-down  the scaled stack (deploy/compose.yaml)'
 	@echo '  make docs          regenerate the tables of docs/configuration.md'
@@ -92,6 +93,12 @@ fuzz:
 LOADTEST_ARGS ?= -spawn -tabs 1000 -watch 10 -sessions 200 -runs 200 -tokens 500 -token-ms 20 -focus-every 10s -warmup 5s -duration 30s
 loadtest:
 	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) run ./loadtest $(or $(ARGS),$(LOADTEST_ARGS))
+
+# Centrifugo's workload (loadtest/README.md): a spawned embedded hub with its
+# journal on disk, 1,000 tabs each watching and focusing one of 200 sessions
+# (5 per run), 200 runs at 50 tokens/s, no focus switching. ARGS adds flags.
+loadtest-centrifugo:
+	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) run ./loadtest -scenario centrifugo $(ARGS)
 
 # One image for hub serve and hub runner (Dockerfile); needs a Docker engine.
 docker:

@@ -104,7 +104,7 @@ func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload an
 	}
 	x.emitMu.Lock()
 	defer x.emitMu.Unlock()
-	if id, stream, text, ok := streamKey(&e); ok {
+	if id, stream, text, ok := streamKey(&e, payload); ok {
 		return x.emitStreamed(ctx, e, id, stream, text)
 	}
 	if err := x.flushHeld(ctx); err != nil {

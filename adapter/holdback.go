@@ -43,8 +43,27 @@ type heldText struct {
 }
 
 // streamKey returns the stream a text event belongs to and its text; ok is
-// false for every other event (and a tool.updated carrying data).
-func streamKey(e *protocol.Envelope) (id, stream, text string, ok bool) {
+// false for every other event (and a tool.updated carrying data). payload
+// is what e.Payload was encoded from: a payload of the event's own type is
+// read as it is, anything else is decoded from e.Payload.
+func streamKey(e *protocol.Envelope, payload any) (id, stream, text string, ok bool) {
+	switch p := payload.(type) {
+	case protocol.TokenDeltaPayload:
+		if e.Type == protocol.EventTokenDelta {
+			return p.MessageID, "", p.Text, true
+		}
+	case protocol.ReasoningPayload:
+		if e.Type == protocol.EventReasoningDelta {
+			return p.BlockID, "", p.Text, true
+		}
+	case protocol.ToolUpdatedPayload:
+		if e.Type == protocol.EventToolUpdated {
+			if len(p.Data) > 0 {
+				return "", "", "", false
+			}
+			return p.ToolCallID + "\x00" + p.Stream, p.Stream, p.Text, true
+		}
+	}
 	switch e.Type {
 	case protocol.EventTokenDelta:
 		var p protocol.TokenDeltaPayload
@@ -83,6 +102,28 @@ func (h *heldText) event(x *Execution, text string) (protocol.Envelope, error) {
 	return protocol.NewEvent(x.RunID, x.SessionID, h.typ, payload)
 }
 
+// leadWords are lowercase substrings of every text secretLead matches (its
+// keywords); text without any of them needs no regular expression.
+var leadWords = []string{"bearer", "basic", "token", "api", "secret", "passw"}
+
+// mayLeadSecret reports whether s may end with what secretLead matches:
+// false only when s has none of leadWords in any case. Text that is not
+// ASCII always goes to the regular expression (whose case folding is
+// Unicode's).
+func mayLeadSecret(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, w := range leadWords {
+		if journal.ContainsFoldASCII(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // splitHeld splits a stream's text into what can go out now and what must
 // wait for more.
 func splitHeld(s string) (out, held string) {
@@ -96,8 +137,10 @@ func splitHeld(s string) (out, held string) {
 		cut -= n
 	}
 	// The keyword before it.
-	if loc := secretLead.FindStringIndex(s[:cut]); loc != nil {
-		cut = loc[0]
+	if mayLeadSecret(s[:cut]) {
+		if loc := secretLead.FindStringIndex(s[:cut]); loc != nil {
+			cut = loc[0]
+		}
 	}
 	if len(s)-cut > maxHeld {
 		cut = len(s) - heldTail

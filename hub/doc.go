@@ -6,15 +6,18 @@
 // Data flow inside a hub:
 //
 //   - the status tracker (status.go) tails the journal's feed, folds events
-//     into the SessionStatus of every watched session and, at most once per
-//     StatusInterval per session, encodes the status once and offers it to
-//     every watching socket, where the newest status per session replaces an
-//     unsent older one;
+//     into the SessionStatus of every watched session, encodes a changed
+//     status once and offers it to every watching socket, where the newest
+//     status per session replaces an unsent older one: at once when its
+//     meaning changed (status, prompt, terminal, title, queue, goal), at
+//     most once per StatusInterval when only its progress did (tokens,
+//     last_seq, updated_at, progress text);
 //   - the focus router (router.go) tails the runs that some socket focuses,
 //     encodes each event once and offers the bytes to the focusing sockets;
 //   - each socket (conn.go) has one reader goroutine and, while it has
 //     something to send, one writer goroutine (started by the first signal,
-//     ended after a second of nothing, so an idle tab costs one goroutine);
+//     ended after at most a second of nothing, so an idle tab costs one
+//     goroutine);
 //     the writer drains a bounded queue and batches what is waiting into one
 //     NDJSON frame, written with a deadline. docs/benchmarks.md ("Load
 //     tests") has what a socket costs.

@@ -39,7 +39,11 @@ type Config struct {
 	// MaxBatchBytes bounds one outgoing NDJSON frame (default 256 KiB).
 	MaxBatchBytes int
 	// StatusInterval is the least time between two status messages of one
-	// session (default 100 ms).
+	// session that change only its progress (tokens, last_seq,
+	// last_event_id, updated_at, progress, usage); the progress is merged
+	// into one status per interval. A status whose meaning changes (status,
+	// pending prompt, terminal, title, queue, goal, run) goes out at once
+	// (default 1 s).
 	StatusInterval time.Duration
 	// WriteTimeout bounds one frame write; a socket whose write exceeds it is
 	// closed (default 10 s). Danger: too small closes tabs on slow links.
@@ -117,7 +121,7 @@ func (c *Config) defaults() {
 		c.MaxBatchBytes = 256 << 10
 	}
 	if c.StatusInterval == 0 {
-		c.StatusInterval = 100 * time.Millisecond
+		c.StatusInterval = time.Second
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 10 * time.Second

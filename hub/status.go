@@ -14,8 +14,11 @@ import (
 )
 
 // tracker keeps the SessionStatus of every session some socket watches,
-// folded from the journal's feed, and sends each changed status at most
-// once per StatusInterval, encoded once for all watchers.
+// folded from the journal's feed, and sends each changed status encoded
+// once for all watchers: at once when its meaning changed (status, prompt,
+// terminal, title, queue, goal, controls, run), and at most once per
+// StatusInterval when only its progress did (tokens, last_seq, updated_at,
+// progress text, usage).
 type tracker struct {
 	h *Hub
 
@@ -25,6 +28,7 @@ type tracker struct {
 	dirty    map[string]*tracked
 	loads    map[string]struct{} // sessions to (re)load from the journal
 	loadWake chan struct{}
+	urgent   chan struct{} // capacity 1: a status whose meaning changed waits
 
 	byConn map[*conn][]statusOffer // flush's scratch: statuses per socket
 
@@ -42,6 +46,37 @@ type tracked struct {
 	pending  []protocol.Envelope // feed events that arrived while loading
 	overflow bool                // pending hit its bound: reload after this load
 	watchers map[*conn]struct{}  // watching by id
+
+	// Cadence (see flush): the meaning of the status last sent, when it
+	// was sent, and whether the unsent changes alter its meaning.
+	sent       meaning
+	sentAt     time.Time
+	meaningful bool
+}
+
+// meaning is what of a SessionStatus matters to a person: a change to any
+// of it is sent at once. The rest (tokens, last_seq, last_event_id,
+// updated_at, progress, usage) is progress, sent at most once per
+// StatusInterval. active_controls follow from these fields.
+type meaning struct {
+	title         string
+	runID         string
+	status        protocol.Status
+	terminal      bool
+	terminalState protocol.Status
+	approval      *protocol.PendingApproval
+	clarify       *protocol.PendingClarify
+	queueDepth    int
+	goal          *protocol.GoalUpdatedPayload
+}
+
+func meaningOf(s *session.Session) meaning {
+	m := meaning{title: s.Title, queueDepth: s.QueueDepth, goal: s.Goal}
+	if r := s.Latest; r != nil {
+		m.runID, m.status, m.terminal, m.terminalState = r.RunID, r.Status, r.Terminal, r.TerminalState
+		m.approval, m.clarify = r.PendingApproval, r.PendingClarify
+	}
+	return m
 }
 
 // maxPending bounds the feed events buffered for a session being loaded.
@@ -50,7 +85,7 @@ const maxPending = 4096
 func newTracker(h *Hub) *tracker {
 	return &tracker{h: h, sessions: map[string]*tracked{}, owners: map[string]map[*conn]struct{}{},
 		dirty: map[string]*tracked{}, loads: map[string]struct{}{}, loadWake: make(chan struct{}, 1),
-		quit: make(chan struct{})}
+		urgent: make(chan struct{}, 1), quit: make(chan struct{})}
 }
 
 func (t *tracker) start() {
@@ -137,7 +172,20 @@ func (t *tracker) apply(s *tracked, e *protocol.Envelope) {
 		t.scheduleLoad(s.id)
 		return
 	}
+	t.changed(s)
+}
+
+// changed marks a loaded session's status as unsent; a change of its
+// meaning wakes the flush at once. Called with t.mu held.
+func (t *tracker) changed(s *tracked) {
 	t.dirty[s.id] = s
+	if !s.meaningful && meaningOf(&s.state) != s.sent {
+		s.meaningful = true
+		select {
+		case t.urgent <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // loadRetry is the pause before loading a session again after the journal
@@ -236,19 +284,23 @@ func (t *tracker) load(sid string) {
 			return
 		}
 	}
-	t.dirty[sid] = s
+	t.changed(s)
 }
 
+// flushLoop flushes at once when a status's meaning changed, and every
+// tenth of StatusInterval (5–100 ms) for progress that has become due, so a
+// progress-only status waits at most StatusInterval plus that tick.
 func (t *tracker) flushLoop() {
-	tick := time.NewTicker(t.h.cfg.StatusInterval)
+	tick := time.NewTicker(min(max(t.h.cfg.StatusInterval/10, 5*time.Millisecond), 100*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
 		case <-t.quit:
 			return
+		case <-t.urgent:
 		case <-tick.C:
-			t.flush()
 		}
+		t.flush(time.Now())
 	}
 }
 
@@ -258,10 +310,13 @@ type statusOffer struct {
 	frame []byte
 }
 
-// flush sends every changed status, encoded once, to its watchers: each
-// socket gets all of its changed statuses under one lock and one wake-up,
-// so they leave in one frame.
-func (t *tracker) flush() {
+// flush sends the changed statuses that are due, each encoded once, to
+// their watchers: those whose meaning changed, and those with only progress
+// whose session's last status went out StatusInterval or more ago. Each
+// socket gets all of its statuses under one lock and one wake-up, so they
+// leave in one frame; a status not yet due stays dirty, merging the
+// progress that follows.
+func (t *tracker) flush(now time.Time) {
 	t.mu.Lock()
 	if len(t.dirty) == 0 {
 		t.mu.Unlock()
@@ -279,10 +334,15 @@ func (t *tracker) flush() {
 		byConn[c] = offers[:0]
 	}
 	for sid, s := range t.dirty {
-		delete(t.dirty, sid)
 		if !s.loaded {
+			delete(t.dirty, sid)
 			continue
 		}
+		if !s.meaningful && now.Sub(s.sentAt) < t.h.cfg.StatusInterval {
+			continue // progress only, not due yet
+		}
+		delete(t.dirty, sid)
+		s.sent, s.sentAt, s.meaningful = meaningOf(&s.state), now, false
 		frame, err := encodeStatus(&s.state)
 		if err != nil {
 			t.h.log.Error("encode status", "session_id", sid, "err", err)

@@ -33,7 +33,10 @@ const maxCorkedFrame = 64 << 10
 // writeLoop drains the socket's queues: everything waiting goes out as one
 // NDJSON frame (up to MaxBatchBytes); when nothing waits and the focus needs
 // catching up, it reads the journal; then it sleeps until signalled, and
-// after writerLinger of nothing it ends (signal starts it again).
+// after writerLinger/2 to writerLinger of nothing it ends (signal starts it
+// again). The idle timer is not re-armed per frame: it fires every
+// writerLinger/2, and the writer ends when nothing was written since the
+// previous firing.
 func (c *conn) writeLoop() {
 	// One timer bounds every write (armed per frame, never reallocated), and
 	// one AfterFunc ends a write in flight when the socket's context ends:
@@ -44,9 +47,10 @@ func (c *conn) writeLoop() {
 	defer timeout.Stop()
 	stop := context.AfterFunc(c.ctx, func() { c.ws.CloseNow() })
 	defer stop()
-	idle := time.NewTimer(writerLinger)
+	idle := time.NewTimer(writerLinger / 2)
 	defer idle.Stop()
-	fails := 0 // catch-up reads failed in a row
+	busy := false // wrote since the idle timer last fired
+	fails := 0    // catch-up reads failed in a row
 	for {
 		bp := framePool.Get().(*[]byte)
 		buf, done := c.take((*bp)[:0])
@@ -60,6 +64,7 @@ func (c *conn) writeLoop() {
 				c.cancel()
 				return
 			}
+			busy = true
 			continue
 		}
 		*bp = buf[:0]
@@ -92,22 +97,23 @@ func (c *conn) writeLoop() {
 			fails = 0
 			continue
 		}
-		idle.Reset(writerLinger)
 		select {
 		case <-c.wake:
 		case <-c.ctx.Done():
 			return
 		case <-idle.C:
-			if c.retire() {
+			if !busy && c.retire() {
 				return // an idle socket keeps no writer goroutine (nor its stack)
 			}
+			busy = false
+			idle.Reset(writerLinger / 2)
 		}
 	}
 }
 
-// writerLinger is how long a writer with nothing to send waits before its
-// goroutine ends; the next signal starts a new one. A tab that receives
-// anything more often than this keeps its writer.
+// writerLinger is the longest a writer with nothing to send waits before
+// its goroutine ends (at least half of it); the next signal starts a new
+// one. A tab that receives anything more often than this keeps its writer.
 const writerLinger = time.Second
 
 // take moves what is waiting into buf as NDJSON: messages, then statuses,

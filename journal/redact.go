@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Redacted replaces every secret the journal refuses to persist.
@@ -81,14 +82,85 @@ func RedactString(s string) string {
 	return s
 }
 
+// triggersByFirst lists triggers by their first byte, for mayHoldSecret's
+// single pass.
+var triggersByFirst = func() (t [256][]string) {
+	for _, tr := range triggers {
+		t[tr[0]] = append(t[tr[0]], tr)
+	}
+	return t
+}()
+
+// mayHoldSecret reports whether b contains one of triggers in any case.
+// ASCII text (nearly every token) is searched in one pass, in place,
+// without the lowered copy bytes.ToLower makes; other text is lowered by
+// bytes.ToLower, as the patterns' case folding is Unicode's (the Kelvin
+// sign lowers to k).
 func mayHoldSecret(b []byte) bool {
-	lower := bytes.ToLower(b)
+	for i, c := range b {
+		if c >= utf8.RuneSelf {
+			return mayHoldSecretLowered(bytes.ToLower(b))
+		}
+		for _, t := range triggersByFirst[lowerASCII(c)] {
+			if hasPrefixFoldASCII(b[i:], t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func mayHoldSecretLowered(lower []byte) bool {
 	for _, t := range triggers {
 		if bytes.Contains(lower, []byte(t)) {
 			return true
 		}
 	}
 	return false
+}
+
+// hasPrefixFoldASCII reports whether b starts with t, ignoring ASCII case;
+// t is lowercase ASCII.
+func hasPrefixFoldASCII(b []byte, t string) bool {
+	if len(b) < len(t) {
+		return false
+	}
+	for j := 0; j < len(t); j++ {
+		if lowerASCII(b[j]) != t[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// ContainsFoldASCII reports whether s contains sub, ignoring ASCII case;
+// sub must be lowercase ASCII.
+func ContainsFoldASCII(s, sub string) bool {
+	n := len(sub)
+	if n == 0 {
+		return true
+	}
+	first := sub[0]
+	for i := 0; i+n <= len(s); i++ {
+		if lowerASCII(s[i]) != first {
+			continue
+		}
+		j := 1
+		for j < n && lowerASCII(s[i+j]) == sub[j] {
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func redactValue(v any) (any, bool) {

@@ -55,6 +55,7 @@ type config struct {
 	CPUProfile    string        `json:"-"`
 	HeapProfile   string        `json:"-"`
 	Quiet         bool          `json:"-"`
+	Scenario      string        `json:"scenario,omitempty"`
 }
 
 type listFlag []string
@@ -95,6 +96,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "save a CPU profile of the (first) hub over the measurement (needs RUNHUB_PPROF; on with -spawn)")
 	fs.StringVar(&c.HeapProfile, "heapprofile", "", "save a heap profile of the (first) hub once the sockets are idle (needs RUNHUB_PPROF; on with -spawn)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&c.Scenario, "scenario", "", "preset: 'centrifugo' (1,000 tabs each focusing one of 200 runs, 50 tokens/s, no switching, -spawn); flags given explicitly override it")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loadtest [flags]  (see loadtest/README.md)\n")
 		fs.PrintDefaults()
@@ -103,6 +105,9 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	c.HubEnv = hubEnv
+	if err := applyScenario(fs, c.Scenario); err != nil {
+		return c, err
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
@@ -139,6 +144,42 @@ func parseFlags(args []string) (config, error) {
 		}
 	}
 	return c, nil
+}
+
+// scenarios are named presets of flags. centrifugo is the workload
+// Centrifugo's own load test uses (1,000 subscribers, 200 channels × 50
+// messages/s, 5 subscribers per channel): each tab watches and focuses one
+// session for the whole test, and each run is long enough (3,000 tokens,
+// 60 s at 50 tokens/s) not to end during warmup and measurement, so there
+// is no refocus and no replay.
+var scenarios = map[string][][2]string{
+	"centrifugo": {
+		{"spawn", "true"}, {"tabs", "1000"}, {"watch", "1"}, {"sessions", "200"}, {"runs", "200"},
+		{"tokens", "3000"}, {"token-ms", "20"}, {"focus-every", "0"}, {"warmup", "5s"}, {"duration", "30s"},
+	},
+}
+
+// applyScenario sets the flags of a named preset that were not given on the
+// command line.
+func applyScenario(fs *flag.FlagSet, name string) error {
+	if name == "" {
+		return nil
+	}
+	preset, ok := scenarios[name]
+	if !ok {
+		return fmt.Errorf("-scenario %q: unknown (known: centrifugo)", name)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, kv := range preset {
+		if given[kv[0]] {
+			continue
+		}
+		if err := fs.Set(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sockets is the number of tab sockets (extra ones with -focus-all).

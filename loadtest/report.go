@@ -183,6 +183,7 @@ func (r *report) write(out io.Writer) {
 	}
 	if len(r.Procs) > 0 {
 		fmt.Fprintf(w, "hub CPU\t%.0f%% of one core; %.1f µs per delivered event, %.1f µs per message\n", r.HubCPUPct, r.HubCPUPerEvent, r.HubCPUPerMsg)
+		fmt.Fprintf(w, "hub CPU per 1,000 deliveries\t%.1f ms (events); %.1f ms (every message, statuses included)\n", r.HubCPUPerEvent, r.HubCPUPerMsg)
 		var parts []string
 		for _, p := range r.Procs {
 			parts = append(parts, fmt.Sprintf("%s %.0f%% %s", p.Name, p.CPU, mib(p.RSS)))

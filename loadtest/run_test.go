@@ -91,3 +91,23 @@ func TestParseFlagsBounds(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// -scenario centrifugo is Centrifugo's workload; flags given override it.
+func TestScenarioCentrifugo(t *testing.T) {
+	c, err := parseFlags([]string{"-scenario", "centrifugo", "-duration", "10s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Spawn || c.Tabs != 1000 || c.Watch != 1 || c.Sessions != 200 || c.Runs != 200 || c.Tokens != 3000 ||
+		c.TokenMS != 20 || c.FocusEvery != 0 || c.FocusAll || c.Warmup != 5*time.Second || c.Duration != 10*time.Second {
+		t.Fatalf("centrifugo: %+v", c)
+	}
+	// 5 tabs per run, each its own session for the whole test: the run
+	// outlasts warmup and measurement at 50 tokens/s.
+	if c.Tabs/c.Runs != 5 || time.Duration(c.Tokens*c.TokenMS)*time.Millisecond < c.Warmup+30*time.Second {
+		t.Fatalf("centrifugo: %d tabs per run, runs of %v", c.Tabs/c.Runs, time.Duration(c.Tokens*c.TokenMS)*time.Millisecond)
+	}
+	if _, err := parseFlags([]string{"-scenario", "nope"}); err == nil {
+		t.Fatal("an unknown scenario was accepted")
+	}
+}

@@ -183,6 +183,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 		}
 	}
 	n := *s.Tokens
+	pace := newPacer(time.Now(), pause)
 	for i := 0; i < n; i++ {
 		if s.Fail == "error" && i == n/2 {
 			return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
@@ -194,7 +195,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 			return nil, err
 		}
 		if i < n-1 {
-			if err := sleep(ctx, pause); err != nil {
+			if err := sleep(ctx, pace.next(time.Now())); err != nil {
 				return nil, err
 			}
 		}
@@ -251,6 +252,29 @@ func steered(ctx context.Context, x *adapter.Execution) error {
 			return nil
 		}
 	}
+}
+
+// pacer spaces tokens on a schedule: token i is due at start + i×pause, so
+// the time each token's append takes (its journal commit) does not lower the
+// rate, as a model streaming at a fixed rate would not slow down for it. A
+// token more than one pause late restarts the schedule from now instead of
+// bursting to catch up.
+type pacer struct {
+	due   time.Time
+	pause time.Duration
+}
+
+func newPacer(start time.Time, pause time.Duration) pacer {
+	return pacer{due: start, pause: pause}
+}
+
+// next returns how long to wait, at now, before the next token.
+func (p *pacer) next(now time.Time) time.Duration {
+	p.due = p.due.Add(p.pause)
+	if now.Sub(p.due) > p.pause {
+		p.due = now // too far behind: do not burst
+	}
+	return max(p.due.Sub(now), 0)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

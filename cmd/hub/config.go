@@ -35,7 +35,7 @@ type ServeConfig struct {
 	RuntimeConfig
 	Addr           string        // RUNHUB_ADDR, -addr: listen address (default 127.0.0.1:8080)
 	Runtime        string        // RUNHUB_RUNTIME, -runtime: inprocess or runners (default: runners with Redis, else inprocess)
-	StatusInterval time.Duration // RUNHUB_STATUS_INTERVAL, -status-interval: least time between two statuses of a session (default 100ms)
+	StatusInterval time.Duration // RUNHUB_STATUS_INTERVAL, -status-interval: least time between two progress-only statuses of a session; other changes go out at once (default 1s)
 	Retention      time.Duration // RUNHUB_RETENTION, -retention: how long terminal runs are kept (default 168h; 0 = forever)
 	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; with authentication on, only to a token with the admin role)
 	Security
@@ -211,7 +211,7 @@ func serveFlags(cfg *ServeConfig, getenv func(string) string) *flagSet {
 	f.str(&cfg.MetricsAddr, "metrics-addr", "RUNHUB_METRICS_ADDR", "", "serve /metrics on this address instead of the main one, with /healthz and /readyz (empty: /metrics on the main address)")
 	f.str(&cfg.Addr, "addr", "RUNHUB_ADDR", "127.0.0.1:8080", "listen address")
 	f.str(&cfg.Runtime, "runtime", "RUNHUB_RUNTIME", "", "where runs execute: inprocess or runners (empty: runners with Redis, else inprocess)")
-	f.dur(&cfg.StatusInterval, "status-interval", "RUNHUB_STATUS_INTERVAL", "100ms", "least time between two statuses of a session")
+	f.dur(&cfg.StatusInterval, "status-interval", "RUNHUB_STATUS_INTERVAL", "1s", "least time between two statuses of a session that change only its progress (tokens, last_seq, updated_at, progress); other changes go out at once")
 	f.dur(&cfg.Retention, "retention", "RUNHUB_RETENTION", "168h", "how long terminal runs are kept (0: forever)")
 	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/ (with authentication on, only to a token with the admin role)")
 	f.security(&cfg.Security)

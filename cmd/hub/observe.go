@@ -84,6 +84,9 @@ func (s *observedStore) ActiveRuns(ctx context.Context) ([]journal.RunMeta, erro
 // an answer (not found, already terminal, a conflict, an invalid event) or
 // the caller leaving.
 func journalFailure(err error) bool {
+	if err == nil {
+		return false // the common case, without errors.As's allocation
+	}
 	var pe *protocol.Error
 	switch {
 	case err == nil, errors.Is(err, journal.ErrNotFound), errors.Is(err, journal.ErrTerminal),

@@ -31,10 +31,10 @@
 //	sessions  session id → SessionMeta JSON
 //	owners    uvarint(len owner) owner, be64(creation order) → session id
 //	runs      run id → RunMeta JSON, its fixed part (id, session, owner, created_at, request)
-//	heads     run id → the run's changing part: last seq, terminal state, session, newest extents
+//	heads     run id → the run's changing part: last seq, terminal state, session, newest extents, newest idempotency keys
 //	log       be64(position) → event row (row.go); one log for all runs
 //	index     run id, 0, be64(first seq) → a segment of the run's extents (index.go)
-//	keys      run id → bucket: idempotency key → be64(seq)
+//	keys      run id → bucket: idempotency key → be64(seq), for keys spilled from the head
 //	active    run id → ∅, every run without a terminal event
 //	ended     be64(terminal_at µs) run id → ∅, terminal runs by age, for Trim
 //
@@ -45,6 +45,11 @@
 // consecutive seqs at consecutive log positions) kept in its head and, once
 // there are enough, moved to a segment of the index. Reading a run is one
 // seek per extent; a run appended alone is one extent per batch or fewer.
+// Idempotency keys likewise stay in the head (which the batch rewrites
+// anyway) until there are spillKeys of them, then move to the run's keys
+// bucket together: a batch over many runs with keyed appends (every append
+// of the executor) then writes one keys page per run every spillKeys
+// appends instead of one per run per batch.
 //
 // # Concurrency
 //

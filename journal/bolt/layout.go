@@ -97,6 +97,9 @@ func endedKey(ts float64, runID string) []byte {
 //	terminal type uvarint length, bytes
 //	session id    uvarint length, bytes
 //	pending       the extents not yet spilled to a segment (appendExtents)
+//	keys          optional (absent when there are none): uvarint count, then
+//	              per key uvarint length, bytes, uvarint seq — the newest
+//	              idempotency keys, not yet spilled to the run's keys bucket
 type head struct {
 	lastSeq      uint64
 	terminal     bool
@@ -104,6 +107,13 @@ type head struct {
 	terminalType protocol.EventType
 	sessionID    string
 	pending      []extent
+	keys         []headKey
+}
+
+// headKey is an idempotency key kept in the head and the seq it stored.
+type headKey struct {
+	key string
+	seq uint64
 }
 
 var errHead = errors.New("journal/bolt: malformed run head")
@@ -121,7 +131,16 @@ func (h *head) encode() []byte {
 	b = append(b, h.terminalType...)
 	b = binary.AppendUvarint(b, uint64(len(h.sessionID)))
 	b = append(b, h.sessionID...)
-	return appendExtents(b, h.pending)
+	b = appendExtents(b, h.pending)
+	if len(h.keys) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(h.keys)))
+		for _, k := range h.keys {
+			b = binary.AppendUvarint(b, uint64(len(k.key)))
+			b = append(b, k.key...)
+			b = binary.AppendUvarint(b, k.seq)
+		}
+	}
+	return b
 }
 
 func decodeHead(b []byte) (head, error) {
@@ -144,7 +163,31 @@ func decodeHead(b []byte) (head, error) {
 	}
 	h.sessionID = string(sess)
 	var err error
-	if h.pending, rest, err = decodeExtents(nil, rest); err != nil || len(rest) != 0 {
+	if h.pending, rest, err = decodeExtents(nil, rest); err != nil {
+		return head{}, errHead
+	}
+	if len(rest) == 0 {
+		return h, nil // no keys (and every head written before they were kept here)
+	}
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n == 0 || n > uint64(len(rest)) {
+		return head{}, errHead
+	}
+	rest = rest[k:]
+	h.keys = make([]headKey, 0, n)
+	for range n {
+		key, r, ok := lenPrefixed(rest)
+		if !ok {
+			return head{}, errHead
+		}
+		seq, k := binary.Uvarint(r)
+		if k <= 0 {
+			return head{}, errHead
+		}
+		h.keys = append(h.keys, headKey{key: string(key), seq: seq})
+		rest = r[k:]
+	}
+	if len(rest) != 0 {
 		return head{}, errHead
 	}
 	return h, nil

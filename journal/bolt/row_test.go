@@ -83,10 +83,36 @@ func FuzzHead(f *testing.F) {
 	h := head{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}, {4, 9, 6}}}
 	f.Add(h.encode())
 	f.Add(appendExtents(nil, h.pending))
+	h.keys = []headKey{{"k1", 1}, {"run/2", 2}}
+	f.Add(h.encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		decodeHead(b)
 		decodeExtents(nil, b)
 	})
+}
+
+// A head's idempotency keys survive encoding; a head without keys encodes
+// as heads did before they were kept there, and those decode.
+func TestHeadKeys(t *testing.T) {
+	h := head{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}}, keys: []headKey{{"k1", 1}, {"r_1/2", 2}, {"", 3}}}
+	got, err := decodeHead(h.encode())
+	if err != nil || !reflect.DeepEqual(got, h) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, h)
+	}
+	old := head{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}}}
+	b := old.encode()
+	// The format before keys: ... session id, then the extents, last.
+	if want := append([]byte("\x01s"), appendExtents(nil, old.pending)...); !bytes.HasSuffix(b, want) {
+		t.Fatalf("a head without keys encodes as %x, want it to end with %x", b, want)
+	}
+	if got, err := decodeHead(b); err != nil || got.keys != nil || got.lastSeq != 9 {
+		t.Fatalf("old head decoded %+v, %v", got, err)
+	}
+	for _, bad := range [][]byte{append(bytes.Clone(b), 0), append(bytes.Clone(b), 1, 5, 'k'), append(bytes.Clone(b), 1, 1, 'k')} {
+		if _, err := decodeHead(bad); err == nil {
+			t.Errorf("decoded a malformed key section %x", bad)
+		}
+	}
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

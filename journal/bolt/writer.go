@@ -186,6 +186,12 @@ func (w *writer) append(r *request) error {
 		return nil
 	}
 	if r.key != "" {
+		for _, k := range rs.head.keys {
+			if k.key == r.key {
+				r.stored, err = readEvent(w.tx, e.RunID, rs.head.pending, k.seq)
+				return err
+			}
+		}
 		if rs.keys == nil {
 			rs.keys = w.bucket(bKeys).Bucket([]byte(e.RunID))
 		}
@@ -228,13 +234,11 @@ func (w *writer) append(r *request) error {
 		}
 	}
 	if r.key != "" {
-		if rs.keys == nil {
-			if rs.keys, err = w.bucket(bKeys).CreateBucket([]byte(e.RunID)); err != nil {
+		rs.head.keys = append(rs.head.keys, headKey{key: r.key, seq: seq})
+		if len(rs.head.keys) >= spillKeys {
+			if err := w.spillKeys(rs); err != nil {
 				return err
 			}
-		}
-		if err := rs.keys.Put([]byte(r.key), be64(seq)); err != nil {
-			return err
 		}
 	}
 	rs.head.lastSeq = seq
@@ -245,6 +249,37 @@ func (w *writer) append(r *request) error {
 		}
 	}
 	r.stored, r.fresh = e, true
+	return nil
+}
+
+// spillKeys is how many idempotency keys a head holds before they move to
+// the run's keys bucket. Keys kept in the head, which a batch rewrites
+// anyway, spare the batch a page of the run's keys bucket per run it
+// appends to: with one page per run, a batch over 200 runs wrote 200 more
+// pages, and keyed appends (the executor's) cost 2.5 times the CPU of
+// unkeyed ones.
+const spillKeys = 16
+
+// spillKeys moves the head's idempotency keys to the run's keys bucket.
+func (w *writer) spillKeys(rs *runState) error {
+	if len(rs.head.keys) == 0 {
+		return nil
+	}
+	if rs.keys == nil {
+		rs.keys = w.bucket(bKeys).Bucket([]byte(rs.id))
+	}
+	if rs.keys == nil {
+		var err error
+		if rs.keys, err = w.bucket(bKeys).CreateBucket([]byte(rs.id)); err != nil {
+			return err
+		}
+	}
+	for _, k := range rs.head.keys {
+		if err := rs.keys.Put([]byte(k.key), be64(k.seq)); err != nil {
+			return err
+		}
+	}
+	rs.head.keys = rs.head.keys[:0]
 	return nil
 }
 
