@@ -25,6 +25,7 @@ func (h *Hub) Routes(e *echo.Echo) {
 	g.POST("/sessions", h.createSession)
 	g.GET("/sessions", h.listSessions)
 	g.GET("/sessions/:sid", h.getSession)
+	g.GET("/sessions/:sid/runs", h.listRuns)
 	g.POST("/sessions/:sid/runs", h.startRun)
 	g.POST("/sessions/:sid/queue", h.queue)
 	g.POST("/sessions/:sid/goal", h.goal)

@@ -145,3 +145,29 @@ type GoalRequest struct {
 type ErrorBody struct {
 	Error *Error `json:"error"`
 }
+
+// RunSummary is one run of a session as GET /v1/sessions/{sid}/runs lists
+// it: enough to draw the run's header before its events are read.
+type RunSummary struct {
+	RunID         string  `json:"run_id"`
+	SessionID     string  `json:"session_id"`
+	Status        Status  `json:"status"`
+	CreatedAt     float64 `json:"created_at"`
+	LastSeq       uint64  `json:"last_seq"`
+	Terminal      bool    `json:"terminal"`
+	TerminalState Status  `json:"terminal_state,omitempty"`
+	EndedAt       float64 `json:"ended_at,omitempty"`
+	Source        string  `json:"source,omitempty"`
+	Message       string  `json:"message"` // the prompt, cut to RunSummaryMessageBytes
+}
+
+// RunSummaryMessageBytes bounds RunSummary.Message (plus "…").
+const RunSummaryMessageBytes = 200
+
+// RunList answers GET /v1/sessions/{sid}/runs: a page of the session's
+// runs, newest first. More is true when older runs precede the last one
+// listed (ask again with before = its run_id).
+type RunList struct {
+	Runs []RunSummary `json:"runs"`
+	More bool         `json:"more"`
+}

@@ -68,7 +68,13 @@ func freeAddr(t testing.TB) string {
 // data and waits until /healthz answers.
 func startHub(t testing.TB, data string, env ...string) *hubProcess {
 	t.Helper()
-	p := &hubProcess{t: t, addr: freeAddr(t), data: data, out: &syncBuffer{}}
+	return startHubAt(t, freeAddr(t), data, env...)
+}
+
+// startHubAt is startHub on a given address (a restart on the same one).
+func startHubAt(t testing.TB, addr, data string, env ...string) *hubProcess {
+	t.Helper()
+	p := &hubProcess{t: t, addr: addr, data: data, out: &syncBuffer{}}
 	p.cmd = exec.Command(os.Args[0], "serve")
 	p.cmd.Env = append(os.Environ(), "RUNHUB_TEST_AS_HUB=1", "RUNHUB_ADDR="+p.addr, "RUNHUB_DATA="+data)
 	p.cmd.Env = append(p.cmd.Env, env...)

@@ -95,7 +95,39 @@ const viewCtx = (sid) => ({
   clarify: async (run, card, response) => {
     await control(rh.clarify({ run_id: run.id, clarify_id: card.id, response }), "clarify");
   },
+  fetchJSON: api,
+  loadOlder: (v) => pageHistory(v, true),
+  keepScroll: (v, fn) => {
+    const sc = els.scroll;
+    if (v.sessionId !== focused) return fn();
+    const fromBottom = sc.scrollHeight - sc.scrollTop;
+    fn();
+    sc.scrollTop = sc.scrollHeight - fromBottom;
+  },
 });
+
+// api does a GET of the hub's HTTP API with the page's token.
+async function api(path, init = {}) {
+  const token = currentToken();
+  const headers = { ...(init.headers || {}) };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (init.body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { ...init, headers });
+  const text = await resp.text();
+  let body = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!resp.ok) {
+    const err = new Error((body && body.error && body.error.message) || `HTTP ${resp.status}`);
+    err.status = resp.status;
+    err.code = body && body.error && body.error.code;
+    throw err;
+  }
+  return body;
+}
 
 // control awaits a control's result and reports anything but accepted.
 async function control(promise, what) {
@@ -188,7 +220,10 @@ rh.on("replayed", (m) => {
 });
 rh.on("reset", ({ session_id: sid }) => {
   const v = views.get(sid);
-  if (v) v.clear();
+  if (v) {
+    v.clear();
+    pageHistory(v, true);
+  }
   schedule();
 });
 rh.on("goaway", (m) => toast(`Hub is going away (${m.reason || "restart"}); reconnecting…`, "info"));
@@ -324,11 +359,10 @@ function focusSession(sid, force = false) {
     } else {
       v = new SessionView(sid, viewCtx(sid));
       views.set(sid, v);
-      // A full replay: of every run when the hub lists the session's runs
-      // (a cursor before the first event of the first run), else of the
-      // latest run.
-      const runs = rh.sessions.get(sid) && rh.sessions.get(sid).runs;
-      rh.focus(sid, { cursor: Array.isArray(runs) && runs.length > 1 ? `${runs[0]}:0` : null });
+      // The socket replays the latest run and streams what follows; the
+      // earlier runs come over HTTP, a page at a time (more on scroll-up).
+      rh.focus(sid, { cursor: null });
+      pageHistory(v, true);
       evictViews();
     }
     els.transcript.replaceChildren(v.el);
@@ -427,7 +461,23 @@ els.jump.addEventListener("click", () => {
 els.scroll.addEventListener("scroll", () => {
   const sc = els.scroll;
   if (sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48) els.jump.hidden = true;
+  // Near the top: page the session's earlier runs in.
+  const v = focused && views.get(focused);
+  if (v && sc.scrollTop < 300) pageHistory(v, false);
 });
+
+// pageHistory loads the next page of a session's earlier runs (the first
+// page, or on request, always; later ones while the user is near the top),
+// and goes on while the transcript is too short to scroll.
+function pageHistory(v, always) {
+  const hist = v.history;
+  if (hist.loading || !hist.more || (!always && (!hist.loaded || hist.error))) return;
+  v.loadOlder().then(() => {
+    schedule();
+    const sc = els.scroll;
+    if (v.sessionId === focused && !v.history.error && sc.scrollHeight - sc.clientHeight < 300) pageHistory(v, false);
+  });
+}
 
 els.stop.addEventListener("click", async () => {
   const s = focused && rh.sessions.get(focused);

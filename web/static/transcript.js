@@ -22,16 +22,24 @@ const APPROVAL_LABELS = {
 
 export class SessionView {
   // ctx: { status(): SessionStatus|undefined, approve(run, card, choice),
-  //        clarify(run, card, response) }
+  //        clarify(run, card, response), fetchJSON(path) → Promise<body>,
+  //        loadOlder(view), keepScroll(view, fn): run fn, which inserts
+  //        above what is shown, without moving what the user looks at }
   constructor(sessionId, ctx) {
     this.sessionId = sessionId;
     this.ctx = ctx;
-    this.el = h("div", { class: "session-transcript", "data-session-id": sessionId });
+    this.historyEl = h("div", { class: "history", testid: "history" });
+    this.runsEl = h("div", { class: "runs" });
+    this.el = h("div", { class: "session-transcript", "data-session-id": sessionId }, this.historyEl, this.runsEl);
     this.runs = new Map();
     this.pending = [];
     this.goal = null;
     this.queue = null;
     this.scrollTop = null; // where the pane was scrolled when it lost focus; null: the end
+    // History: the session's earlier runs, read over HTTP a page at a time
+    // (newest first); oldest is where the next page starts.
+    this.history = { loaded: false, loading: null, more: true, oldest: null, error: "", gen: 0 };
+    this.renderHistory();
   }
 
   push(e) {
@@ -41,7 +49,107 @@ export class SessionView {
   clear() {
     this.pending = [];
     this.runs.clear();
-    this.el.replaceChildren();
+    this.runsEl.replaceChildren();
+    this.history = { loaded: false, loading: null, more: true, oldest: null, error: "", gen: this.history.gen + 1 };
+    this.renderHistory();
+  }
+
+  // runView returns the run's view, making it in its place: runs are shown
+  // oldest first, and run ids (UUIDv7) sort by creation.
+  runView(runId) {
+    let run = this.runs.get(runId);
+    if (run) return run;
+    run = new RunView(this, runId);
+    this.runs.set(runId, run);
+    let next = null;
+    for (const el of this.runsEl.children) {
+      if (el.dataset.runId > runId) {
+        next = el;
+        break;
+      }
+    }
+    this.runsEl.insertBefore(run.el, next);
+    return run;
+  }
+
+  // loadOlder reads the next page of earlier runs (GET /v1/sessions/{sid}/runs)
+  // and each run's events (GET /v1/runs/{rid}/events), and renders them
+  // above the runs shown. It reports whether it added anything.
+  loadOlder(pageSize = 10) {
+    const hist = this.history;
+    if (hist.loading) return hist.loading;
+    if (!hist.more) return Promise.resolve(false);
+    const gen = hist.gen;
+    hist.error = "";
+    hist.loading = (async () => {
+      let added = false;
+      try {
+        const q = new URLSearchParams({ limit: String(pageSize) });
+        if (hist.oldest) q.set("before", hist.oldest);
+        const page = await this.ctx.fetchJSON(`/v1/sessions/${encodeURIComponent(this.sessionId)}/runs?${q}`);
+        if (gen !== this.history.gen) return false;
+        const runs = page.runs || [];
+        // Read every run's events before rendering any, so the page lands at once.
+        // (A run the socket already brought is its to complete.)
+        const loaded = [];
+        for (const sum of runs) {
+          if (this.runs.has(sum.run_id)) continue;
+          loaded.push([sum, await this.readRun(sum.run_id)]);
+          if (gen !== this.history.gen) return false;
+        }
+        this.ctx.keepScroll(this, () => {
+          for (const [sum, events] of loaded) {
+            added = added || !this.runs.has(sum.run_id);
+            const run = this.runView(sum.run_id);
+            for (const e of events) {
+              try {
+                run.apply(e);
+              } catch (err) {
+                console.error("runhub: cannot render event", e, err);
+              }
+            }
+          }
+        });
+        if (runs.length) hist.oldest = runs[runs.length - 1].run_id;
+        hist.more = !!page.more;
+        hist.loaded = true;
+        this.refreshControls(this.ctx.status());
+      } catch (err) {
+        if (gen === this.history.gen) hist.error = err && err.message ? err.message : String(err);
+      } finally {
+        if (gen === this.history.gen) {
+          hist.loading = null;
+          this.renderHistory();
+        }
+      }
+      return added;
+    })();
+    this.renderHistory();
+    return hist.loading;
+  }
+
+  // readRun reads every event of a run, a page at a time.
+  async readRun(runId) {
+    const out = [];
+    let after = 0;
+    for (;;) {
+      const page = await this.ctx.fetchJSON(`/v1/runs/${encodeURIComponent(runId)}/events?after_seq=${after}&limit=1000`);
+      const events = page.events || [];
+      out.push(...events);
+      if (events.length < 1000 || events[events.length - 1].terminal) return out;
+      after = events[events.length - 1].seq;
+    }
+  }
+
+  renderHistory() {
+    const hist = this.history;
+    let node;
+    if (hist.loading) node = h("div", { class: "history-note dim", testid: "history-loading", text: "loading earlier runs…" });
+    else if (hist.error)
+      node = h("div", { class: "history-note" }, h("span", { class: "dim", text: `earlier runs could not be loaded: ${hist.error} ` }), h("button", { type: "button", class: "btn btn-small btn-ghost", testid: "history-more", text: "retry", onclick: () => this.ctx.loadOlder(this) }));
+    else if (hist.more && hist.loaded) node = h("button", { type: "button", class: "btn btn-small btn-ghost history-more", testid: "history-more", text: "↑ earlier runs", onclick: () => this.ctx.loadOlder(this) });
+    else if (hist.loaded) node = h("div", { class: "history-note dim", testid: "history-start", text: "beginning of the session" });
+    this.historyEl.replaceChildren(...(node ? [node] : []));
   }
 
   // flush applies the queued events; it reports whether anything changed.
@@ -50,12 +158,7 @@ export class SessionView {
     const batch = this.pending;
     this.pending = [];
     for (const e of batch) {
-      let run = this.runs.get(e.run_id);
-      if (!run) {
-        run = new RunView(this, e.run_id);
-        this.runs.set(e.run_id, run);
-        this.el.append(run.el);
-      }
+      const run = this.runView(e.run_id);
       try {
         run.apply(e);
       } catch (err) {
@@ -133,6 +236,9 @@ class RunView {
   }
 
   apply(e) {
+    // A run's events can come twice, from the socket and from the history
+    // read; each source delivers them in order, so the seq decides.
+    if (e.seq <= this.lastSeq) return;
     const p = e.payload || {};
     this.lastSeq = e.seq;
     this.el.dataset.lastSeq = String(e.seq);
