@@ -25,6 +25,8 @@ func (h *Hub) Routes(e *echo.Echo) {
 	g.POST("/sessions", h.createSession)
 	g.GET("/sessions", h.listSessions)
 	g.GET("/sessions/:sid", h.getSession)
+	g.PATCH("/sessions/:sid", h.renameSession)
+	g.DELETE("/sessions/:sid", h.deleteSession)
 	g.GET("/sessions/:sid/runs", h.listRuns)
 	g.POST("/sessions/:sid/runs", h.startRun)
 	g.POST("/sessions/:sid/queue", h.queue)

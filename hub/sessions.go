@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/journal"
@@ -93,4 +94,89 @@ func (h *Hub) runSummary(ctx context.Context, sid, rid string) (protocol.RunSumm
 	}
 	sum.Status, sum.TerminalState, sum.Terminal, sum.LastSeq = r.Status, r.TerminalState, r.Terminal, r.LastSeq
 	return sum, nil
+}
+
+// maxTitleBytes bounds a session title given over HTTP.
+const maxTitleBytes = 512
+
+// renameSession answers PATCH /v1/sessions/{sid} {title}: the owner renames
+// the session. The title is journaled in the session's record (every
+// replica's watchers see it through the status feed), and no run renames
+// the session afterwards.
+func (h *Hub) renameSession(c echo.Context) error {
+	var req protocol.RenameSessionRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.Title == nil {
+		return &protocol.Error{Code: protocol.CodeBadRequest, Field: "title", Message: "title: is required"}
+	}
+	title := strings.TrimSpace(*req.Title)
+	switch {
+	case title == "":
+		return &protocol.Error{Code: protocol.CodeBadRequest, Field: "title", Message: "title: must not be blank"}
+	case len(title) > maxTitleBytes:
+		return &protocol.Error{Code: protocol.CodeTooLarge, Field: "title", Message: "title: is over 512 bytes"}
+	}
+	ctx := c.Request().Context()
+	sid := c.Param("sid")
+	if _, err := h.ownSession(ctx, h.subject(c), sid); err != nil {
+		return h.publicError(err)
+	}
+	u, ok := h.store.(journal.SessionUpdater)
+	if !ok {
+		return protocol.Errorf(protocol.CodeUnsupported, "this journal cannot rename sessions")
+	}
+	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+		m.Title = title
+		return nil
+	})
+	if err != nil {
+		return h.publicError(err)
+	}
+	st, err := journal.FoldSessionMeta(ctx, h.store, meta)
+	if err != nil {
+		return h.publicError(err)
+	}
+	return c.JSON(http.StatusOK, st.Status())
+}
+
+// deleteSession answers DELETE /v1/sessions/{sid}: the owner deletes the
+// session with its runs. A session with an active run is refused (409
+// conflict: stop the run first), atomically with the start of a run.
+// Every watching tab gets a last status with deleted: true.
+func (h *Hub) deleteSession(c echo.Context) error {
+	ctx := c.Request().Context()
+	sid := c.Param("sid")
+	if _, err := h.ownSession(ctx, h.subject(c), sid); err != nil {
+		return h.publicError(err)
+	}
+	err := h.store.DeleteSession(ctx, sid)
+	if errors.Is(err, journal.ErrConflict) {
+		return protocol.Errorf(protocol.CodeConflict, "the session has an active run; stop it first")
+	}
+	if err != nil {
+		return h.publicError(err)
+	}
+	return c.JSON(http.StatusOK, protocol.DeleteSessionResult{SessionID: sid, Deleted: true})
+}
+
+// gone tells the watchers of a session the journal no longer has (it was
+// deleted) with a last status, deleted: true, and stops tracking it.
+// Called with t.mu held.
+func (t *tracker) gone(s *tracked) {
+	st := protocol.SessionStatus{SessionID: s.id, ActiveControls: []string{}, Deleted: true}
+	frame, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
+	if err == nil {
+		for c := range s.watchers {
+			c.offerStatus(s.id, frame)
+		}
+		for c := range t.owners[s.owner] {
+			if _, dup := s.watchers[c]; !dup {
+				c.offerStatus(s.id, frame)
+			}
+		}
+	}
+	delete(t.sessions, s.id)
+	delete(t.dirty, s.id)
 }

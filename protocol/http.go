@@ -95,6 +95,8 @@ type SessionStatus struct {
 	QueueDepth      int                 `json:"queue_depth"`
 	Goal            *GoalUpdatedPayload `json:"goal"`
 	UpdatedAt       float64             `json:"updated_at"`
+	// Deleted marks the last status of a deleted session: watchers drop it.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // CreateSessionRequest is the body of POST /v1/sessions.
@@ -170,4 +172,15 @@ const RunSummaryMessageBytes = 200
 type RunList struct {
 	Runs []RunSummary `json:"runs"`
 	More bool         `json:"more"`
+}
+
+// RenameSessionRequest is the body of PATCH /v1/sessions/{sid}.
+type RenameSessionRequest struct {
+	Title *string `json:"title"`
+}
+
+// DeleteSessionResult answers DELETE /v1/sessions/{sid}.
+type DeleteSessionResult struct {
+	SessionID string `json:"session_id"`
+	Deleted   bool   `json:"deleted"`
 }

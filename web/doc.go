@@ -8,9 +8,10 @@
 //     left with a live status badge per session (watch {all:true}); the
 //     focused session's transcript on the right (user message, assistant
 //     text, reasoning, tool cards, approval and clarify prompts, terminal
-//     banner) with the controls the session's active_controls allow, a start
-//     form carrying the simulator options as metadata.sim, and queue and goal
-//     inputs.
+//     banner; a steer shows as the user's entry) with the controls the
+//     session's active_controls allow, a start form carrying the simulator
+//     options as metadata.sim, queue and goal inputs, and rename (PATCH
+//     /v1/sessions/{sid}) and delete (DELETE /v1/sessions/{sid}) controls.
 //   - transcript.js: renders one session's events, one section per run,
 //     oldest first: the socket's focus brings the latest run and what
 //     follows, and the earlier runs are read over HTTP (GET

@@ -268,6 +268,18 @@ test("a status behind the one held is dropped", async () => {
   assert.equal(c.sessions.get("s1").status, "completed");
 });
 
+test("a deleted status drops the session and reaches the listeners", async () => {
+  const { c, seen, ws } = await connected();
+  c.focus("s1");
+  ws().recv({ type: "status", session: { session_id: "s1", run_id: "r1", last_seq: 2, status: "completed" } }, ev("r1", 1));
+  assert.equal(c.lastSeq("r1"), 1);
+  ws().recv({ type: "status", session: { session_id: "s1", run_id: "", last_seq: 0, status: "", deleted: true } });
+  assert.equal(c.sessions.has("s1"), false);
+  assert.equal(c.lastSeq("r1"), 0);
+  assert.equal(seen.status.length, 2);
+  assert.equal(seen.status[1].deleted, true);
+});
+
 test("ping resolves with the pong", async () => {
   const { c, ws } = await connected();
   const p = c.ping();

@@ -31,6 +31,15 @@ const els = {
   run: $("pane-run"),
   replaying: $("pane-replaying"),
   stop: $("stop-button"),
+  tools: $("pane-tools"),
+  rename: $("rename-session"),
+  renameForm: $("rename-form"),
+  renameInput: $("rename-input"),
+  renameCancel: $("rename-cancel"),
+  del: $("delete-session"),
+  delConfirm: $("delete-confirm"),
+  delYes: $("delete-yes"),
+  delNo: $("delete-no"),
   scroll: $("transcript-scroll"),
   transcript: $("transcript"),
   emptyPane: $("empty-pane"),
@@ -199,6 +208,7 @@ rh.on("open", (w) => {
   schedule();
 });
 rh.on("status", (s) => {
+  if (s.deleted) return removeSession(s.session_id);
   if (!items.has(s.session_id)) orderDirty = true;
   const prev = items.get(s.session_id);
   if (prev && prev.updatedAt !== s.updated_at) orderDirty = true;
@@ -334,6 +344,20 @@ setInterval(() => {
   }
 }, 15000);
 
+// removeSession takes a deleted session out of the list and the pane.
+function removeSession(sid) {
+  const it = items.get(sid);
+  if (it) {
+    it.el.remove();
+    items.delete(sid);
+  }
+  dirtyItems.delete(sid);
+  views.delete(sid);
+  if (focused === sid) focusSession(null);
+  orderDirty = true;
+  schedule();
+}
+
 // ---- focus ---------------------------------------------------------------
 
 function focusSession(sid, force = false) {
@@ -348,6 +372,8 @@ function focusSession(sid, force = false) {
   }
   focused = sid;
   stopping = null;
+  els.renameForm.hidden = true;
+  els.delConfirm.hidden = true;
   stickToBottom = true;
   els.jump.hidden = true;
   if (sid) {
@@ -410,6 +436,8 @@ function renderPane() {
   els.emptyPane.hidden = !!focused;
 
   setText(els.title, focused ? (s && s.title) || `Session ${shortId(focused)}` : "New session");
+  els.tools.hidden = !focused || !els.renameForm.hidden || !els.delConfirm.hidden;
+  els.title.hidden = !els.renameForm.hidden;
   els.title.title = focused || "";
   const status = focused ? (s && s.status) || "idle" : "idle";
   setText(els.status, statusLabel(s && s.status));
@@ -489,6 +517,72 @@ els.stop.addEventListener("click", async () => {
   if (!r || !r.accepted) stopping = null;
   paneDirty = true;
   schedule();
+});
+
+// ---- rename and delete ---------------------------------------------------
+
+function closePaneForms() {
+  els.renameForm.hidden = true;
+  els.delConfirm.hidden = true;
+  paneDirty = true;
+  schedule();
+}
+
+els.rename.addEventListener("click", () => {
+  if (!focused) return;
+  const s = rh.sessions.get(focused);
+  els.renameInput.value = (s && s.title) || "";
+  els.delConfirm.hidden = true;
+  els.renameForm.hidden = false;
+  paneDirty = true;
+  render();
+  els.renameInput.focus();
+  els.renameInput.select();
+});
+els.renameCancel.addEventListener("click", closePaneForms);
+els.renameInput.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape") closePaneForms();
+});
+els.renameForm.addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const sid = focused;
+  const title = els.renameInput.value.trim();
+  if (!sid || !title) return els.renameInput.focus();
+  try {
+    const st = await api(`/v1/sessions/${encodeURIComponent(sid)}`, { method: "PATCH", body: JSON.stringify({ title }) });
+    // Show it at once; the status feed brings the same to every tab.
+    const cur = rh.sessions.get(sid);
+    if (cur && st && st.title) cur.title = st.title;
+    dirtyItems.add(sid);
+    closePaneForms();
+  } catch (err) {
+    toast(`rename: ${err.message}`, "error");
+  }
+});
+
+els.del.addEventListener("click", () => {
+  if (!focused) return;
+  els.renameForm.hidden = true;
+  els.delConfirm.hidden = false;
+  paneDirty = true;
+  render();
+  els.delNo.focus();
+});
+els.delNo.addEventListener("click", closePaneForms);
+els.delYes.addEventListener("click", async () => {
+  const sid = focused;
+  if (!sid) return;
+  els.delYes.disabled = true;
+  try {
+    await api(`/v1/sessions/${encodeURIComponent(sid)}`, { method: "DELETE" });
+    closePaneForms();
+    removeSession(sid); // the status feed tells the other tabs
+  } catch (err) {
+    closePaneForms();
+    toast(err.code === "conflict" ? "This session has an active run: stop it first, then delete the session." : `delete: ${err.message}`, "error");
+  } finally {
+    els.delYes.disabled = false;
+  }
 });
 
 // ---- forms ---------------------------------------------------------------
@@ -612,7 +706,9 @@ els.queueForm.addEventListener("submit", async (ev) => {
   const r = await control(rh.queue({ session_id: focused, message, mode: els.queueMode.value }), "queue");
   if (r && r.accepted) {
     els.queueInput.value = "";
-    toast(els.queueMode.value === "steer" ? "Steering message sent" : "Queued", "ok");
+    // A steer shows in the transcript as the user's entry; a queued message
+    // in the queue count.
+    if (els.queueMode.value !== "steer") toast("Queued", "ok");
   }
 });
 

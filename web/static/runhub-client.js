@@ -78,7 +78,8 @@
 //   "renewed"        welcome                       the hub took renewed
 //                                                  credentials (same socket)
 //   "close"          { code, reason, reconnect, delay_ms }
-//   "status"         SessionStatus
+//   "status"         SessionStatus (one with deleted: true is the last of a
+//                    deleted session, which has left .sessions)
 //   "event"          envelope — deduplicated (run_id + seq: only seq above
 //                    the highest delivered for its run), focused session only
 //   "replayed"       { session_id, cursor, count }
@@ -535,6 +536,13 @@ export class RunhubClient {
 
   _onStatus(s) {
     if (!s || typeof s.session_id !== "string") return;
+    if (s.deleted) {
+      // The session is gone: drop it, then tell the listeners.
+      this.sessions.delete(s.session_id);
+      this.forget(s.session_id);
+      this._emit("status", s);
+      return;
+    }
     const prev = this.sessions.get(s.session_id);
     // A status of the same run that is behind what we hold is stale (e.g. a
     // lagging replica); drop it.

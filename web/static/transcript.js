@@ -257,6 +257,11 @@ class RunView {
       case "reasoning.done":
         return this.reasoningDelta(p, true);
       case "progress": {
+        if (p.steer) {
+          // The user's guidance to the running run: a user entry.
+          this.add(h("div", { class: "msg user steer", testid: "user-message", "data-kind": "steer" }, h("div", { class: "msg-label dim", text: "guidance" }), h("div", { class: "msg-text", text: p.steer })));
+          return;
+        }
         const tool = p.tool_call_id && this.tools.get(p.tool_call_id);
         if (tool) tool.progress(p.text || "");
         else this.activityText.textContent = p.text || "";
