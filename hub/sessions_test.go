@@ -18,6 +18,10 @@ func TestAPI_SessionRuns(t *testing.T) {
 		t.Fatalf("create: %d", code)
 	}
 	base := th.URL + "/v1/sessions/" + sess.SessionID + "/runs"
+	var st protocol.SessionStatus
+	if do(t, "GET", th.URL+"/v1/sessions/"+sess.SessionID, "", nil, &st); st.CreatedAt == 0 || st.CreatedAt != st.UpdatedAt {
+		t.Fatalf("a new session's created_at %v, updated_at %v", st.CreatedAt, st.UpdatedAt)
+	}
 	var empty protocol.RunList
 	if code := do(t, "GET", base, "", nil, &empty); code != 200 || empty.Runs == nil || len(empty.Runs) != 0 || empty.More {
 		t.Fatalf("runs of a new session: %d %+v", code, empty)

@@ -95,6 +95,7 @@ type SessionStatus struct {
 	QueueDepth      int                 `json:"queue_depth"`
 	Goal            *GoalUpdatedPayload `json:"goal"`
 	UpdatedAt       float64             `json:"updated_at"`
+	CreatedAt       float64             `json:"created_at,omitempty"` // the session's creation
 	// Deleted marks the last status of a deleted session: watchers drop it.
 	Deleted bool `json:"deleted,omitempty"`
 }

@@ -69,6 +69,11 @@ const els = {
   },
   toasts: $("toasts"),
 };
+// Group headings of the session list.
+els.needsCount = h("span", { class: "count", testid: "needs-count" }, "0");
+els.needsHead = h("li", { class: "group-head needs", testid: "group-needs-you", role: "presentation", hidden: true }, "Needs you ", els.needsCount);
+els.restHead = h("li", { class: "group-head", testid: "group-rest", role: "presentation", hidden: true }, "Other sessions");
+els.list.append(els.needsHead, els.restHead);
 
 // ---- the client ----------------------------------------------------------
 
@@ -209,9 +214,10 @@ rh.on("open", (w) => {
 });
 rh.on("status", (s) => {
   if (s.deleted) return removeSession(s.session_id);
-  if (!items.has(s.session_id)) orderDirty = true;
+  // The list moves only when a session arrives or changes group (needs
+  // you / the rest), never on its tokens.
   const prev = items.get(s.session_id);
-  if (prev && prev.updatedAt !== s.updated_at) orderDirty = true;
+  if (!prev || prev.group !== groupOf(s)) orderDirty = true;
   dirtyItems.add(s.session_id);
   if (s.session_id === focused) paneDirty = true;
   schedule();
@@ -276,17 +282,20 @@ function renderItem(sid) {
       } else if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
         ev.preventDefault();
         let n = ev.key === "ArrowDown" ? el.nextElementSibling : el.previousElementSibling;
-        while (n && n.hidden) n = ev.key === "ArrowDown" ? n.nextElementSibling : n.previousElementSibling;
+        while (n && (n.hidden || !n.classList.contains("session"))) n = ev.key === "ArrowDown" ? n.nextElementSibling : n.previousElementSibling;
         if (n) n.focus();
       }
     });
-    it = { el, badge, title, progress, tokens, ago, updatedAt: 0 };
+    it = { el, badge, title, progress, tokens, ago, group: "", createdAt: 0 };
     items.set(sid, it);
     els.list.append(el);
     orderDirty = true;
   }
   const status = s.status || "idle";
-  it.updatedAt = s.updated_at || 0;
+  if (it.group !== groupOf(s)) orderDirty = true;
+  it.group = groupOf(s);
+  it.createdAt = s.created_at || it.createdAt || 0;
+  it.el.dataset.group = it.group;
   it.el.dataset.status = status;
   it.el.classList.toggle("focused", sid === focused);
   it.el.classList.toggle("attention", status === "awaiting_approval" || status === "awaiting_clarify");
@@ -320,15 +329,32 @@ function applyFilter(it, sid, s) {
   it.el.hidden = !!q && !`${s.title || ""} ${sid} ${s.status || ""}`.toLowerCase().includes(q);
 }
 
+// groupOf puts a session waiting on the user (an approval or a question)
+// in "needs you", pinned at the top; every other session is in "rest".
+function groupOf(s) {
+  return s && (s.pending_approval || s.pending_clarify || s.status === "awaiting_approval" || s.status === "awaiting_clarify") ? "needs" : "rest";
+}
+
+// The list is ordered by group, then newest created first: a row moves
+// only when its session changes group, never because it streams.
 function reorder() {
   orderDirty = false;
-  const sorted = [...items.keys()].sort((a, b) => (items.get(b).updatedAt || 0) - (items.get(a).updatedAt || 0) || (a < b ? -1 : 1));
+  const byCreation = (a, b) => {
+    const x = items.get(a);
+    const y = items.get(b);
+    return (y.createdAt || 0) - (x.createdAt || 0) || (a < b ? 1 : -1);
+  };
+  const needs = [...items.keys()].filter((sid) => items.get(sid).group === "needs").sort(byCreation);
+  const rest = [...items.keys()].filter((sid) => items.get(sid).group !== "needs").sort(byCreation);
+  const order = [els.needsHead, ...needs.map((sid) => items.get(sid).el), els.restHead, ...rest.map((sid) => items.get(sid).el)];
   let cur = els.list.firstElementChild;
-  for (const sid of sorted) {
-    const el = items.get(sid).el;
+  for (const el of order) {
     if (cur === el) cur = cur.nextElementSibling;
     else els.list.insertBefore(el, cur);
   }
+  els.needsHead.hidden = needs.length === 0;
+  els.needsCount.textContent = String(needs.length);
+  els.restHead.hidden = needs.length === 0 || rest.length === 0;
   els.count.textContent = String(items.size);
   els.emptyList.hidden = items.size > 0;
 }
