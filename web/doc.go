@@ -23,7 +23,9 @@
 //     with subprotocol runhub.v1, hello/welcome, watch, focus with a resume
 //     cursor, controls as Promises, NDJSON frame parsing, dedupe by
 //     run_id+seq with gap repair, reconnect with backoff and jitter (and
-//     after goaway, no earlier than reconnect_after_ms).
+//     after goaway, no earlier than reconnect_after_ms). A control issued
+//     while the socket is down is refused at once, never replayed later;
+//     the workbench then shows an offline banner and disables what sends.
 //
 // jstest/ holds the client's tests against a scripted socket; go test runs
 // them with node when node is installed (TestClientJS).

@@ -211,19 +211,23 @@ test("controls resolve with their control_result, reject on timeout and on an er
   await assert.rejects(c.cancel({ run_id: "r1" }), (err) => err.code === "client_timeout");
 });
 
-test("a control issued while disconnected is sent after the next welcome; a sent one fails on drop", async () => {
+test("a control issued while disconnected is refused at once and never sent later; a sent one fails on drop", async () => {
   const { c, ws } = await connected();
   const sentBefore = c.queue({ session_id: "s1", message: "later" });
   ws().drop(1006);
   await assert.rejects(sentBefore, (err) => err.code === "client_disconnected");
   const p = c.goal({ session_id: "s1", action: "pause" });
+  await assert.rejects(p, (err) => err.code === "client_disconnected" && /not sent/.test(err.message));
   await sleep(30);
   ws().accept();
   ws().recv(WELCOME);
+  assert.equal(ws().sent.filter((m) => m.type === "control").length, 0, "a refused control was sent after the reconnect");
+  // Once welcomed again, controls go out.
+  const q = c.goal({ session_id: "s1", action: "pause" });
   const ctl = ws().sent.find((m) => m.type === "control");
   assert.equal(ctl.op, "goal");
   ws().recv({ type: "control_result", id: ctl.id, accepted: false, status: "unsupported", message: "no goals here" });
-  assert.equal((await p).status, "unsupported");
+  assert.equal((await q).status, "unsupported");
   c.close();
 });
 

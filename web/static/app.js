@@ -68,6 +68,8 @@ const els = {
     fail: $("sim-fail"),
   },
   toasts: $("toasts"),
+  offline: $("offline-banner"),
+  offlineText: $("offline-text"),
 };
 // Group headings of the session list.
 els.needsCount = h("span", { class: "count", testid: "needs-count" }, "0");
@@ -143,14 +145,16 @@ async function api(path, init = {}) {
   return body;
 }
 
-// control awaits a control's result and reports anything but accepted.
+// control awaits a control's result and reports anything but accepted
+// (one toast per action at most).
 async function control(promise, what) {
   try {
     const r = await promise;
     if (!r.accepted) toast(`${what}: ${r.status}${r.message ? ` — ${r.message}` : ""}`, "warn");
     return r;
   } catch (err) {
-    toast(`${what}: ${err.message}`, "error");
+    if (err.code === "client_disconnected" && !online) toast(`${what} was not sent: offline (not connected to the hub). Try again once it reconnects.`, "error");
+    else toast(`${what}: ${err.message}`, "error");
     return null;
   }
 }
@@ -193,7 +197,32 @@ function render() {
 
 // ---- connection ----------------------------------------------------------
 
+// Offline: while the socket is not welcomed nothing can be sent. The pane
+// says so, the controls that send are disabled with the reason, no caret
+// pretends text is streaming, and an action attempted anyway is refused by
+// the client (never queued to happen later).
+const OFFLINE_REASON = "Offline: not connected to the hub, so nothing can be sent";
+let online = false;
+let offlineDelay = 0;
+
+function renderOffline() {
+  const st = rh.state;
+  const down = st === "reconnecting" || st === "closed" || st === "unauthorized";
+  document.body.classList.toggle("offline", !online);
+  els.offline.hidden = !down;
+  if (down) {
+    const when = st === "reconnecting" ? (offlineDelay ? `reconnecting in ${Math.max(1, Math.round(offlineDelay / 1000))} s` : "reconnecting…") : st === "unauthorized" ? "the hub refused the token" : "not reconnecting";
+    setText(els.offlineText, `Offline — the connection to the hub is down (${when}). Stop, Start and every other action are disabled until it is back; what is shown may be out of date.`);
+  }
+  if (!online) for (const v of views.values()) v.stopCarets();
+}
+
 rh.on("state", ({ state, delay_ms: delay }) => {
+  online = state === "open";
+  offlineDelay = delay || 0;
+  renderOffline();
+  paneDirty = true;
+  schedule();
   els.conn.dataset.state = state;
   const text = {
     idle: "idle",
@@ -480,11 +509,20 @@ function renderPane() {
   const canCancel = !!focused && controls.has("cancel");
   els.stop.hidden = !canCancel;
   const isStopping = canCancel && s && stopping === s.run_id;
-  els.stop.disabled = !!isStopping;
+  els.stop.disabled = !!isStopping || !online;
+  els.stop.title = online ? "Stop the run" : OFFLINE_REASON;
   setText(els.stop, isStopping ? "Stopping…" : "■ Stop");
 
-  // Queue and goal: always there; they need a session.
-  for (const el of [...els.queueForm.elements, ...els.goalForm.elements]) el.disabled = !focused;
+  // Queue and goal: always there; they need a session, and a connection to
+  // send (typing stays possible offline).
+  for (const el of [...els.queueForm.elements, ...els.goalForm.elements]) {
+    const sends = el.tagName === "BUTTON";
+    el.disabled = !focused || (sends && !online);
+    if (sends) el.title = online ? "" : OFFLINE_REASON;
+  }
+  els.startSubmit.disabled = !online;
+  els.startSubmit.title = online ? "" : OFFLINE_REASON;
+
   setText(els.queueDepth, String((s && s.queue_depth) || 0));
   els.queueDepth.parentElement.classList.toggle("nonzero", !!(s && s.queue_depth));
   const v = focused && views.get(focused);
@@ -708,7 +746,7 @@ els.startForm.addEventListener("submit", async (ev) => {
       toast("A run is active in this session — queue the message instead, or start in a new session.", "info");
     }
   } finally {
-    els.startSubmit.disabled = false;
+    els.startSubmit.disabled = !online;
   }
 });
 

@@ -169,6 +169,12 @@ export class SessionView {
     return true;
   }
 
+  // stopCarets ends every streaming caret (the socket is down: nothing is
+  // streaming as far as this tab knows); new text brings it back.
+  stopCarets() {
+    for (const run of this.runs.values()) run.stopCaret();
+  }
+
   // refreshControls shows the prompt controls the session's active_controls
   // allow, on the prompts of its latest run only.
   refreshControls(st) {
