@@ -146,11 +146,12 @@ async function api(path, init = {}) {
 }
 
 // control awaits a control's result and reports anything but accepted
-// (one toast per action at most).
-async function control(promise, what) {
+// (one toast per action at most); explain maps a refused result to the
+// text to show instead of the hub's.
+async function control(promise, what, explain) {
   try {
     const r = await promise;
-    if (!r.accepted) toast(`${what}: ${r.status}${r.message ? ` — ${r.message}` : ""}`, "warn");
+    if (!r.accepted) toast((explain && explain(r)) || `${what}: ${r.status}${r.message ? ` — ${r.message}` : ""}`, "warn");
     return r;
   } catch (err) {
     if (err.code === "client_disconnected" && !online) toast(`${what} was not sent: offline (not connected to the hub). Try again once it reconnects.`, "error");
@@ -734,7 +735,9 @@ els.startForm.addEventListener("submit", async (ev) => {
   if (!inNew) fields.session_id = focused;
   els.startSubmit.disabled = true;
   try {
-    const r = await control(rh.start(fields), "start");
+    const r = await control(rh.start(fields), "start", (res) =>
+      res.status === "conflict" ? "A run is active in this session — queue the message instead, or start in a new session." : "",
+    );
     if (r && r.accepted) {
       els.startMessage.value = "";
       if (r.session_id && r.session_id !== focused) focusSession(r.session_id);
@@ -742,8 +745,6 @@ els.startForm.addEventListener("submit", async (ev) => {
       stickToBottom = true;
       paneDirty = true;
       schedule();
-    } else if (r && r.status === "conflict") {
-      toast("A run is active in this session — queue the message instead, or start in a new session.", "info");
     }
   } finally {
     els.startSubmit.disabled = !online;
@@ -799,14 +800,15 @@ for (const b of els.goalForm.querySelectorAll('[data-testid="goal-action"]')) {
 
 // ---- toasts and theme ----------------------------------------------------
 
+// toast shows one notice in the top bar's slot, replacing any earlier one
+// (the newest is what the user just did). Errors stay longer.
 function toast(text, kind = "info") {
-  const el = h("div", { class: `toast toast-${kind}`, testid: "toast", "data-kind": kind, role: "status", text });
-  els.toasts.append(el);
-  while (els.toasts.children.length > 4) els.toasts.firstElementChild.remove();
+  const el = h("div", { class: `toast toast-${kind}`, testid: "toast", "data-kind": kind, role: "status", title: text, text });
+  els.toasts.replaceChildren(el);
   setTimeout(() => {
     el.classList.add("leaving");
     setTimeout(() => el.remove(), 300);
-  }, kind === "error" ? 7000 : 3500);
+  }, kind === "error" ? 7000 : 4000);
 }
 
 const THEMES = ["auto", "dark", "light"];
