@@ -16,8 +16,10 @@
 //     oldest first: the socket's focus brings the latest run and what
 //     follows, and the earlier runs are read over HTTP (GET
 //     /v1/sessions/{sid}/runs, then each run's events), a page at a time as
-//     the user scrolls up. dom.js: element and formatting helpers. Hub text
-//     only ever enters the page as text nodes.
+//     the user scrolls up. markdown.js: the small Markdown renderer of
+//     assistant text (code blocks, lists, links with http/https/mailto
+//     only, emphasis; raw HTML stays text). dom.js: element and formatting
+//     helpers. Hub text only ever enters the page as text nodes.
 //   - runhub-client.js: the reusable protocol v1 client (no DOM code; its API
 //     is documented at the top of the file): one WebSocket per tab to /v1/ws
 //     with subprotocol runhub.v1, hello/welcome, watch, focus with a resume

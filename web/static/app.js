@@ -65,6 +65,7 @@ const els = {
     tools: $("sim-tools"),
     approval: $("sim-approval"),
     clarify: $("sim-clarify"),
+    markdown: $("sim-markdown"),
     fail: $("sim-fail"),
   },
   toasts: $("toasts"),
@@ -669,6 +670,7 @@ function simOptions() {
     approval: f.approval.checked,
     clarify: f.clarify.checked,
   };
+  if (f.markdown.checked) sim.markdown = true;
   if (f.fail.value) sim.fail = f.fail.value;
   for (const k of Object.keys(sim)) if (sim[k] === undefined) delete sim[k];
   return sim;

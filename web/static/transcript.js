@@ -8,6 +8,12 @@
 // appending.
 
 import { h, statusLabel, fmtDuration, fmtCount, fmtClock, shortId, pretty, oneLine } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+// Assistant text is rendered as Markdown (re-rendered as it streams, once
+// per frame) up to this many characters; a longer message shows as plain
+// text, so a huge answer cannot make every frame expensive.
+const MAX_MARKDOWN = 64 * 1024;
 
 // Tool output shown per card; output past it is dropped (with a note) so a
 // chatty tool cannot grow the page without bound.
@@ -33,6 +39,7 @@ export class SessionView {
     this.el = h("div", { class: "session-transcript", "data-session-id": sessionId }, this.historyEl, this.runsEl);
     this.runs = new Map();
     this.pending = [];
+    this.dirtyText = new Set(); // assistant messages whose text grew
     this.goal = null;
     this.queue = null;
     this.scrollTop = null; // where the pane was scrolled when it lost focus; null: the end
@@ -109,6 +116,7 @@ export class SessionView {
               }
             }
           }
+          this.renderText();
         });
         if (runs.length) hist.oldest = runs[runs.length - 1].run_id;
         hist.more = !!page.more;
@@ -165,8 +173,15 @@ export class SessionView {
         console.error("runhub: cannot render event", e, err);
       }
     }
+    this.renderText();
     this.refreshControls(this.ctx.status());
     return true;
+  }
+
+  // renderText renders the assistant messages whose text grew.
+  renderText() {
+    for (const m of this.dirtyText) renderMessage(m);
+    this.dirtyText.clear();
   }
 
   // stopCarets ends every streaming caret (the socket is down: nothing is
@@ -369,14 +384,16 @@ class RunView {
     const id = p.message_id || "_";
     let m = this.messages.get(id);
     if (!m) {
-      const text = document.createTextNode("");
-      const textEl = h("div", { class: "assistant-text", testid: "assistant-text", "data-message-id": id }, text);
+      const textEl = h("div", { class: "assistant-text md", testid: "assistant-text", "data-message-id": id });
       const el = h("div", { class: "msg assistant" }, textEl);
-      m = { el, textEl, text };
+      m = { el, textEl, raw: "", plain: null };
       this.messages.set(id, m);
       this.add(el);
     }
-    if (p.text) m.text.appendData(p.text);
+    if (p.text) {
+      m.raw += p.text;
+      this.view.dirtyText.add(m);
+    }
     this.streamed = true;
     if (this.streamingEl !== m.textEl && !this.terminal) {
       this.stopCaret();
@@ -478,6 +495,22 @@ class RunView {
     );
     this.body.append(banner);
   }
+}
+
+// renderMessage shows an assistant message's text: as Markdown, or as
+// plain text past MAX_MARKDOWN.
+function renderMessage(m) {
+  if (m.raw.length > MAX_MARKDOWN) {
+    if (!m.plain) {
+      m.plain = document.createTextNode(m.raw);
+      m.textEl.classList.remove("md");
+      m.textEl.replaceChildren(m.plain);
+    } else {
+      m.plain.data = m.raw;
+    }
+    return;
+  }
+  m.textEl.replaceChildren(renderMarkdown(m.raw));
 }
 
 function usageText(u) {
