@@ -19,8 +19,8 @@ func TestBrowser_MarkdownRendersSafely(t *testing.T) {
 
 	type rendered struct {
 		Pre, Lang, H3, Strong, Em, Del, Inline, Link, LinkRel, Quote, Text string
-		UL, OL, Images, Scripts, Bolds, Unsafe                           int
-		Pwned                                                            bool
+		UL, OL, Images, Scripts, Bolds, Unsafe                             int
+		Pwned                                                              bool
 	}
 	check := func(when string) {
 		t.Helper()
