@@ -69,6 +69,8 @@ const els = {
     fail: $("sim-fail"),
   },
   toasts: $("toasts"),
+  sidebar: document.querySelector(".sidebar"),
+  sessionsToggle: $("sessions-toggle"),
   offline: $("offline-banner"),
   offlineText: $("offline-text"),
 };
@@ -305,7 +307,11 @@ function renderItem(sid) {
       h("div", { class: "session-row" }, title, badge),
       h("div", { class: "session-row sub" }, progress, h("span", { class: "session-tokens mono" }, tokens, " tok"), ago),
     );
-    el.addEventListener("click", () => focusSession(sid));
+    el.addEventListener("click", () => {
+      focusSession(sid);
+      // On a narrow screen the list gives its room to the session.
+      if (narrow.matches) setListCollapsed(true);
+    });
     el.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" || ev.key === " ") {
         ev.preventDefault();
@@ -400,6 +406,19 @@ setInterval(() => {
     if (s) setText(it.ago, fmtAgo(s.updated_at));
   }
 }, 15000);
+
+// The session list folds away (on narrow screens, where it shares the
+// column with the pane); the choice is remembered.
+const narrow = window.matchMedia("(max-width: 620px)");
+function setListCollapsed(on) {
+  els.sidebar.classList.toggle("collapsed", on);
+  els.sessionsToggle.setAttribute("aria-expanded", String(!on));
+  localStorage.setItem("runhub.listCollapsed", on ? "1" : "0");
+}
+els.sessionsToggle.addEventListener("click", () => {
+  if (narrow.matches) setListCollapsed(!els.sidebar.classList.contains("collapsed"));
+});
+setListCollapsed(localStorage.getItem("runhub.listCollapsed") === "1");
 
 // removeSession takes a deleted session out of the list and the pane.
 function removeSession(sid) {
