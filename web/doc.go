@@ -29,8 +29,9 @@
 //     while the socket is down is refused at once, never replayed later;
 //     the workbench then shows an offline banner and disables what sends.
 //
-// jstest/ holds the client's tests against a scripted socket; go test runs
-// them with node when node is installed (TestClientJS).
+// jstest/ holds the client's tests against a scripted socket and the
+// Markdown renderer's against a minimal DOM (unsafe links and HTML, random
+// input); go test runs them with node (TestClientJS).
 //
 // Elements the browser tests drive carry data-testid attributes; window.runhub
 // is the client instance.
