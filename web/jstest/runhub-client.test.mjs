@@ -274,6 +274,7 @@ test("a status behind the one held is dropped", async () => {
 
 test("a deleted status drops the session and reaches the listeners", async () => {
   const { c, seen, ws } = await connected();
+  c.watch(["s1", "s2"]);
   c.focus("s1");
   ws().recv({ type: "status", session: { session_id: "s1", run_id: "r1", last_seq: 2, status: "completed" } }, ev("r1", 1));
   assert.equal(c.lastSeq("r1"), 1);
@@ -282,6 +283,12 @@ test("a deleted status drops the session and reaches the listeners", async () =>
   assert.equal(c.lastSeq("r1"), 0);
   assert.equal(seen.status.length, 2);
   assert.equal(seen.status[1].deleted, true);
+  // A reconnect watches what is left.
+  ws().drop(1006);
+  await sleep(30);
+  ws().accept();
+  ws().recv(WELCOME);
+  assert.deepEqual(ws().sent.filter((m) => m.type === "watch"), [{ type: "watch", sessions: ["s2"] }]);
 });
 
 test("ping resolves with the pong", async () => {

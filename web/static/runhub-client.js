@@ -532,8 +532,10 @@ export class RunhubClient {
   _onStatus(s) {
     if (!s || typeof s.session_id !== "string") return;
     if (s.deleted) {
-      // The session is gone: drop it, then tell the listeners.
+      // The session is gone: drop it (and its watch by id, which a
+      // reconnect would otherwise send again), then tell the listeners.
       this.sessions.delete(s.session_id);
+      this._watched.delete(s.session_id);
       this.forget(s.session_id);
       this._emit("status", s);
       return;
