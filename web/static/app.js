@@ -125,7 +125,8 @@ const viewCtx = (sid) => ({
   },
 });
 
-// api does a GET of the hub's HTTP API with the page's token.
+// api calls the hub's HTTP API with the page's token and returns the JSON
+// body; an error answer throws with the hub's message, status and code.
 async function api(path, init = {}) {
   const token = currentToken();
   const headers = { ...(init.headers || {}) };
