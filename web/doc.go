@@ -16,7 +16,8 @@
 //     oldest first: the socket's focus brings the latest run and what
 //     follows, and the earlier runs are read over HTTP (GET
 //     /v1/sessions/{sid}/runs, then each run's events), a page at a time as
-//     the user scrolls up. markdown.js: the small Markdown renderer of
+//     the user scrolls up. cards.js: its tool, approval and clarify
+//     cards. markdown.js: the small Markdown renderer of
 //     assistant text (code blocks, lists, links with http/https/mailto
 //     only, emphasis; raw HTML stays text). dom.js: element and formatting
 //     helpers. Hub text only ever enters the page as text nodes.
