@@ -152,9 +152,40 @@ func (a *InProcess) steer(ctx context.Context, u journal.SessionUpdater, sid, te
 	}
 	select {
 	case l.x.steer <- text:
-		return Result(protocol.ResultAccepted, "delivered", meta.ActiveRun, sid, ""), nil
+		// The guidance is the user's word in the run: journal it, so every
+		// tab shows it in the transcript, now and after a reload.
+		e, err := l.x.Emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: "guidance: " + text, Steer: text})
+		if err != nil {
+			a.opts.Logger.Warn("could not journal the steer message", "run_id", meta.ActiveRun, "err", journal.RedactString(err.Error()))
+		}
+		return Result(protocol.ResultAccepted, "delivered", meta.ActiveRun, sid, e.EventID), nil
 	default:
 		return Result(protocol.ResultConflict, "the run has too much guidance waiting", meta.ActiveRun, sid, ""), nil
+	}
+}
+
+// errTitled makes adoptTitle's update a no-op: the session has a title.
+var errTitled = errors.New("the session has a title")
+
+// adoptTitle names a session that has no title after the first
+// title.updated of its runs, so that a later run does not rename it: a
+// session keeps the title it was given (session.Session folds the same
+// rule). A failure only logs: the run goes on, and its title still shows
+// while it is the latest.
+func (a *InProcess) adoptTitle(ctx context.Context, sid, title string) {
+	u, ok := a.updater()
+	if !ok {
+		return
+	}
+	_, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+		if m.Title != "" {
+			return errTitled
+		}
+		m.Title = title
+		return nil
+	})
+	if err != nil && !errors.Is(err, errTitled) {
+		a.opts.Logger.Warn("could not keep the run's title as the session's", "session_id", sid, "err", err)
 	}
 }
 

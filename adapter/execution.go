@@ -59,6 +59,10 @@ type Execution struct {
 	lastSeq    uint64
 
 	steer chan string // guidance for the running driver (queue mode steer)
+
+	// titled, when set, is told the title of each title.updated journaled
+	// (the runtime names an untitled session after it).
+	titled func(ctx context.Context, title string)
 }
 
 // Steering delivers guidance sent to the running run (queue mode steer) to
@@ -110,7 +114,13 @@ func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload an
 	if err := x.flushHeld(ctx); err != nil {
 		return protocol.Envelope{}, err
 	}
-	return x.append(ctx, e)
+	out, err := x.append(ctx, e)
+	if err == nil && typ == protocol.EventTitleUpdated && x.titled != nil {
+		if p, perr := protocol.DecodePayload[protocol.TitleUpdatedPayload](&out); perr == nil && p.Title != "" {
+			x.titled(ctx, p.Title)
+		}
+	}
+	return out, err
 }
 
 // append journals e, retrying a transient error with the same idempotency

@@ -351,7 +351,8 @@ func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv Driver, b
 	}
 	driverName, _, _ := a.driver(req)
 	x := &Execution{RunID: meta.ID, SessionID: meta.SessionID, Request: req, log: a.store, now: a.opts.Now, retryFor: a.opts.AppendRetry,
-		approvalTimeout: a.opts.ApprovalTimeout, steer: make(chan string, 16)}
+		approvalTimeout: a.opts.ApprovalTimeout, steer: make(chan string, 16),
+		titled: func(ctx context.Context, title string) { a.adoptTitle(ctx, meta.SessionID, title) }}
 	started, err := x.append(ctx, mustEvent(meta.ID, meta.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
 		Message: req.Message, Profile: req.Profile, Model: cmp.Or(req.Model, a.opts.Profiles[req.Profile].Model), Provider: driverName,
 		Workspace: req.Workspace, Toolsets: nonNil(req.Toolsets), Source: req.Source}))

@@ -73,6 +73,9 @@ func TestAuthz_HTTPTwoSubjects(t *testing.T) {
 		hdr                map[string]string
 	}{
 		{"GET", "/v1/sessions/{sid}", "", bob},
+		{"GET", "/v1/sessions/{sid}/runs", "", bob},
+		{"PATCH", "/v1/sessions/{sid}", `{"title":"hijack"}`, bob},
+		{"DELETE", "/v1/sessions/{sid}", "", bob},
 		{"POST", "/v1/sessions/{sid}/runs", `{"message":"hijack"}`, bob},
 		{"POST", "/v1/sessions/{sid}/queue", `{"message":"hijack"}`, bob},
 		{"POST", "/v1/sessions/{sid}/queue", `{"message":"hijack","mode":"steer"}`, bob},

@@ -1170,14 +1170,23 @@ func testSteer(t *testing.T, nt newTransport) {
 		t.Fatalf("steer result %+v", res)
 	}
 	evs := terminal(t, th, run.RunID)
-	steered := 0
+	steered, recorded := 0, 0
 	for _, e := range ofType(evs, protocol.EventProgress) {
-		if pl[protocol.ProgressPayload](t, e).Text == "steered: go left" {
+		p := pl[protocol.ProgressPayload](t, e)
+		if p.Text == "steered: go left" {
 			steered++
 		}
+		// The user's guidance is journaled as it is accepted: the result
+		// names that event.
+		if p.Steer == "go left" && p.Text == "guidance: go left" {
+			recorded++
+			if res.EventID != e.EventID {
+				t.Fatalf("steer result event %q, the steer record is %s", res.EventID, e.EventID)
+			}
+		}
 	}
-	if steered != 1 {
-		t.Fatalf("%d progress events \"steered: go left\", want 1", steered)
+	if steered != 1 || recorded != 1 {
+		t.Fatalf("%d progress events \"steered: go left\" and %d steer records, want 1 and 1", steered, recorded)
 	}
 	if evs[len(evs)-1].Type != protocol.EventDone {
 		t.Fatalf("steered run ended %s", evs[len(evs)-1].Type)

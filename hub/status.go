@@ -257,8 +257,8 @@ func (t *tracker) load(sid string) {
 			})
 			return
 		}
-		if s != nil && len(s.watchers) == 0 {
-			delete(t.sessions, sid)
+		if s != nil {
+			t.gone(s) // deleted
 		}
 		return
 	}

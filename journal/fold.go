@@ -55,7 +55,7 @@ func FoldSession(ctx context.Context, s interface {
 // already read.
 func FoldSessionMeta(ctx context.Context, l Log, meta SessionMeta) (session.Session, error) {
 	st := session.NewSession(meta.ID, meta.Title)
-	st.UpdatedAt = meta.CreatedAt
+	st.UpdatedAt, st.CreatedAt = meta.CreatedAt, meta.CreatedAt
 	if rid := meta.LatestRun(); rid != "" {
 		r, err := FoldRun(ctx, l, rid, meta.ID)
 		if err != nil {

@@ -100,6 +100,12 @@ type Registry interface {
 	// ErrConflict when the session already has an active run, ErrNotFound
 	// when the session does not exist, ErrExists when the run id is taken.
 	BeginRun(ctx context.Context, r RunMeta) error
+	// DeleteSession removes a session with every run of it (metas, events,
+	// idempotency keys) and announces the change on the feed
+	// (SessionChanged; the session then reads as ErrNotFound). It is
+	// ErrConflict while the session has an active run, decided atomically
+	// with BeginRun, and ErrNotFound when the session does not exist.
+	DeleteSession(ctx context.Context, id string) error
 	// ActiveRuns lists every run without a terminal event.
 	ActiveRuns(ctx context.Context) ([]RunMeta, error)
 	// Trim deletes the events and meta of runs whose terminal event is older
@@ -125,8 +131,8 @@ type Bus interface {
 
 // SessionChanged is the Type of a feed record that is no event: the
 // session named by its SessionID was created, got a new run registered
-// (still queued: no event yet), or had its runtime-owned state (queue,
-// goal, title) updated. It has no RunID, Seq or payload; a subscriber that
+// (still queued: no event yet), had its runtime-owned state (queue,
+// goal, title) updated, or was deleted. It has no RunID, Seq or payload; a subscriber that
 // shows session state re-reads the session. It never reaches a run's log
 // or a client.
 const SessionChanged protocol.EventType = "journal.session_changed"

@@ -86,6 +86,9 @@ type ReasoningPayload struct {
 type ProgressPayload struct {
 	Text       string `json:"text"`
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Steer is the user's guidance (queue mode steer) as the runtime
+	// accepted it for the run: the event records a user message.
+	Steer string `json:"steer,omitempty"`
 }
 
 // ToolStartedPayload is the payload of tool.started.

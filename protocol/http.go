@@ -95,6 +95,9 @@ type SessionStatus struct {
 	QueueDepth      int                 `json:"queue_depth"`
 	Goal            *GoalUpdatedPayload `json:"goal"`
 	UpdatedAt       float64             `json:"updated_at"`
+	CreatedAt       float64             `json:"created_at,omitempty"` // the session's creation
+	// Deleted marks the last status of a deleted session: watchers drop it.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // CreateSessionRequest is the body of POST /v1/sessions.
@@ -144,4 +147,41 @@ type GoalRequest struct {
 // ErrorBody is every HTTP error answer: {"error": {code, message}}.
 type ErrorBody struct {
 	Error *Error `json:"error"`
+}
+
+// RunSummary is one run of a session as GET /v1/sessions/{sid}/runs lists
+// it: enough to draw the run's header before its events are read.
+type RunSummary struct {
+	RunID         string  `json:"run_id"`
+	SessionID     string  `json:"session_id"`
+	Status        Status  `json:"status"`
+	CreatedAt     float64 `json:"created_at"`
+	LastSeq       uint64  `json:"last_seq"`
+	Terminal      bool    `json:"terminal"`
+	TerminalState Status  `json:"terminal_state,omitempty"`
+	EndedAt       float64 `json:"ended_at,omitempty"`
+	Source        string  `json:"source,omitempty"`
+	Message       string  `json:"message"` // the prompt, cut to RunSummaryMessageBytes
+}
+
+// RunSummaryMessageBytes bounds RunSummary.Message (plus "…").
+const RunSummaryMessageBytes = 200
+
+// RunList answers GET /v1/sessions/{sid}/runs: a page of the session's
+// runs, newest first. More is true when older runs precede the last one
+// listed (ask again with before = its run_id).
+type RunList struct {
+	Runs []RunSummary `json:"runs"`
+	More bool         `json:"more"`
+}
+
+// RenameSessionRequest is the body of PATCH /v1/sessions/{sid}.
+type RenameSessionRequest struct {
+	Title *string `json:"title"`
+}
+
+// DeleteSessionResult answers DELETE /v1/sessions/{sid}.
+type DeleteSessionResult struct {
+	SessionID string `json:"session_id"`
+	Deleted   bool   `json:"deleted"`
 }

@@ -11,11 +11,12 @@ import (
 // carries across runs (title, queue depth, goal).
 type Session struct {
 	ID         string
-	Title      string
-	Latest     *Run // nil before the first run
+	Title      string // the session's title; a run's title.updated sets it only when empty
+	Latest     *Run   // nil before the first run
 	QueueDepth int
 	Goal       *protocol.GoalUpdatedPayload
 	UpdatedAt  float64
+	CreatedAt  float64 // the session's creation time, when known
 
 	earlier []string // ids of the runs before Latest, oldest first
 }
@@ -61,15 +62,22 @@ func (s *Session) SetLatest(r Run) {
 		s.retire()
 	}
 	s.Latest = &r
-	if r.Title != "" {
-		s.Title = r.Title
-	}
+	s.adoptTitle(r.Title)
 	if r.Goal != nil {
 		s.Goal = r.Goal
 	}
 	s.QueueDepth = r.QueueDepth
 	if r.UpdatedAt > s.UpdatedAt {
 		s.UpdatedAt = r.UpdatedAt
+	}
+}
+
+// adoptTitle takes a run's title as the session's only when the session
+// has none: a session keeps the title it was given (at creation, by a
+// rename, or by its first titled run), and later runs do not rename it.
+func (s *Session) adoptTitle(title string) {
+	if s.Title == "" && title != "" {
+		s.Title = title
 	}
 }
 
@@ -84,7 +92,7 @@ func (s *Session) retire() {
 func (s *Session) absorb(r *Run, typ protocol.EventType) {
 	switch typ {
 	case protocol.EventTitleUpdated:
-		s.Title = r.Title
+		s.adoptTitle(r.Title)
 	case protocol.EventQueueUpdated:
 		s.QueueDepth = r.QueueDepth
 	case protocol.EventGoalUpdated:
@@ -107,7 +115,7 @@ func (s *Session) Controls() []string {
 // Status derives the SessionStatus a watching tab sees.
 func (s *Session) Status() protocol.SessionStatus {
 	st := protocol.SessionStatus{SessionID: s.ID, Title: s.Title, Status: "",
-		ActiveControls: s.Controls(), QueueDepth: s.QueueDepth, Goal: s.Goal, UpdatedAt: s.UpdatedAt}
+		ActiveControls: s.Controls(), QueueDepth: s.QueueDepth, Goal: s.Goal, UpdatedAt: s.UpdatedAt, CreatedAt: s.CreatedAt}
 	if r := s.Latest; r != nil {
 		st.RunID, st.Status, st.LastSeq = r.RunID, r.Status, r.LastSeq
 		st.Terminal, st.TerminalState = r.Terminal, r.TerminalState

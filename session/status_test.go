@@ -146,9 +146,10 @@ func TestSession_ApplyAcrossRuns(t *testing.T) {
 	if st.QueueDepth != 1 || st.Goal.State != "paused" || st.Tokens != 1 || st.Title != "Fix the build" {
 		t.Errorf("updates in the second run: %s", js(st))
 	}
-	sessionPlay(t, &s, "r2", step{protocol.EventTitleUpdated, protocol.TitleUpdatedPayload{Title: "Build fixed", Source: "user"}}, cancelled)
+	// A later run's title does not rename the session.
+	sessionPlay(t, &s, "r2", step{protocol.EventTitleUpdated, protocol.TitleUpdatedPayload{Title: "Build fixed", Source: "model"}}, cancelled)
 	sessionPlay(t, &s, "r3", started)
-	if st := s.Status(); st.Title != "Build fixed" || st.RunID != "r3" || st.Status != protocol.StatusRunning {
+	if st := s.Status(); st.Title != "Fix the build" || st.RunID != "r3" || st.Status != protocol.StatusRunning {
 		t.Errorf("third run: %s", js(st))
 	}
 }
@@ -263,7 +264,7 @@ func TestSession_Controls(t *testing.T) {
 
 func TestSession_SetLatest(t *testing.T) {
 	r := play(t, started, title, goalSet, queued2, token)
-	s := session.NewSession("s1", "Untitled")
+	s := session.NewSession("s1", "")
 	s.SetLatest(r)
 	st := s.Status()
 	if st.RunID != "r1" || st.Title != "Fix the build" || st.Goal == nil || st.QueueDepth != 2 || st.Tokens != 1 ||
@@ -294,4 +295,25 @@ func js(v any) string {
 		return err.Error()
 	}
 	return strings.ReplaceAll(string(b), `,"`, `, "`)
+}
+
+// A session keeps the title it was given: a run's title.updated names only
+// a session without a title, whether the run is folded event by event or
+// loaded whole.
+func TestSession_KeepsItsTitle(t *testing.T) {
+	s := session.NewSession("s1", "My session")
+	sessionPlay(t, &s, "r1", started, title, token)
+	if got := s.Status().Title; got != "My session" {
+		t.Errorf("after a titled run: title %q, want the given one", got)
+	}
+	loaded := session.NewSession("s1", "My session")
+	loaded.SetLatest(play(t, started, title, token))
+	if got := loaded.Status().Title; got != "My session" {
+		t.Errorf("after SetLatest of a titled run: title %q, want the given one", got)
+	}
+	untitled := session.NewSession("s1", "")
+	sessionPlay(t, &untitled, "r1", started, title)
+	if got := untitled.Status().Title; got != "Fix the build" {
+		t.Errorf("untitled session after a titled run: %q", got)
+	}
 }

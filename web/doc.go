@@ -8,21 +8,31 @@
 //     left with a live status badge per session (watch {all:true}); the
 //     focused session's transcript on the right (user message, assistant
 //     text, reasoning, tool cards, approval and clarify prompts, terminal
-//     banner) with the controls the session's active_controls allow, a start
-//     form carrying the simulator options as metadata.sim, and queue and goal
-//     inputs.
-//   - transcript.js: renders one session's events (one section per run);
-//     dom.js: element and formatting helpers. Hub text only ever enters the
-//     page as text nodes.
+//     banner; a steer shows as the user's entry) with the controls the
+//     session's active_controls allow, a start form carrying the simulator
+//     options as metadata.sim, queue and goal inputs, and rename (PATCH
+//     /v1/sessions/{sid}) and delete (DELETE /v1/sessions/{sid}) controls.
+//   - transcript.js: renders one session's events, one section per run,
+//     oldest first: the socket's focus brings the latest run and what
+//     follows, and the earlier runs are read over HTTP (GET
+//     /v1/sessions/{sid}/runs, then each run's events), a page at a time as
+//     the user scrolls up. cards.js: its tool, approval and clarify
+//     cards. markdown.js: the small Markdown renderer of
+//     assistant text (code blocks, lists, links with http/https/mailto
+//     only, emphasis; raw HTML stays text). dom.js: element and formatting
+//     helpers. Hub text only ever enters the page as text nodes.
 //   - runhub-client.js: the reusable protocol v1 client (no DOM code; its API
 //     is documented at the top of the file): one WebSocket per tab to /v1/ws
 //     with subprotocol runhub.v1, hello/welcome, watch, focus with a resume
 //     cursor, controls as Promises, NDJSON frame parsing, dedupe by
 //     run_id+seq with gap repair, reconnect with backoff and jitter (and
-//     after goaway, no earlier than reconnect_after_ms).
+//     after goaway, no earlier than reconnect_after_ms). A control issued
+//     while the socket is down is refused at once, never replayed later;
+//     the workbench then shows an offline banner and disables what sends.
 //
-// jstest/ holds the client's tests against a scripted socket; go test runs
-// them with node when node is installed (TestClientJS).
+// jstest/ holds the client's tests against a scripted socket and the
+// Markdown renderer's against a minimal DOM (unsafe links and HTML, random
+// input); go test runs them with node (TestClientJS).
 //
 // Elements the browser tests drive carry data-testid attributes; window.runhub
 // is the client instance.

@@ -194,7 +194,8 @@ echo '{"type":"done","payload":{"status":"completed","usage":null}}'
 	}
 	ev := h.Events(rid, 10*time.Second)
 	drivertest.Terminal(t, ev, protocol.EventDone)
-	want := "run.started approval.requested approval.resolved clarify.requested clarify.resolved progress done"
+	// The second progress is the runtime's record of the steer.
+	want := "run.started approval.requested approval.resolved clarify.requested clarify.resolved progress progress done"
 	if got := drivertest.Types(ev); got != want {
 		t.Errorf("events\n got %s\nwant %s", got, want)
 	}

@@ -618,8 +618,10 @@ func TestSteer(t *testing.T) {
 	if terminal(evs).Type != protocol.EventDone {
 		t.Fatalf("terminal %s", terminal(evs).Type)
 	}
+	// The runtime's record of the user's guidance, then Hermes's answer.
 	p := notes(evs)
-	if len(p) != 1 || payload[protocol.ProgressPayload](p[0]).Text != "guidance delivered to Hermes" {
+	if len(p) != 2 || payload[protocol.ProgressPayload](p[0]).Steer != "focus on tests" ||
+		payload[protocol.ProgressPayload](p[1]).Text != "guidance delivered to Hermes" {
 		t.Errorf("progress:\n%s", dump(evs))
 	}
 }

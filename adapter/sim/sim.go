@@ -25,6 +25,7 @@ type Script struct {
 	Clarify   bool   `json:"clarify"`   // ask one clarify question before the answer
 	Fail      string `json:"fail"`      // "error": terminal provider_error halfway
 	Title     string `json:"title"`     // title.updated text (default: from the message)
+	Markdown  bool   `json:"markdown"`  // stream MarkdownSample, a chunk per token, instead of "w<i> " (tokens is ignored)
 }
 
 // Bounds keep a script from asking for unbounded work.
@@ -182,7 +183,11 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 			return nil, err
 		}
 	}
-	n := *s.Tokens
+	n, text := *s.Tokens, TokenText
+	if s.Markdown {
+		chunks := MarkdownChunks()
+		n, text = len(chunks), func(i int) string { return chunks[i] }
+	}
 	pace := newPacer(time.Now(), pause)
 	for i := 0; i < n; i++ {
 		if s.Fail == "error" && i == n/2 {
@@ -191,7 +196,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 		if err := steered(ctx, x); err != nil {
 			return nil, err
 		}
-		if _, err := x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: TokenText(i)}); err != nil {
+		if _, err := x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: text(i)}); err != nil {
 			return nil, err
 		}
 		if i < n-1 {

@@ -72,6 +72,12 @@ func startHub(t testing.TB, data string, env ...string) *hubProcess {
 	return startHubOn(t, addr, addr, data, env...)
 }
 
+// startHubAt is startHub on a given address (a restart on the same one).
+func startHubAt(t testing.TB, addr, data string, env ...string) *hubProcess {
+	t.Helper()
+	return startHubOn(t, addr, addr, data, env...)
+}
+
 // startHubOn starts `hub serve` listening on listenAddr (RUNHUB_ADDR) and
 // waits until /healthz answers on addr.
 func startHubOn(t testing.TB, listenAddr, addr, data string, env ...string) *hubProcess {

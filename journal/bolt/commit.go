@@ -20,6 +20,7 @@ const (
 	opCreateSession
 	opBeginRun
 	opTrim
+	opDeleteSession
 )
 
 // request is one write waiting for the committer. The committer fills the
@@ -27,9 +28,9 @@ const (
 type request struct {
 	kind opKind
 
-	event   protocol.Envelope // opAppend: prepared, unsequenced
-	key     string            // opAppend: idempotency key or ""
-	session journal.SessionMeta
+	event   protocol.Envelope   // opAppend: prepared, unsequenced
+	key     string              // opAppend: idempotency key or ""
+	session journal.SessionMeta // opCreateSession; opDeleteSession: its ID
 	run     journal.RunMeta
 	before  float64 // opTrim: cutoff (created_at form)
 	limit   int     // opTrim: most runs to delete
@@ -201,6 +202,8 @@ func (s *Store) commit(w *writer, batch []*request) {
 			fresh = append(fresh, journal.SessionChangedRecord(r.session.ID))
 		case r.kind == opBeginRun:
 			fresh = append(fresh, journal.SessionChangedRecord(r.run.SessionID))
+		case r.kind == opDeleteSession:
+			fresh = append(fresh, journal.SessionChangedRecord(r.session.ID))
 		}
 	}
 	s.bus.publish(fresh)

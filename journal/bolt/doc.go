@@ -4,7 +4,7 @@
 //
 // # Writes: group commit
 //
-// Every write (Append, CreateSession, BeginRun, Trim) is queued to one
+// Every write (Append, CreateSession, BeginRun, Trim, DeleteSession) is queued to one
 // committer goroutine owned by the Store. The committer takes whatever is
 // waiting (up to GroupCommit.MaxBatch), applies it in ONE bbolt read-write
 // transaction, one commit (bbolt's two fdatasyncs) for the whole batch,

@@ -265,6 +265,16 @@ func (s *Store) BeginRun(ctx context.Context, m journal.RunMeta) error {
 	return r.err
 }
 
+// DeleteSession removes a session without an active run and its runs; see
+// journal.Registry.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	r := &request{kind: opDeleteSession, session: journal.SessionMeta{ID: id}}
+	if err := s.submit(ctx, r); err != nil {
+		return err
+	}
+	return r.err
+}
+
 // ActiveRuns lists every run without a terminal event; see journal.Registry.
 func (s *Store) ActiveRuns(ctx context.Context) ([]journal.RunMeta, error) {
 	out := []journal.RunMeta{}

@@ -96,6 +96,8 @@ func (w *writer) apply(r *request) error {
 		return w.beginRun(r)
 	case opTrim:
 		return w.trim(r)
+	case opDeleteSession:
+		return w.deleteSession(r)
 	}
 	return fmt.Errorf("journal/bolt: unknown write %d", r.kind)
 }
@@ -405,6 +407,57 @@ func (w *writer) trim(r *request) error {
 		r.trimmed++
 	}
 	return nil
+}
+
+// deleteSession removes r.session.ID, which must have no active run, with
+// every run of it and its place in its owner's index.
+func (w *writer) deleteSession(r *request) error {
+	id := r.session.ID
+	ss, err := w.session(id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ss == nil:
+		r.err = fmt.Errorf("session %q: %w", id, journal.ErrNotFound)
+		return nil
+	case ss.meta.ActiveRun != "":
+		r.err = fmt.Errorf("session %q has active run %q: %w", id, ss.meta.ActiveRun, journal.ErrConflict)
+		return nil
+	}
+	for _, rid := range append([]string(nil), ss.meta.Runs...) {
+		rs, err := w.run(rid)
+		if err != nil {
+			return err
+		}
+		if rs == nil {
+			continue
+		}
+		if rs.head.terminal {
+			if err := w.bucket(bEnded).Delete(endedKey(rs.head.terminalAt, rid)); err != nil {
+				return err
+			}
+		}
+		if err := w.deleteRun(rs); err != nil {
+			return err
+		}
+	}
+	prefix := ownerPrefix(ss.meta.Owner)
+	var owned []byte
+	c := w.bucket(bOwners).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(k) == len(prefix)+8 && string(v) == id {
+			owned = bytes.Clone(k)
+			break
+		}
+	}
+	if owned != nil {
+		if err := w.bucket(bOwners).Delete(owned); err != nil {
+			return err
+		}
+	}
+	delete(w.sessCache, id) // not written back at flush
+	return w.bucket(bSessions).Delete([]byte(id))
 }
 
 // deleteRun removes a run's events, index, keys, meta and place in its

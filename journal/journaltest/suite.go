@@ -44,6 +44,7 @@ func Run(t *testing.T, b Backend) {
 		{"Redaction", redactionTests},
 		{"Durability", durabilityTests},
 		{"UpdateSession", updateTests},
+		{"DeleteSession", deleteTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -22,7 +22,8 @@
 //	                              entry plus r (run id), q (seq); the payload of
 //	                              delta events is "{}". A session change with
 //	                              no event (create_session.lua, begin_run.lua,
-//	                              UpdateSession's MULTI) adds a record of just
+//	                              delete_session.lua, UpdateSession's MULTI)
+//	                              adds a record of just
 //	                              s and t = journal.SessionChanged
 //	rh:wake:<random>      stream  one Store's wake stream (tiny, expires)
 //	rh:batch:<random>     string  the replies of one append batch, kept for
@@ -35,7 +36,9 @@
 //
 // Every multi-key change is one Lua script (lua/*.lua, embedded, run with
 // EVALSHA and an EVAL fallback): append.lua, begin_run.lua (the active-run
-// conflict check with the registration), create_session.lua and trim.lua.
+// conflict check with the registration), create_session.lua, trim.lua and
+// delete_session.lua (a session without an active run and every key of its
+// runs; it re-checks the run list the caller read).
 //
 // append.lua journals a batch of appends: concurrent Appends are grouped
 // (group commit, batch.go) so that Redis runs one script and the client

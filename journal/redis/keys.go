@@ -71,5 +71,6 @@ var (
 	beginRunScript      = mustScript("begin_run.lua")
 	createSessionScript = mustScript("create_session.lua")
 	trimScript          = mustScript("trim.lua")
-	allScripts          = []*goredis.Script{appendScript, beginRunScript, createSessionScript, trimScript}
+	deleteSessionScript = mustScript("delete_session.lua")
+	allScripts          = []*goredis.Script{appendScript, beginRunScript, createSessionScript, trimScript, deleteSessionScript}
 )

@@ -137,6 +137,52 @@ func (s *Store) BeginRun(ctx context.Context, r journal.RunMeta) error {
 	return fmt.Errorf("journal/redis: begin run: unexpected reply %q", status)
 }
 
+// DeleteSession removes a session without an active run, with its runs
+// (delete_session.lua: the active-run check, which BeginRun shares, and
+// every deletion in one step). The script re-checks the owner and run
+// list read here and asks for another read when they changed.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	for range maxUpdateAttempts {
+		owner, err := s.rdb.HGet(ctx, s.k.session(id), "owner").Result()
+		if errors.Is(err, goredis.Nil) {
+			return fmt.Errorf("journal/redis: session %s: %w", id, journal.ErrNotFound)
+		}
+		if err != nil {
+			return s.fail("delete session", err)
+		}
+		runs, err := s.rdb.LRange(ctx, s.k.sessionRuns(id), 0, -1).Result()
+		if err != nil {
+			return s.fail("delete session", err)
+		}
+		keys := []string{s.k.session(id), s.k.sessionRuns(id), s.k.owner(owner), s.k.ended(), s.k.active(), s.k.feedOf(id)}
+		args := []any{id, owner, s.opts.FeedMaxLen, string(journal.SessionChanged)}
+		for _, rid := range runs {
+			keys = append(keys, s.k.run(rid), s.k.events(rid), s.k.idem(rid))
+			args = append(args, rid)
+		}
+		status, err := deleteSessionScript.Run(ctx, s.rdb, keys, args...).Text()
+		if err != nil {
+			return s.fail("delete session", err)
+		}
+		switch status {
+		case "ok":
+			return nil
+		case "notfound":
+			return fmt.Errorf("journal/redis: session %s: %w", id, journal.ErrNotFound)
+		case "conflict":
+			return fmt.Errorf("journal/redis: delete session %s: it has an active run: %w", id, journal.ErrConflict)
+		case "retry":
+			continue
+		default:
+			return fmt.Errorf("journal/redis: delete session: unexpected reply %q", status)
+		}
+	}
+	return fmt.Errorf("journal/redis: delete session %s: too much contention: %w", id, journal.ErrConflict)
+}
+
 // ActiveRuns lists every run without a terminal event, oldest first.
 func (s *Store) ActiveRuns(ctx context.Context) ([]journal.RunMeta, error) {
 	if err := s.check(); err != nil {

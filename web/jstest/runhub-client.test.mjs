@@ -211,19 +211,23 @@ test("controls resolve with their control_result, reject on timeout and on an er
   await assert.rejects(c.cancel({ run_id: "r1" }), (err) => err.code === "client_timeout");
 });
 
-test("a control issued while disconnected is sent after the next welcome; a sent one fails on drop", async () => {
+test("a control issued while disconnected is refused at once and never sent later; a sent one fails on drop", async () => {
   const { c, ws } = await connected();
   const sentBefore = c.queue({ session_id: "s1", message: "later" });
   ws().drop(1006);
   await assert.rejects(sentBefore, (err) => err.code === "client_disconnected");
   const p = c.goal({ session_id: "s1", action: "pause" });
+  await assert.rejects(p, (err) => err.code === "client_disconnected" && /not sent/.test(err.message));
   await sleep(30);
   ws().accept();
   ws().recv(WELCOME);
+  assert.equal(ws().sent.filter((m) => m.type === "control").length, 0, "a refused control was sent after the reconnect");
+  // Once welcomed again, controls go out.
+  const q = c.goal({ session_id: "s1", action: "pause" });
   const ctl = ws().sent.find((m) => m.type === "control");
   assert.equal(ctl.op, "goal");
   ws().recv({ type: "control_result", id: ctl.id, accepted: false, status: "unsupported", message: "no goals here" });
-  assert.equal((await p).status, "unsupported");
+  assert.equal((await q).status, "unsupported");
   c.close();
 });
 
@@ -266,6 +270,25 @@ test("a status behind the one held is dropped", async () => {
   ws().recv(st(5, "running"), st(4, "queued"), st(6, "completed"));
   assert.deepEqual(seen.status.map((s) => s.status), ["running", "completed"]);
   assert.equal(c.sessions.get("s1").status, "completed");
+});
+
+test("a deleted status drops the session and reaches the listeners", async () => {
+  const { c, seen, ws } = await connected();
+  c.watch(["s1", "s2"]);
+  c.focus("s1");
+  ws().recv({ type: "status", session: { session_id: "s1", run_id: "r1", last_seq: 2, status: "completed" } }, ev("r1", 1));
+  assert.equal(c.lastSeq("r1"), 1);
+  ws().recv({ type: "status", session: { session_id: "s1", run_id: "", last_seq: 0, status: "", deleted: true } });
+  assert.equal(c.sessions.has("s1"), false);
+  assert.equal(c.lastSeq("r1"), 0);
+  assert.equal(seen.status.length, 2);
+  assert.equal(seen.status[1].deleted, true);
+  // A reconnect watches what is left.
+  ws().drop(1006);
+  await sleep(30);
+  ws().accept();
+  ws().recv(WELCOME);
+  assert.deepEqual(ws().sent.filter((m) => m.type === "watch"), [{ type: "watch", sessions: ["s2"] }]);
 });
 
 test("ping resolves with the pong", async () => {

@@ -31,6 +31,15 @@ const els = {
   run: $("pane-run"),
   replaying: $("pane-replaying"),
   stop: $("stop-button"),
+  tools: $("pane-tools"),
+  rename: $("rename-session"),
+  renameForm: $("rename-form"),
+  renameInput: $("rename-input"),
+  renameCancel: $("rename-cancel"),
+  del: $("delete-session"),
+  delConfirm: $("delete-confirm"),
+  delYes: $("delete-yes"),
+  delNo: $("delete-no"),
   scroll: $("transcript-scroll"),
   transcript: $("transcript"),
   emptyPane: $("empty-pane"),
@@ -56,10 +65,20 @@ const els = {
     tools: $("sim-tools"),
     approval: $("sim-approval"),
     clarify: $("sim-clarify"),
+    markdown: $("sim-markdown"),
     fail: $("sim-fail"),
   },
   toasts: $("toasts"),
+  sidebar: document.querySelector(".sidebar"),
+  sessionsToggle: $("sessions-toggle"),
+  offline: $("offline-banner"),
+  offlineText: $("offline-text"),
 };
+// Group headings of the session list.
+els.needsCount = h("span", { class: "count", testid: "needs-count" }, "0");
+els.needsHead = h("li", { class: "group-head needs", testid: "group-needs-you", role: "presentation", hidden: true }, "Needs you ", els.needsCount);
+els.restHead = h("li", { class: "group-head", testid: "group-rest", role: "presentation", hidden: true }, "Other sessions");
+els.list.append(els.needsHead, els.restHead);
 
 // ---- the client ----------------------------------------------------------
 
@@ -95,16 +114,52 @@ const viewCtx = (sid) => ({
   clarify: async (run, card, response) => {
     await control(rh.clarify({ run_id: run.id, clarify_id: card.id, response }), "clarify");
   },
+  fetchJSON: api,
+  loadOlder: (v) => pageHistory(v, true),
+  keepScroll: (v, fn) => {
+    const sc = els.scroll;
+    if (v.sessionId !== focused) return fn();
+    const fromBottom = sc.scrollHeight - sc.scrollTop;
+    fn();
+    sc.scrollTop = sc.scrollHeight - fromBottom;
+  },
 });
 
-// control awaits a control's result and reports anything but accepted.
-async function control(promise, what) {
+// api calls the hub's HTTP API with the page's token and returns the JSON
+// body; an error answer throws with the hub's message, status and code.
+async function api(path, init = {}) {
+  const token = currentToken();
+  const headers = { ...(init.headers || {}) };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (init.body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { ...init, headers });
+  const text = await resp.text();
+  let body = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!resp.ok) {
+    const err = new Error((body && body.error && body.error.message) || `HTTP ${resp.status}`);
+    err.status = resp.status;
+    err.code = body && body.error && body.error.code;
+    throw err;
+  }
+  return body;
+}
+
+// control awaits a control's result and reports anything but accepted
+// (one toast per action at most); explain maps a refused result to the
+// text to show instead of the hub's.
+async function control(promise, what, explain) {
   try {
     const r = await promise;
-    if (!r.accepted) toast(`${what}: ${r.status}${r.message ? ` — ${r.message}` : ""}`, "warn");
+    if (!r.accepted) toast((explain && explain(r)) || `${what}: ${r.status}${r.message ? ` — ${r.message}` : ""}`, "warn");
     return r;
   } catch (err) {
-    toast(`${what}: ${err.message}`, "error");
+    if (err.code === "client_disconnected" && !online) toast(`${what} was not sent: offline (not connected to the hub). Try again once it reconnects.`, "error");
+    else toast(`${what}: ${err.message}`, "error");
     return null;
   }
 }
@@ -147,7 +202,32 @@ function render() {
 
 // ---- connection ----------------------------------------------------------
 
+// Offline: while the socket is not welcomed nothing can be sent. The pane
+// says so, the controls that send are disabled with the reason, no caret
+// pretends text is streaming, and an action attempted anyway is refused by
+// the client (never queued to happen later).
+const OFFLINE_REASON = "Offline: not connected to the hub, so nothing can be sent";
+let online = false;
+let offlineDelay = 0;
+
+function renderOffline() {
+  const st = rh.state;
+  const down = st === "reconnecting" || st === "closed" || st === "unauthorized";
+  document.body.classList.toggle("offline", !online);
+  els.offline.hidden = !down;
+  if (down) {
+    const when = st === "reconnecting" ? (offlineDelay ? `reconnecting in ${Math.max(1, Math.round(offlineDelay / 1000))} s` : "reconnecting…") : st === "unauthorized" ? "the hub refused the token" : "not reconnecting";
+    setText(els.offlineText, `Offline — the connection to the hub is down (${when}). Stop, Start and every other action are disabled until it is back; what is shown may be out of date.`);
+  }
+  if (!online) for (const v of views.values()) v.stopCarets();
+}
+
 rh.on("state", ({ state, delay_ms: delay }) => {
+  online = state === "open";
+  offlineDelay = delay || 0;
+  renderOffline();
+  paneDirty = true;
+  schedule();
   els.conn.dataset.state = state;
   const text = {
     idle: "idle",
@@ -167,9 +247,11 @@ rh.on("open", (w) => {
   schedule();
 });
 rh.on("status", (s) => {
-  if (!items.has(s.session_id)) orderDirty = true;
+  if (s.deleted) return removeSession(s.session_id);
+  // The list moves only when a session arrives or changes group (needs
+  // you / the rest), never on its tokens.
   const prev = items.get(s.session_id);
-  if (prev && prev.updatedAt !== s.updated_at) orderDirty = true;
+  if (!prev || prev.group !== groupOf(s)) orderDirty = true;
   dirtyItems.add(s.session_id);
   if (s.session_id === focused) paneDirty = true;
   schedule();
@@ -188,7 +270,10 @@ rh.on("replayed", (m) => {
 });
 rh.on("reset", ({ session_id: sid }) => {
   const v = views.get(sid);
-  if (v) v.clear();
+  if (v) {
+    v.clear();
+    pageHistory(v, true);
+  }
   schedule();
 });
 rh.on("goaway", (m) => toast(`Hub is going away (${m.reason || "restart"}); reconnecting…`, "info"));
@@ -223,7 +308,11 @@ function renderItem(sid) {
       h("div", { class: "session-row" }, title, badge),
       h("div", { class: "session-row sub" }, progress, h("span", { class: "session-tokens mono" }, tokens, " tok"), ago),
     );
-    el.addEventListener("click", () => focusSession(sid));
+    el.addEventListener("click", () => {
+      focusSession(sid);
+      // On a narrow screen the list gives its room to the session.
+      if (narrow.matches) setListCollapsed(true);
+    });
     el.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" || ev.key === " ") {
         ev.preventDefault();
@@ -231,17 +320,20 @@ function renderItem(sid) {
       } else if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
         ev.preventDefault();
         let n = ev.key === "ArrowDown" ? el.nextElementSibling : el.previousElementSibling;
-        while (n && n.hidden) n = ev.key === "ArrowDown" ? n.nextElementSibling : n.previousElementSibling;
+        while (n && (n.hidden || !n.classList.contains("session"))) n = ev.key === "ArrowDown" ? n.nextElementSibling : n.previousElementSibling;
         if (n) n.focus();
       }
     });
-    it = { el, badge, title, progress, tokens, ago, updatedAt: 0 };
+    it = { el, badge, title, progress, tokens, ago, group: "", createdAt: 0 };
     items.set(sid, it);
     els.list.append(el);
     orderDirty = true;
   }
   const status = s.status || "idle";
-  it.updatedAt = s.updated_at || 0;
+  if (it.group !== groupOf(s)) orderDirty = true;
+  it.group = groupOf(s);
+  it.createdAt = s.created_at || it.createdAt || 0;
+  it.el.dataset.group = it.group;
   it.el.dataset.status = status;
   it.el.classList.toggle("focused", sid === focused);
   it.el.classList.toggle("attention", status === "awaiting_approval" || status === "awaiting_clarify");
@@ -275,15 +367,32 @@ function applyFilter(it, sid, s) {
   it.el.hidden = !!q && !`${s.title || ""} ${sid} ${s.status || ""}`.toLowerCase().includes(q);
 }
 
+// groupOf puts a session waiting on the user (an approval or a question)
+// in "needs you", pinned at the top; every other session is in "rest".
+function groupOf(s) {
+  return s && (s.pending_approval || s.pending_clarify || s.status === "awaiting_approval" || s.status === "awaiting_clarify") ? "needs" : "rest";
+}
+
+// The list is ordered by group, then newest created first: a row moves
+// only when its session changes group, never because it streams.
 function reorder() {
   orderDirty = false;
-  const sorted = [...items.keys()].sort((a, b) => (items.get(b).updatedAt || 0) - (items.get(a).updatedAt || 0) || (a < b ? -1 : 1));
+  const byCreation = (a, b) => {
+    const x = items.get(a);
+    const y = items.get(b);
+    return (y.createdAt || 0) - (x.createdAt || 0) || (a < b ? 1 : -1);
+  };
+  const needs = [...items.keys()].filter((sid) => items.get(sid).group === "needs").sort(byCreation);
+  const rest = [...items.keys()].filter((sid) => items.get(sid).group !== "needs").sort(byCreation);
+  const order = [els.needsHead, ...needs.map((sid) => items.get(sid).el), els.restHead, ...rest.map((sid) => items.get(sid).el)];
   let cur = els.list.firstElementChild;
-  for (const sid of sorted) {
-    const el = items.get(sid).el;
+  for (const el of order) {
     if (cur === el) cur = cur.nextElementSibling;
     else els.list.insertBefore(el, cur);
   }
+  els.needsHead.hidden = needs.length === 0;
+  els.needsCount.textContent = String(needs.length);
+  els.restHead.hidden = needs.length === 0 || rest.length === 0;
   els.count.textContent = String(items.size);
   els.emptyList.hidden = items.size > 0;
 }
@@ -299,6 +408,33 @@ setInterval(() => {
   }
 }, 15000);
 
+// The session list folds away (on narrow screens, where it shares the
+// column with the pane); the choice is remembered.
+const narrow = window.matchMedia("(max-width: 620px)");
+function setListCollapsed(on) {
+  els.sidebar.classList.toggle("collapsed", on);
+  els.sessionsToggle.setAttribute("aria-expanded", String(!on));
+  localStorage.setItem("runhub.listCollapsed", on ? "1" : "0");
+}
+els.sessionsToggle.addEventListener("click", () => {
+  if (narrow.matches) setListCollapsed(!els.sidebar.classList.contains("collapsed"));
+});
+setListCollapsed(localStorage.getItem("runhub.listCollapsed") === "1");
+
+// removeSession takes a deleted session out of the list and the pane.
+function removeSession(sid) {
+  const it = items.get(sid);
+  if (it) {
+    it.el.remove();
+    items.delete(sid);
+  }
+  dirtyItems.delete(sid);
+  views.delete(sid);
+  if (focused === sid) focusSession(null);
+  orderDirty = true;
+  schedule();
+}
+
 // ---- focus ---------------------------------------------------------------
 
 function focusSession(sid, force = false) {
@@ -313,6 +449,8 @@ function focusSession(sid, force = false) {
   }
   focused = sid;
   stopping = null;
+  els.renameForm.hidden = true;
+  els.delConfirm.hidden = true;
   stickToBottom = true;
   els.jump.hidden = true;
   if (sid) {
@@ -324,11 +462,10 @@ function focusSession(sid, force = false) {
     } else {
       v = new SessionView(sid, viewCtx(sid));
       views.set(sid, v);
-      // A full replay: of every run when the hub lists the session's runs
-      // (a cursor before the first event of the first run), else of the
-      // latest run.
-      const runs = rh.sessions.get(sid) && rh.sessions.get(sid).runs;
-      rh.focus(sid, { cursor: Array.isArray(runs) && runs.length > 1 ? `${runs[0]}:0` : null });
+      // The socket replays the latest run and streams what follows; the
+      // earlier runs come over HTTP, a page at a time (more on scroll-up).
+      rh.focus(sid, { cursor: null });
+      pageHistory(v, true);
       evictViews();
     }
     els.transcript.replaceChildren(v.el);
@@ -376,6 +513,8 @@ function renderPane() {
   els.emptyPane.hidden = !!focused;
 
   setText(els.title, focused ? (s && s.title) || `Session ${shortId(focused)}` : "New session");
+  els.tools.hidden = !focused || !els.renameForm.hidden || !els.delConfirm.hidden;
+  els.title.hidden = !els.renameForm.hidden;
   els.title.title = focused || "";
   const status = focused ? (s && s.status) || "idle" : "idle";
   setText(els.status, statusLabel(s && s.status));
@@ -392,11 +531,20 @@ function renderPane() {
   const canCancel = !!focused && controls.has("cancel");
   els.stop.hidden = !canCancel;
   const isStopping = canCancel && s && stopping === s.run_id;
-  els.stop.disabled = !!isStopping;
+  els.stop.disabled = !!isStopping || !online;
+  els.stop.title = online ? "Stop the run" : OFFLINE_REASON;
   setText(els.stop, isStopping ? "Stopping…" : "■ Stop");
 
-  // Queue and goal: always there; they need a session.
-  for (const el of [...els.queueForm.elements, ...els.goalForm.elements]) el.disabled = !focused;
+  // Queue and goal: always there; they need a session, and a connection to
+  // send (typing stays possible offline).
+  for (const el of [...els.queueForm.elements, ...els.goalForm.elements]) {
+    const sends = el.tagName === "BUTTON";
+    el.disabled = !focused || (sends && !online);
+    if (sends) el.title = online ? "" : OFFLINE_REASON;
+  }
+  els.startSubmit.disabled = !online;
+  els.startSubmit.title = online ? "" : OFFLINE_REASON;
+
   setText(els.queueDepth, String((s && s.queue_depth) || 0));
   els.queueDepth.parentElement.classList.toggle("nonzero", !!(s && s.queue_depth));
   const v = focused && views.get(focused);
@@ -427,7 +575,23 @@ els.jump.addEventListener("click", () => {
 els.scroll.addEventListener("scroll", () => {
   const sc = els.scroll;
   if (sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48) els.jump.hidden = true;
+  // Near the top: page the session's earlier runs in.
+  const v = focused && views.get(focused);
+  if (v && sc.scrollTop < 300) pageHistory(v, false);
 });
+
+// pageHistory loads the next page of a session's earlier runs (the first
+// page, or on request, always; later ones while the user is near the top),
+// and goes on while the transcript is too short to scroll.
+function pageHistory(v, always) {
+  const hist = v.history;
+  if (hist.loading || !hist.more || (!always && (!hist.loaded || hist.error))) return;
+  v.loadOlder().then(() => {
+    schedule();
+    const sc = els.scroll;
+    if (v.sessionId === focused && !v.history.error && sc.scrollHeight - sc.clientHeight < 300) pageHistory(v, false);
+  });
+}
 
 els.stop.addEventListener("click", async () => {
   const s = focused && rh.sessions.get(focused);
@@ -439,6 +603,72 @@ els.stop.addEventListener("click", async () => {
   if (!r || !r.accepted) stopping = null;
   paneDirty = true;
   schedule();
+});
+
+// ---- rename and delete ---------------------------------------------------
+
+function closePaneForms() {
+  els.renameForm.hidden = true;
+  els.delConfirm.hidden = true;
+  paneDirty = true;
+  schedule();
+}
+
+els.rename.addEventListener("click", () => {
+  if (!focused) return;
+  const s = rh.sessions.get(focused);
+  els.renameInput.value = (s && s.title) || "";
+  els.delConfirm.hidden = true;
+  els.renameForm.hidden = false;
+  paneDirty = true;
+  render();
+  els.renameInput.focus();
+  els.renameInput.select();
+});
+els.renameCancel.addEventListener("click", closePaneForms);
+els.renameInput.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape") closePaneForms();
+});
+els.renameForm.addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const sid = focused;
+  const title = els.renameInput.value.trim();
+  if (!sid || !title) return els.renameInput.focus();
+  try {
+    const st = await api(`/v1/sessions/${encodeURIComponent(sid)}`, { method: "PATCH", body: JSON.stringify({ title }) });
+    // Show it at once; the status feed brings the same to every tab.
+    const cur = rh.sessions.get(sid);
+    if (cur && st && st.title) cur.title = st.title;
+    dirtyItems.add(sid);
+    closePaneForms();
+  } catch (err) {
+    toast(`rename: ${err.message}`, "error");
+  }
+});
+
+els.del.addEventListener("click", () => {
+  if (!focused) return;
+  els.renameForm.hidden = true;
+  els.delConfirm.hidden = false;
+  paneDirty = true;
+  render();
+  els.delNo.focus();
+});
+els.delNo.addEventListener("click", closePaneForms);
+els.delYes.addEventListener("click", async () => {
+  const sid = focused;
+  if (!sid) return;
+  els.delYes.disabled = true;
+  try {
+    await api(`/v1/sessions/${encodeURIComponent(sid)}`, { method: "DELETE" });
+    closePaneForms();
+    removeSession(sid); // the status feed tells the other tabs
+  } catch (err) {
+    closePaneForms();
+    toast(err.code === "conflict" ? "This session has an active run: stop it first, then delete the session." : `delete: ${err.message}`, "error");
+  } finally {
+    els.delYes.disabled = false;
+  }
 });
 
 // ---- forms ---------------------------------------------------------------
@@ -460,6 +690,7 @@ function simOptions() {
     approval: f.approval.checked,
     clarify: f.clarify.checked,
   };
+  if (f.markdown.checked) sim.markdown = true;
   if (f.fail.value) sim.fail = f.fail.value;
   for (const k of Object.keys(sim)) if (sim[k] === undefined) delete sim[k];
   return sim;
@@ -526,7 +757,9 @@ els.startForm.addEventListener("submit", async (ev) => {
   if (!inNew) fields.session_id = focused;
   els.startSubmit.disabled = true;
   try {
-    const r = await control(rh.start(fields), "start");
+    const r = await control(rh.start(fields), "start", (res) =>
+      res.status === "conflict" ? "A run is active in this session — queue the message instead, or start in a new session." : "",
+    );
     if (r && r.accepted) {
       els.startMessage.value = "";
       if (r.session_id && r.session_id !== focused) focusSession(r.session_id);
@@ -534,11 +767,9 @@ els.startForm.addEventListener("submit", async (ev) => {
       stickToBottom = true;
       paneDirty = true;
       schedule();
-    } else if (r && r.status === "conflict") {
-      toast("A run is active in this session — queue the message instead, or start in a new session.", "info");
     }
   } finally {
-    els.startSubmit.disabled = false;
+    els.startSubmit.disabled = !online;
   }
 });
 
@@ -562,7 +793,9 @@ els.queueForm.addEventListener("submit", async (ev) => {
   const r = await control(rh.queue({ session_id: focused, message, mode: els.queueMode.value }), "queue");
   if (r && r.accepted) {
     els.queueInput.value = "";
-    toast(els.queueMode.value === "steer" ? "Steering message sent" : "Queued", "ok");
+    // A steer shows in the transcript as the user's entry; a queued message
+    // in the queue count.
+    if (els.queueMode.value !== "steer") toast("Queued", "ok");
   }
 });
 
@@ -589,14 +822,15 @@ for (const b of els.goalForm.querySelectorAll('[data-testid="goal-action"]')) {
 
 // ---- toasts and theme ----------------------------------------------------
 
+// toast shows one notice in the top bar's slot, replacing any earlier one
+// (the newest is what the user just did). Errors stay longer.
 function toast(text, kind = "info") {
-  const el = h("div", { class: `toast toast-${kind}`, testid: "toast", "data-kind": kind, role: "status", text });
-  els.toasts.append(el);
-  while (els.toasts.children.length > 4) els.toasts.firstElementChild.remove();
+  const el = h("div", { class: `toast toast-${kind}`, testid: "toast", "data-kind": kind, role: "status", title: text, text });
+  els.toasts.replaceChildren(el);
   setTimeout(() => {
     el.classList.add("leaving");
     setTimeout(() => el.remove(), 300);
-  }, kind === "error" ? 7000 : 3500);
+  }, kind === "error" ? 7000 : 4000);
 }
 
 const THEMES = ["auto", "dark", "light"];

@@ -56,7 +56,9 @@
 // Controls (each resolves with the control_result — check .accepted and
 // .status — and rejects on timeout, on an `error` whose ref is its id, or
 // when the socket drops before the answer; a control issued while the socket
-// is down is sent once the next welcome arrives):
+// is not welcomed is refused at once with code "client_disconnected" and is
+// never sent later: an action must not happen minutes after the user gave
+// up on it):
 //   control(op, fields, { timeoutMs })  → Promise<ControlResult>
 //   start({ session_id?, message, metadata?, … })
 //   cancel({ run_id } | { session_id })
@@ -78,7 +80,8 @@
 //   "renewed"        welcome                       the hub took renewed
 //                                                  credentials (same socket)
 //   "close"          { code, reason, reconnect, delay_ms }
-//   "status"         SessionStatus
+//   "status"         SessionStatus (one with deleted: true is the last of a
+//                    deleted session, which has left .sessions)
 //   "event"          envelope — deduplicated (run_id + seq: only seq above
 //                    the highest delivered for its run), focused session only
 //   "replayed"       { session_id, cursor, count }
@@ -505,13 +508,6 @@ export class RunhubClient {
     if (this._watchAll) this._sendRaw({ type: "watch", all: true });
     if (this._watched.size) this._sendRaw({ type: "watch", sessions: [...this._watched] });
     if (this._focus !== null) this._sendFocus(this._focus, undefined);
-    // Controls issued while the socket was down.
-    for (const p of this._pending.values()) {
-      if (!p.sent && p.kind === "control") {
-        p.sent = this._sendRaw(p.msg);
-        p.sentAt = Date.now();
-      }
-    }
     this._startPing();
     this._scheduleRenewal();
     this._emit("open", msg);
@@ -535,6 +531,15 @@ export class RunhubClient {
 
   _onStatus(s) {
     if (!s || typeof s.session_id !== "string") return;
+    if (s.deleted) {
+      // The session is gone: drop it (and its watch by id, which a
+      // reconnect would otherwise send again), then tell the listeners.
+      this.sessions.delete(s.session_id);
+      this._watched.delete(s.session_id);
+      this.forget(s.session_id);
+      this._emit("status", s);
+      return;
+    }
     const prev = this.sessions.get(s.session_id);
     // A status of the same run that is behind what we hold is stale (e.g. a
     // lagging replica); drop it.
@@ -703,7 +708,8 @@ export class RunhubClient {
   }
 
   // _failPending rejects what can no longer be answered: everything sent on
-  // the socket that dropped, and (when closing for good) everything.
+  // the socket that dropped (nothing unsent is ever pending for long: a
+  // request on a socket that is not welcomed is refused at once).
   _failPending(message, all) {
     for (const [id, p] of [...this._pending]) {
       if (!all && !p.sent) continue;
@@ -725,9 +731,10 @@ export class RunhubClient {
       }, timeoutMs);
       this._pending.set(msg.id, p);
       if (this.state === "open") p.sent = this._sendRaw(msg);
-      if (!p.sent && (kind === "ping" || !this._wanted)) {
+      if (!p.sent) {
+        // Not connected: refused now, never queued for a later socket.
         this._settle(msg.id, (q) => {
-          const err = new Error("not connected");
+          const err = new Error(`not connected to the hub; the ${kind === "ping" ? "ping" : msg.op || kind} was not sent`);
           err.code = "client_disconnected";
           q.reject(err);
         });

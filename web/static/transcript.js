@@ -7,31 +7,36 @@
 // client resumes after the last event it delivered, and the view keeps
 // appending.
 
-import { h, statusLabel, fmtDuration, fmtCount, fmtClock, shortId, pretty, oneLine } from "./dom.js";
+import { h, statusLabel, fmtDuration, fmtCount, fmtClock, shortId } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+import { ToolCard, ApprovalCard, ClarifyCard } from "./cards.js";
 
-// Tool output shown per card; output past it is dropped (with a note) so a
-// chatty tool cannot grow the page without bound.
-const MAX_TOOL_OUTPUT = 256 * 1024;
-
-const APPROVAL_LABELS = {
-  once: "Allow once",
-  session: "Allow for session",
-  always: "Always allow",
-  deny: "Deny",
-};
+// Assistant text is rendered as Markdown (re-rendered as it streams, once
+// per frame) up to this many characters; a longer message shows as plain
+// text, so a huge answer cannot make every frame expensive.
+const MAX_MARKDOWN = 64 * 1024;
 
 export class SessionView {
   // ctx: { status(): SessionStatus|undefined, approve(run, card, choice),
-  //        clarify(run, card, response) }
+  //        clarify(run, card, response), fetchJSON(path) → Promise<body>,
+  //        loadOlder(view), keepScroll(view, fn): run fn, which inserts
+  //        above what is shown, without moving what the user looks at }
   constructor(sessionId, ctx) {
     this.sessionId = sessionId;
     this.ctx = ctx;
-    this.el = h("div", { class: "session-transcript", "data-session-id": sessionId });
+    this.historyEl = h("div", { class: "history", testid: "history" });
+    this.runsEl = h("div", { class: "runs" });
+    this.el = h("div", { class: "session-transcript", "data-session-id": sessionId }, this.historyEl, this.runsEl);
     this.runs = new Map();
     this.pending = [];
+    this.dirtyText = new Set(); // assistant messages whose text grew
     this.goal = null;
     this.queue = null;
     this.scrollTop = null; // where the pane was scrolled when it lost focus; null: the end
+    // History: the session's earlier runs, read over HTTP a page at a time
+    // (newest first); oldest is where the next page starts.
+    this.history = { loaded: false, loading: null, more: true, oldest: null, error: "", gen: 0 };
+    this.renderHistory();
   }
 
   push(e) {
@@ -41,7 +46,108 @@ export class SessionView {
   clear() {
     this.pending = [];
     this.runs.clear();
-    this.el.replaceChildren();
+    this.runsEl.replaceChildren();
+    this.history = { loaded: false, loading: null, more: true, oldest: null, error: "", gen: this.history.gen + 1 };
+    this.renderHistory();
+  }
+
+  // runView returns the run's view, making it in its place: runs are shown
+  // oldest first, and run ids (UUIDv7) sort by creation.
+  runView(runId) {
+    let run = this.runs.get(runId);
+    if (run) return run;
+    run = new RunView(this, runId);
+    this.runs.set(runId, run);
+    let next = null;
+    for (const el of this.runsEl.children) {
+      if (el.dataset.runId > runId) {
+        next = el;
+        break;
+      }
+    }
+    this.runsEl.insertBefore(run.el, next);
+    return run;
+  }
+
+  // loadOlder reads the next page of earlier runs (GET /v1/sessions/{sid}/runs)
+  // and each run's events (GET /v1/runs/{rid}/events), and renders them
+  // above the runs shown. It reports whether it added anything.
+  loadOlder(pageSize = 10) {
+    const hist = this.history;
+    if (hist.loading) return hist.loading;
+    if (!hist.more) return Promise.resolve(false);
+    const gen = hist.gen;
+    hist.error = "";
+    hist.loading = (async () => {
+      let added = false;
+      try {
+        const q = new URLSearchParams({ limit: String(pageSize) });
+        if (hist.oldest) q.set("before", hist.oldest);
+        const page = await this.ctx.fetchJSON(`/v1/sessions/${encodeURIComponent(this.sessionId)}/runs?${q}`);
+        if (gen !== this.history.gen) return false;
+        const runs = page.runs || [];
+        // Read every run's events before rendering any, so the page lands at once.
+        // (A run the socket already brought is its to complete.)
+        const loaded = [];
+        for (const sum of runs) {
+          if (this.runs.has(sum.run_id)) continue;
+          loaded.push([sum, await this.readRun(sum.run_id)]);
+          if (gen !== this.history.gen) return false;
+        }
+        this.ctx.keepScroll(this, () => {
+          for (const [sum, events] of loaded) {
+            added = added || !this.runs.has(sum.run_id);
+            const run = this.runView(sum.run_id);
+            for (const e of events) {
+              try {
+                run.apply(e);
+              } catch (err) {
+                console.error("runhub: cannot render event", e, err);
+              }
+            }
+          }
+          this.renderText();
+        });
+        if (runs.length) hist.oldest = runs[runs.length - 1].run_id;
+        hist.more = !!page.more;
+        hist.loaded = true;
+        this.refreshControls(this.ctx.status());
+      } catch (err) {
+        if (gen === this.history.gen) hist.error = err && err.message ? err.message : String(err);
+      } finally {
+        if (gen === this.history.gen) {
+          hist.loading = null;
+          this.renderHistory();
+        }
+      }
+      return added;
+    })();
+    this.renderHistory();
+    return hist.loading;
+  }
+
+  // readRun reads every event of a run, a page at a time.
+  async readRun(runId) {
+    const out = [];
+    let after = 0;
+    for (;;) {
+      const page = await this.ctx.fetchJSON(`/v1/runs/${encodeURIComponent(runId)}/events?after_seq=${after}&limit=1000`);
+      const events = page.events || [];
+      out.push(...events);
+      if (events.length < 1000 || events[events.length - 1].terminal) return out;
+      after = events[events.length - 1].seq;
+    }
+  }
+
+  renderHistory() {
+    const hist = this.history;
+    let node;
+    if (hist.loading) node = h("div", { class: "history-note dim", testid: "history-loading", text: "loading earlier runs…" });
+    else if (hist.error)
+      node = h("div", { class: "history-note" }, h("span", { class: "dim", text: `earlier runs could not be loaded: ${hist.error} ` }), h("button", { type: "button", class: "btn btn-small btn-ghost", testid: "history-more", text: "retry", onclick: () => this.ctx.loadOlder(this) }));
+    else if (hist.more && hist.loaded) node = h("button", { type: "button", class: "btn btn-small btn-ghost history-more", testid: "history-more", text: "↑ earlier runs", onclick: () => this.ctx.loadOlder(this) });
+    else if (hist.loaded) node = h("div", { class: "history-note dim", testid: "history-start", text: "beginning of the session" });
+    this.historyEl.replaceChildren(...(node ? [node] : []));
   }
 
   // flush applies the queued events; it reports whether anything changed.
@@ -50,20 +156,28 @@ export class SessionView {
     const batch = this.pending;
     this.pending = [];
     for (const e of batch) {
-      let run = this.runs.get(e.run_id);
-      if (!run) {
-        run = new RunView(this, e.run_id);
-        this.runs.set(e.run_id, run);
-        this.el.append(run.el);
-      }
+      const run = this.runView(e.run_id);
       try {
         run.apply(e);
       } catch (err) {
         console.error("runhub: cannot render event", e, err);
       }
     }
+    this.renderText();
     this.refreshControls(this.ctx.status());
     return true;
+  }
+
+  // renderText renders the assistant messages whose text grew.
+  renderText() {
+    for (const m of this.dirtyText) renderMessage(m);
+    this.dirtyText.clear();
+  }
+
+  // stopCarets ends every streaming caret (the socket is down: nothing is
+  // streaming as far as this tab knows); new text brings it back.
+  stopCarets() {
+    for (const run of this.runs.values()) run.stopCaret();
   }
 
   // refreshControls shows the prompt controls the session's active_controls
@@ -133,6 +247,9 @@ class RunView {
   }
 
   apply(e) {
+    // A run's events can come twice, from the socket and from the history
+    // read; each source delivers them in order, so the seq decides.
+    if (e.seq <= this.lastSeq) return;
     const p = e.payload || {};
     this.lastSeq = e.seq;
     this.el.dataset.lastSeq = String(e.seq);
@@ -151,6 +268,11 @@ class RunView {
       case "reasoning.done":
         return this.reasoningDelta(p, true);
       case "progress": {
+        if (p.steer) {
+          // The user's guidance to the running run: a user entry.
+          this.add(h("div", { class: "msg user steer", testid: "user-message", "data-kind": "steer" }, h("div", { class: "msg-label dim", text: "guidance" }), h("div", { class: "msg-text", text: p.steer })));
+          return;
+        }
         const tool = p.tool_call_id && this.tools.get(p.tool_call_id);
         if (tool) tool.progress(p.text || "");
         else this.activityText.textContent = p.text || "";
@@ -252,14 +374,16 @@ class RunView {
     const id = p.message_id || "_";
     let m = this.messages.get(id);
     if (!m) {
-      const text = document.createTextNode("");
-      const textEl = h("div", { class: "assistant-text", testid: "assistant-text", "data-message-id": id }, text);
+      const textEl = h("div", { class: "assistant-text md", testid: "assistant-text", "data-message-id": id });
       const el = h("div", { class: "msg assistant" }, textEl);
-      m = { el, textEl, text };
+      m = { el, textEl, raw: "", plain: null };
       this.messages.set(id, m);
       this.add(el);
     }
-    if (p.text) m.text.appendData(p.text);
+    if (p.text) {
+      m.raw += p.text;
+      this.view.dirtyText.add(m);
+    }
     this.streamed = true;
     if (this.streamingEl !== m.textEl && !this.terminal) {
       this.stopCaret();
@@ -363,6 +487,22 @@ class RunView {
   }
 }
 
+// renderMessage shows an assistant message's text: as Markdown, or as
+// plain text past MAX_MARKDOWN.
+function renderMessage(m) {
+  if (m.raw.length > MAX_MARKDOWN) {
+    if (!m.plain) {
+      m.plain = document.createTextNode(m.raw);
+      m.textEl.classList.remove("md");
+      m.textEl.replaceChildren(m.plain);
+    } else {
+      m.plain.data = m.raw;
+    }
+    return;
+  }
+  m.textEl.replaceChildren(renderMarkdown(m.raw));
+}
+
 function usageText(u) {
   if (!u) return "";
   const parts = [];
@@ -370,231 +510,4 @@ function usageText(u) {
   if (u.duration_ms) parts.push(fmtDuration(u.duration_ms));
   if (u.model) parts.push(u.model);
   return parts.join(" · ");
-}
-
-class ToolCard {
-  constructor(p) {
-    this.id = p.tool_call_id || `t${Math.random()}`;
-    this.size = 0;
-    this.lastStream = null;
-    this.lastText = null;
-    this.statusEl = h("span", { class: "tool-status", testid: "tool-status", text: "running" });
-    this.durationEl = h("span", { class: "tool-duration mono dim" });
-    this.progressEl = h("div", { class: "tool-progress dim", hidden: true });
-    this.outputEl = h("pre", { class: "tool-output", testid: "tool-output", hidden: true });
-    this.resultPre = h("pre", { class: "tool-result-text" });
-    this.resultEl = h("details", { class: "tool-result", hidden: true }, h("summary", { text: "result" }), this.resultPre);
-    const args = p.args;
-    const hasArgs = args !== undefined && args !== null && !(typeof args === "object" && Object.keys(args).length === 0);
-    const head = h(
-      "div",
-      { class: "tool-head" },
-      h("span", { class: "tool-icon", "aria-hidden": "true" }),
-      h("span", { class: "tool-name", testid: "tool-name", text: p.name || "tool" }),
-      hasArgs ? h("code", { class: "tool-args-preview", text: oneLine(args) }) : null,
-      h("span", { class: "spacer" }),
-      this.durationEl,
-      this.statusEl,
-    );
-    head.addEventListener("click", () => this.el.classList.toggle("collapsed"));
-    this.el = h(
-      "div",
-      { class: "tool", testid: "tool-card", "data-tool-call-id": this.id, "data-state": "running" },
-      head,
-      h(
-        "div",
-        { class: "tool-body" },
-        this.progressEl,
-        hasArgs ? h("details", { class: "tool-args" }, h("summary", { text: "arguments" }), h("pre", { text: pretty(args) })) : null,
-        this.outputEl,
-        this.resultEl,
-      ),
-    );
-  }
-
-  progress(text) {
-    this.progressEl.hidden = !text;
-    this.progressEl.textContent = text;
-  }
-
-  output(p) {
-    const stream = p.stream || "stdout";
-    let text = p.text;
-    if (text === undefined || text === null) text = p.data !== undefined ? `${oneLine(p.data, 4000)}\n` : "";
-    if (!text) return;
-    if (this.size > MAX_TOOL_OUTPUT) return;
-    this.size += text.length;
-    if (this.size > MAX_TOOL_OUTPUT) text += "\n… output truncated in the browser\n";
-    this.outputEl.hidden = false;
-    if (this.lastStream === stream && this.lastText) {
-      this.lastText.appendData(text);
-    } else {
-      this.lastText = document.createTextNode(text);
-      this.outputEl.append(h("span", { class: `stream-${stream}` }, this.lastText));
-      this.lastStream = stream;
-    }
-  }
-
-  done(p) {
-    const state = p.error ? "error" : "done";
-    this.el.dataset.state = state;
-    this.statusEl.textContent = p.status || state;
-    if (p.duration_ms !== undefined) this.durationEl.textContent = fmtDuration(p.duration_ms);
-    this.progress("");
-    const r = p.result;
-    if (r !== undefined && r !== null && r !== "") {
-      this.resultPre.textContent = pretty(r);
-      this.resultEl.hidden = false;
-      if (p.error) this.resultEl.open = true;
-    }
-  }
-
-  // abandon marks a card that never got its tool.done when the run ended.
-  abandon(runState) {
-    if (this.el.dataset.state !== "running") return;
-    this.el.dataset.state = "abandoned";
-    this.statusEl.textContent = runState === "completed" ? "no result" : runState;
-  }
-}
-
-class ApprovalCard {
-  constructor(run, p) {
-    this.run = run;
-    this.id = p.approval_id;
-    this.sending = false;
-    this.buttons = (p.choices && p.choices.length ? p.choices : ["once", "deny"]).map((choice) =>
-      h("button", {
-        type: "button",
-        class: `btn btn-small ${choice === "deny" ? "btn-danger-ghost" : "btn-approve"}`,
-        testid: "approval-choice",
-        "data-choice": choice,
-        text: APPROVAL_LABELS[choice] || choice,
-        onclick: () => this.choose(choice),
-      }),
-    );
-    this.choicesEl = h("div", { class: "choices", hidden: true }, this.buttons);
-    this.waitEl = h("div", { class: "card-wait dim", text: "waiting for the hub…" });
-    this.resultEl = h("div", { class: "card-result", hidden: true });
-    this.el = h(
-      "div",
-      { class: "card approval", testid: "approval-card", "data-approval-id": this.id, "data-state": "pending" },
-      h("div", { class: "card-title" }, h("span", { text: "Approval needed" }), p.risk ? h("span", { class: `risk risk-${p.risk}`, text: p.risk }) : null),
-      h("div", { class: "card-summary", text: p.summary || "" }),
-      this.choicesEl,
-      this.waitEl,
-      this.resultEl,
-    );
-  }
-
-  setActionable(on) {
-    if (this.el.dataset.state !== "pending") on = false;
-    this.choicesEl.hidden = !on;
-    this.waitEl.hidden = on || this.el.dataset.state !== "pending";
-  }
-
-  async choose(choice) {
-    if (this.sending) return;
-    this.sending = true;
-    for (const b of this.buttons) b.disabled = true;
-    try {
-      await this.run.view.ctx.approve(this.run, this, choice);
-    } finally {
-      this.sending = false;
-      if (this.el.dataset.state === "pending") for (const b of this.buttons) b.disabled = false;
-    }
-  }
-
-  // close ends a prompt still pending when its run ended.
-  close(runState) {
-    this.setActionable(false);
-    if (this.el.dataset.state !== "pending") return;
-    this.el.dataset.state = "closed";
-    this.waitEl.hidden = true;
-    this.resultEl.hidden = false;
-    this.resultEl.textContent = `not answered — run ${runState}`;
-  }
-
-  resolved(p) {
-    this.el.dataset.state = p.status || "resolved";
-    this.el.dataset.choice = p.choice || "";
-    this.choicesEl.hidden = true;
-    this.waitEl.hidden = true;
-    this.resultEl.hidden = false;
-    const label = APPROVAL_LABELS[p.choice] || p.choice || "";
-    this.resultEl.textContent = p.status && p.status !== "resolved" ? `${p.status}${label ? ` · ${label}` : ""}` : `→ ${label}`;
-    this.el.classList.toggle("denied", p.choice === "deny");
-  }
-}
-
-class ClarifyCard {
-  constructor(run, p) {
-    this.run = run;
-    this.id = p.clarify_id;
-    this.sending = false;
-    const choices = p.choices || [];
-    this.buttons = choices.map((c) =>
-      h("button", { type: "button", class: "btn btn-small btn-approve", testid: "clarify-choice", "data-choice": c, text: c, onclick: () => this.answer(c) }),
-    );
-    // Free text is always possible; with choices it is the "other" answer.
-    this.input = h("input", { type: "text", testid: "clarify-input", placeholder: choices.length ? "…or type another answer" : "Your answer…" });
-    this.submit = h("button", { type: "submit", class: "btn btn-small btn-primary", testid: "clarify-submit", text: "Answer" });
-    this.form = h("form", { class: "clarify-form" }, this.input, this.submit);
-    this.form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      const v = this.input.value.trim();
-      if (v) this.answer(v);
-    });
-    this.controls = h("div", { class: "clarify-controls", hidden: true }, choices.length ? h("div", { class: "choices" }, this.buttons) : null, this.form);
-    this.waitEl = h("div", { class: "card-wait dim", text: "waiting for the hub…" });
-    this.resultEl = h("div", { class: "card-result", hidden: true });
-    this.el = h(
-      "div",
-      { class: "card clarify", testid: "clarify-card", "data-clarify-id": this.id, "data-state": "pending" },
-      h("div", { class: "card-title" }, h("span", { text: "Question" })),
-      h("div", { class: "card-summary", text: p.question || "" }),
-      this.controls,
-      this.waitEl,
-      this.resultEl,
-    );
-    this.sentResponse = "";
-  }
-
-  setActionable(on) {
-    if (this.el.dataset.state !== "pending") on = false;
-    this.controls.hidden = !on;
-    this.waitEl.hidden = on || this.el.dataset.state !== "pending";
-  }
-
-  async answer(response) {
-    if (this.sending) return;
-    this.sending = true;
-    this.sentResponse = response;
-    const all = [...this.buttons, this.input, this.submit];
-    for (const b of all) b.disabled = true;
-    try {
-      await this.run.view.ctx.clarify(this.run, this, response);
-    } finally {
-      this.sending = false;
-      if (this.el.dataset.state === "pending") for (const b of all) b.disabled = false;
-    }
-  }
-
-  // close ends a prompt still pending when its run ended.
-  close(runState) {
-    this.setActionable(false);
-    if (this.el.dataset.state !== "pending") return;
-    this.el.dataset.state = "closed";
-    this.waitEl.hidden = true;
-    this.resultEl.hidden = false;
-    this.resultEl.textContent = `not answered — run ${runState}`;
-  }
-
-  resolved(p) {
-    this.el.dataset.state = p.status || "resolved";
-    this.controls.hidden = true;
-    this.waitEl.hidden = true;
-    this.resultEl.hidden = false;
-    const resp = p.response || this.sentResponse;
-    this.resultEl.textContent = p.status && p.status !== "resolved" ? p.status : `→ ${resp || "answered"}`;
-  }
 }

@@ -1,0 +1,187 @@
+// Tests of static/markdown.js against a minimal DOM (the renderer needs
+// only createElement, createTextNode, createDocumentFragment and a few node
+// methods), run by `node --test` from TestClientJS.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+
+// ---- a minimal DOM ------------------------------------------------------
+
+class Node {
+  constructor(type) {
+    this.nodeType = type;
+    this.childNodes = [];
+    this.parentNode = null;
+  }
+  get firstChild() {
+    return this.childNodes[0] || null;
+  }
+  append(...nodes) {
+    for (const n of nodes) {
+      if (n.nodeType === 11) {
+        for (const c of [...n.childNodes]) this.append(c);
+        n.childNodes = [];
+      } else {
+        if (n.parentNode) n.parentNode.childNodes = n.parentNode.childNodes.filter((c) => c !== n);
+        n.parentNode = this;
+        this.childNodes.push(n);
+      }
+    }
+  }
+  replaceChild(next, old) {
+    const i = this.childNodes.indexOf(old);
+    const add = next.nodeType === 11 ? next.childNodes.splice(0) : [next];
+    for (const n of add) n.parentNode = this;
+    this.childNodes.splice(i, 1, ...add);
+    old.parentNode = null;
+  }
+  get textContent() {
+    return this.nodeType === 3 ? this.data : this.childNodes.map((c) => c.textContent).join("");
+  }
+  set textContent(v) {
+    this.childNodes = [];
+    this.append(globalThis.document.createTextNode(String(v)));
+  }
+}
+class Element extends Node {
+  constructor(tag) {
+    super(1);
+    this.tagName = tag.toUpperCase();
+    this.attributes = new Map();
+    this.dataset = {};
+  }
+  set className(v) {
+    this.attributes.set("class", v);
+  }
+  get className() {
+    return this.attributes.get("class") || "";
+  }
+  setAttribute(k, v) {
+    this.attributes.set(k, String(v));
+  }
+  getAttribute(k) {
+    return this.attributes.has(k) ? this.attributes.get(k) : null;
+  }
+}
+globalThis.document = {
+  createElement: (tag) => new Element(tag),
+  createTextNode: (data) => Object.assign(new Node(3), { data: String(data) }),
+  createDocumentFragment: () => new Node(11),
+};
+
+const src = await readFile(new URL("../static/markdown.js", import.meta.url), "utf8");
+const { renderMarkdown, safeHref } = await import(`data:text/javascript,${encodeURIComponent(src)}`);
+
+function render(text) {
+  const root = new Element("div");
+  root.append(renderMarkdown(text));
+  return root;
+}
+function* walk(n) {
+  for (const c of n.childNodes) {
+    if (c.nodeType === 1) {
+      yield c;
+      yield* walk(c);
+    }
+  }
+}
+const all = (root, tag) => [...walk(root)].filter((e) => e.tagName === tag);
+
+const TAGS = new Set(["P", "H2", "H3", "H4", "H5", "H6", "PRE", "CODE", "UL", "OL", "LI", "BLOCKQUOTE", "HR", "STRONG", "EM", "DEL", "A"]);
+const ATTRS = new Set(["class", "href", "target", "rel", "start"]);
+
+// checkSafe fails when the tree has an element or attribute the renderer
+// must never make, or a link that is not http(s)/mailto.
+function checkSafe(root, input) {
+  for (const e of walk(root)) {
+    assert.ok(TAGS.has(e.tagName), `element ${e.tagName} from ${JSON.stringify(input)}`);
+    for (const k of e.attributes.keys()) assert.ok(ATTRS.has(k), `attribute ${k} from ${JSON.stringify(input)}`);
+    if (e.tagName === "A") assert.match(e.getAttribute("href"), /^(https?:|mailto:)/, `href from ${JSON.stringify(input)}`);
+  }
+}
+
+// ---- tests ----------------------------------------------------------------
+
+test("raw HTML stays text", () => {
+  const input = 'Hi <img src=x onerror="alert(1)"> <script>alert(2)</script> <a href="javascript:x">y</a> <b>b</b>';
+  const root = render(input);
+  checkSafe(root, input);
+  assert.equal(all(root, "A").length, 0);
+  assert.equal(root.textContent, input);
+});
+
+test("links: only http, https and mailto become links", () => {
+  const bad = ["javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<script>x</script>", "vbscript:x", "file:///etc/passwd", "//evil.example/x", "/relative", "java\tscript:x"];
+  for (const url of bad) {
+    const input = `[x](${url})`;
+    const root = render(input);
+    checkSafe(root, input);
+    assert.equal(all(root, "A").length, 0, url);
+    assert.equal(safeHref(url), "", url);
+  }
+  const root = render("see [docs](https://example.com/a?b=1) or <https://x.example/y>, mail [me](mailto:me@example.com) and https://bare.example/p.");
+  const links = all(root, "A");
+  assert.deepEqual(links.map((a) => a.getAttribute("href")), ["https://example.com/a?b=1", "https://x.example/y", "mailto:me@example.com", "https://bare.example/p"]);
+  for (const a of links) {
+    assert.equal(a.getAttribute("target"), "_blank");
+    assert.match(a.getAttribute("rel"), /noopener/);
+  }
+  assert.ok(root.textContent.endsWith("https://bare.example/p."), "the full stop is not part of the URL");
+});
+
+test("fenced code, open fences and inline code keep their text", () => {
+  let root = render("before\n\n```js\nconst a = '<b>' && `x`;\n```\nafter `a<b>` and ``x ` y``");
+  const pre = all(root, "PRE");
+  assert.equal(pre.length, 1);
+  assert.equal(pre[0].firstChild.tagName, "CODE");
+  assert.equal(pre[0].firstChild.dataset.lang, "js");
+  assert.equal(pre[0].textContent, "const a = '<b>' && `x`;");
+  assert.deepEqual(all(root, "CODE").slice(1).map((c) => c.textContent), ["a<b>", "x ` y"]);
+  root = render("```\nstill streaming\n- not a list");
+  assert.equal(all(root, "PRE")[0].textContent, "still streaming\n- not a list");
+  assert.equal(all(root, "UL").length, 0);
+});
+
+test("lists, nesting, ordered starts, quotes, headings, rules", () => {
+  const root = render("# Title\n\n- a\n  - a1\n  - a2\n- b\n\n3. three\n4. four\n\n> quoted *text*\n\n---\n\ntext");
+  assert.equal(all(root, "H2")[0].textContent, "Title");
+  const uls = all(root, "UL");
+  assert.equal(uls.length, 2);
+  assert.equal(uls[0].childNodes.length, 2);
+  assert.equal(uls[1].childNodes.map((li) => li.textContent).join("|"), "a1|a2");
+  const ol = all(root, "OL")[0];
+  assert.equal(ol.getAttribute("start"), "3");
+  assert.equal(ol.childNodes.length, 2);
+  assert.equal(all(root, "BLOCKQUOTE")[0].textContent, "quoted text");
+  assert.equal(all(root, "EM")[0].textContent, "text");
+  assert.equal(all(root, "HR").length, 1);
+});
+
+test("emphasis: strong, em, del; snake_case and lone stars stay text", () => {
+  const root = render("**bold** *em* _also em_ ~~del~~ snake_case_name 2 * 3 * 4 a**b");
+  assert.deepEqual(all(root, "STRONG").map((e) => e.textContent), ["bold"]);
+  assert.deepEqual(all(root, "EM").map((e) => e.textContent), ["em", "also em"]);
+  assert.deepEqual(all(root, "DEL").map((e) => e.textContent), ["del"]);
+  assert.ok(root.textContent.includes("snake_case_name 2 * 3 * 4 a**b"));
+});
+
+test("plain text renders as itself", () => {
+  const text = "w0 w1 w2 w3 ";
+  assert.equal(render(text).textContent, text);
+});
+
+test("random input never throws and never makes an unsafe element", () => {
+  const parts = ["*", "**", "_", "`", "```", "~~", "[", "]", "(", ")", "<", ">", "#", "- ", "1. ", "> ", "\n", "\n\n", "  ", "\\", "a", "word", "https://x.example/", "javascript:", "<img onerror=x>", "<script>", "](javascript:alert(1))", "mailto:a@b"];
+  let seed = 42;
+  const rnd = (n) => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+  for (let i = 0; i < 3000; i++) {
+    let s = "";
+    for (let j = rnd(40); j > 0; j--) s += parts[rnd(parts.length)];
+    const root = render(s);
+    checkSafe(root, s);
+  }
+});
