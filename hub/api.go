@@ -30,6 +30,8 @@ func (h *Hub) Routes(e *echo.Echo) {
 	g.POST("/sessions/:sid/goal", h.goal)
 	g.GET("/runs/:rid", h.getRun)
 	g.GET("/runs/:rid/events", h.events)
+	g.GET("/runs/:rid/agui", h.aguiRun)
+	g.GET("/sessions/:sid/agui", h.aguiSession)
 	g.POST("/runs/:rid/cancel", h.cancelRun)
 	g.POST("/runs/:rid/approvals/:aid", h.approve)
 	g.POST("/runs/:rid/clarifications/:cid", h.clarify)

@@ -19,6 +19,11 @@
 //     NDJSON frame, written with a deadline. docs/benchmarks.md ("Load
 //     tests") has what a socket costs.
 //
+// The AG-UI export (agui.go, the mapping in hub/agui) serves a run or a
+// session as AG-UI events over SSE (docs/agui.md); each stream reads the
+// journal through the runtime's ObserveRun and owns nothing beyond its
+// request.
+//
 // A socket accepts an event only if it is the next seq of the run it is
 // delivering (focus.go). Anything else — a gap, a queue over its bound, a
 // focus change, a cursor — puts the socket in catch-up: its writer reads the
