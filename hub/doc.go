@@ -10,6 +10,11 @@
 //     StatusInterval per session, encodes the status once and offers it to
 //     every watching socket, where the newest status per session replaces an
 //     unsent older one;
+//   - presence (presence.go) counts the tabs that watch and focus each
+//     session by subject, shares the counts with the other hubs through a
+//     PresenceStore (hub/redispresence) and, once per StatusInterval, puts
+//     the merged counts into the tracked sessions' statuses, which then
+//     leave with the next status flush;
 //   - the focus router (router.go) tails the runs that some socket focuses,
 //     encodes each event once and offers the bytes to the focusing sockets;
 //   - each socket (conn.go) has one reader goroutine and, while it has

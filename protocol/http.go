@@ -95,6 +95,31 @@ type SessionStatus struct {
 	QueueDepth      int                 `json:"queue_depth"`
 	Goal            *GoalUpdatedPayload `json:"goal"`
 	UpdatedAt       float64             `json:"updated_at"`
+	// Presence is who has the session open over every hub; omitted when
+	// no tab does (and in HTTP answers for a session no tab of the
+	// answering hub watches).
+	Presence *Presence `json:"presence,omitempty"`
+}
+
+// MaxPresenceSubjects bounds Presence.Subjects; the counts cover every
+// subject all the same.
+const MaxPresenceSubjects = 16
+
+// Presence counts the tabs that have a session open, over every hub:
+// watching its status (by id, or with watch all of its owner's sessions;
+// a tab counts once) and focusing it. Only the owner and admins can see a
+// session's status, so only they see who is there.
+type Presence struct {
+	Watching int               `json:"watching"`
+	Focused  int               `json:"focused"`
+	Subjects []PresenceSubject `json:"subjects"` // by subject, at most MaxPresenceSubjects
+}
+
+// PresenceSubject is one subject's tabs in a Presence.
+type PresenceSubject struct {
+	Subject  string `json:"subject"`
+	Watching int    `json:"watching"`
+	Focused  int    `json:"focused"`
 }
 
 // CreateSessionRequest is the body of POST /v1/sessions.
