@@ -480,3 +480,33 @@ func readAGUIAuth(t *testing.T, url string, hdr map[string]string) sseEvent {
 	t.Fatalf("GET %s: %d, no event", url, resp.StatusCode)
 	return sseEvent{}
 }
+
+// A stream ends when the caller's token expires, like the native SSE.
+func TestAGUI_EndsWhenTokenExpires(t *testing.T) {
+	th := newTestHub(t, withAuth(t, hub.Config{}))
+	alice := th.dialToken(t, token(t, "alice", time.Hour, ""))
+	run := startAliceRun(t, th, alice) // waits for an approval: the stream stays open
+	for _, path := range []string{"/v1/runs/" + run.rid + "/agui", "/v1/sessions/" + run.sid + "/agui"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", th.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token(t, "alice", 2*time.Second, ""))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		n := 0
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data: ") {
+				n++
+			}
+		}
+		resp.Body.Close()
+		expired := ctx.Err() == nil
+		cancel()
+		if !expired || n == 0 {
+			t.Errorf("%s: %d events, ended by the token's expiry: %v", path, n, expired)
+		}
+	}
+}
