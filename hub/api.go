@@ -200,6 +200,7 @@ func (h *Hub) listSessions(c echo.Context) error {
 		}
 		out.Sessions = append(out.Sessions, st)
 	}
+	h.presence.stamp(ctx, out.Sessions, metas)
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -216,14 +217,17 @@ func (h *Hub) sessionStatus(c echo.Context, sid string) (protocol.SessionStatus,
 
 func (h *Hub) getSession(c echo.Context) error {
 	sid := c.Param("sid")
-	if _, err := h.readSession(c.Request().Context(), h.principal(c), sid); err != nil {
+	meta, err := h.readSession(c.Request().Context(), h.principal(c), sid)
+	if err != nil {
 		return h.publicError(err)
 	}
 	st, err := h.sessionStatus(c, sid)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	one := []protocol.SessionStatus{st}
+	h.presence.stamp(c.Request().Context(), one, []journal.SessionMeta{meta})
+	return c.JSON(http.StatusOK, one[0])
 }
 
 func (h *Hub) startRun(c echo.Context) (err error) {

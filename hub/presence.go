@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -248,6 +249,11 @@ func (p *presence) compute(sid, owner string) *protocol.Presence {
 	if p.store == nil {
 		src = p.local
 	}
+	return computeFrom(src, sid, owner)
+}
+
+// computeFrom merges a session's two targets of src.
+func computeFrom(src map[string]pentry, sid, owner string) *protocol.Presence {
 	sum := map[string]pcount{}
 	for _, t := range []string{"s:" + sid, "o:" + owner} {
 		for subject, n := range src[t] {
@@ -270,6 +276,61 @@ func (p *presence) compute(sid, owner string) *protocol.Presence {
 		}
 	}
 	return out
+}
+
+// stamp gives HTTP answers (statuses[i] of metas[i]) the presence of now:
+// this hub's counts, or with a store every hub's, read in one round trip.
+// Should the store fail, the statuses keep what the tracker had.
+func (p *presence) stamp(ctx context.Context, statuses []protocol.SessionStatus, metas []journal.SessionMeta) {
+	if len(statuses) == 0 || len(statuses) != len(metas) {
+		return
+	}
+	if p.store == nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for i := range statuses {
+			statuses[i].Presence = p.compute(metas[i].ID, metas[i].Owner)
+		}
+		return
+	}
+	set := map[string]struct{}{}
+	for _, m := range metas {
+		set["s:"+m.ID] = struct{}{}
+		set["o:"+m.Owner] = struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	entries, err := p.store.Get(ctx, slices.Collect(maps.Keys(set)))
+	if err != nil {
+		return
+	}
+	got := make(map[string]pentry, len(entries))
+	for t, raws := range entries {
+		got[t] = mergeEntries(raws)
+	}
+	for i, m := range metas {
+		statuses[i].Presence = computeFrom(got, m.ID, m.Owner)
+	}
+}
+
+// mergeEntries sums the entries of every hub of one target.
+func mergeEntries(raws [][]byte) pentry {
+	sum := pentry{}
+	for _, raw := range raws {
+		var e pentry
+		if json.Unmarshal(raw, &e) != nil {
+			continue
+		}
+		for subject, n := range e {
+			cur := sum[subject]
+			cur.W += max(n.W, 0)
+			cur.F += max(n.F, 0)
+			if cur.W > 0 || cur.F > 0 {
+				sum[subject] = cur
+			}
+		}
+	}
+	return sum
 }
 
 // flush publishes this hub's changed targets, reads the merged ones back
@@ -347,21 +408,7 @@ func (p *presence) flush() {
 	changed := map[string]struct{}{}
 	p.mu.Lock()
 	for _, t := range targets {
-		sum := pentry{}
-		for _, raw := range entries[t] {
-			var e pentry
-			if json.Unmarshal(raw, &e) != nil {
-				continue
-			}
-			for subject, n := range e {
-				cur := sum[subject]
-				cur.W += max(n.W, 0)
-				cur.F += max(n.F, 0)
-				if cur.W > 0 || cur.F > 0 {
-					sum[subject] = cur
-				}
-			}
-		}
+		sum := mergeEntries(entries[t])
 		if old, ok := p.merged[t]; ok && maps.Equal(old, sum) {
 			continue
 		}

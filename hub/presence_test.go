@@ -66,10 +66,27 @@ func TestPresence_CountsTabs(t *testing.T) {
 	admin.Close()
 	wait("only alice's first tab", protocol.Presence{Watching: 1, Subjects: []protocol.PresenceSubject{{Subject: "alice", Watching: 1}}})
 
-	// HTTP answers carry the presence of a session this hub tracks.
+	// HTTP answers carry the presence, also of a session no tab watches
+	// (bob's, which a tab of bob only focuses).
 	var st protocol.SessionStatus
 	do(t, "GET", th.URL+"/v1/sessions/"+sid, "", bearerOf(token(t, "alice", time.Hour, "")), &st)
 	if p := presenceOf(st); p.Watching != 1 {
 		t.Errorf("GET session presence %+v", p)
+	}
+	bobTok := token(t, "bob", time.Hour, "")
+	bob := th.dialToken(t, bobTok)
+	bsid := startRun(t, bob, simStart("", 2, 0, "")).SessionID
+	bob.Focus(ctx, bsid, "")
+	bob.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "sync"})
+	want := protocol.Presence{Focused: 1, Subjects: []protocol.PresenceSubject{{Subject: "bob", Focused: 1}}}
+	waitFor(t, 10*time.Second, "bob's focus in GET /v1/sessions/{sid}", func() bool {
+		var st protocol.SessionStatus
+		do(t, "GET", th.URL+"/v1/sessions/"+bsid, "", bearerOf(bobTok), &st)
+		return reflect.DeepEqual(presenceOf(st), want)
+	})
+	var list protocol.SessionList
+	do(t, "GET", th.URL+"/v1/sessions", "", bearerOf(bobTok), &list)
+	if len(list.Sessions) != 1 || !reflect.DeepEqual(presenceOf(list.Sessions[0]), want) {
+		t.Errorf("GET /v1/sessions: %+v", list.Sessions)
 	}
 }

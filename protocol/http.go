@@ -96,8 +96,7 @@ type SessionStatus struct {
 	Goal            *GoalUpdatedPayload `json:"goal"`
 	UpdatedAt       float64             `json:"updated_at"`
 	// Presence is who has the session open over every hub; omitted when
-	// no tab does (and in HTTP answers for a session no tab of the
-	// answering hub watches).
+	// no tab does.
 	Presence *Presence `json:"presence,omitempty"`
 }
 

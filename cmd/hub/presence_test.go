@@ -44,6 +44,10 @@ func TestScaleOut_PresenceAcrossHubs(t *testing.T) {
 	both := protocol.Presence{Watching: 2, Focused: 2, Subjects: []protocol.PresenceSubject{{Subject: "local", Watching: 2, Focused: 2}}}
 	ta.until(20*time.Second, "hub A's status to count the tabs of both hubs", is(ta, both))
 	tb.until(20*time.Second, "hub B's status to count the tabs of both hubs", is(tb, both))
+	var st protocol.SessionStatus
+	if code := call(t, "GET", a.URL()+"/v1/sessions/"+sid, nil, &st); code != 200 || st.Presence == nil || !reflect.DeepEqual(*st.Presence, both) {
+		t.Fatalf("GET on hub A: %d %+v", code, st.Presence)
+	}
 
 	b.kill()
 	onlyA := protocol.Presence{Watching: 1, Subjects: []protocol.PresenceSubject{{Subject: "local", Watching: 1}}}
