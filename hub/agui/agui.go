@@ -57,10 +57,10 @@ func (e Event) Type() string { s, _ := e["type"].(string); return s }
 // Mapper folds one run's journal events, in seq order, into AG-UI events.
 // The zero value is ready; use one Mapper per run.
 type Mapper struct {
-	text      string   // journal message_id of the open text message
-	reasoning string   // journal block_id of the open reasoning span
-	steps     []string // tool_call_ids whose step is open, oldest first
-	usage     *protocol.Usage
+	text, reasoning         string   // journal message_id / block_id of the open text message / reasoning span
+	textOpen, reasoningOpen bool     // (an id may be "": only presence is validated)
+	steps                   []string // tool_call_ids whose step is open, oldest first
+	usage                   *protocol.Usage
 }
 
 // ID namespaces a journal id (message_id, block_id, tool_call_id), which is
@@ -95,9 +95,9 @@ func (m *Mapper) Map(e *protocol.Envelope) []Event {
 		if json.Unmarshal(e.Payload, &p) != nil {
 			return m.custom(e, ts)
 		}
-		if m.text != p.MessageID {
+		if !m.textOpen || m.text != p.MessageID {
 			m.endText(rid, add)
-			m.text = p.MessageID
+			m.text, m.textOpen = p.MessageID, true
 			add(Event{"type": TextMessageStart, "messageId": ID(rid, p.MessageID), "role": "assistant"})
 		}
 		if p.Text != "" {
@@ -108,9 +108,9 @@ func (m *Mapper) Map(e *protocol.Envelope) []Event {
 		if json.Unmarshal(e.Payload, &p) != nil {
 			return m.custom(e, ts)
 		}
-		if m.reasoning != p.BlockID {
+		if !m.reasoningOpen || m.reasoning != p.BlockID {
 			m.endReasoning(rid, add)
-			m.reasoning = p.BlockID
+			m.reasoning, m.reasoningOpen = p.BlockID, true
 			id := ID(rid, p.BlockID)
 			add(Event{"type": ReasoningStart, "messageId": id})
 			add(Event{"type": ReasoningMessageStart, "messageId": id, "role": "reasoning"})
@@ -128,7 +128,7 @@ func (m *Mapper) Map(e *protocol.Envelope) []Event {
 		}
 		id := ID(rid, p.ToolCallID)
 		start := Event{"type": ToolCallStart, "toolCallId": id, "toolCallName": p.Name}
-		if m.text != "" {
+		if m.textOpen {
 			start["parentMessageId"] = ID(rid, m.text)
 		}
 		add(start)
@@ -214,18 +214,18 @@ func (m *Mapper) custom(e *protocol.Envelope, ts int64) []Event {
 }
 
 func (m *Mapper) endText(rid string, add func(Event)) {
-	if m.text != "" {
+	if m.textOpen {
 		add(Event{"type": TextMessageEnd, "messageId": ID(rid, m.text)})
-		m.text = ""
+		m.text, m.textOpen = "", false
 	}
 }
 
 func (m *Mapper) endReasoning(rid string, add func(Event)) {
-	if m.reasoning != "" {
+	if m.reasoningOpen {
 		id := ID(rid, m.reasoning)
 		add(Event{"type": ReasoningMessageEnd, "messageId": id})
 		add(Event{"type": ReasoningEnd, "messageId": id})
-		m.reasoning = ""
+		m.reasoning, m.reasoningOpen = "", false
 	}
 }
 
