@@ -33,6 +33,8 @@ func (h *Hub) Routes(e *echo.Echo) {
 	g.POST("/sessions/:sid/goal", h.goal)
 	g.GET("/runs/:rid", h.getRun)
 	g.GET("/runs/:rid/events", h.events)
+	g.GET("/runs/:rid/agui", h.aguiRun)
+	g.GET("/sessions/:sid/agui", h.aguiSession)
 	g.POST("/runs/:rid/cancel", h.cancelRun)
 	g.POST("/runs/:rid/approvals/:aid", h.approve)
 	g.POST("/runs/:rid/clarifications/:cid", h.clarify)
@@ -219,6 +221,7 @@ func (h *Hub) listSessions(c echo.Context) error {
 		}
 		out.Sessions = append(out.Sessions, st)
 	}
+	h.presence.stamp(ctx, out.Sessions, metas)
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -235,14 +238,17 @@ func (h *Hub) sessionStatus(c echo.Context, sid string) (protocol.SessionStatus,
 
 func (h *Hub) getSession(c echo.Context) error {
 	sid := c.Param("sid")
-	if _, err := h.readSession(c.Request().Context(), h.principal(c), sid); err != nil {
+	meta, err := h.readSession(c.Request().Context(), h.principal(c), sid)
+	if err != nil {
 		return h.publicError(err)
 	}
 	st, err := h.sessionStatus(c, sid)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	one := []protocol.SessionStatus{st}
+	h.presence.stamp(c.Request().Context(), one, []journal.SessionMeta{meta})
+	return c.JSON(http.StatusOK, one[0])
 }
 
 func (h *Hub) startRun(c echo.Context) (err error) {

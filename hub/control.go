@@ -30,7 +30,10 @@ func (c *conn) watch(w *protocol.Watch) {
 		c.watchAll = true
 		c.mu.Unlock()
 		c.h.tracker.watchOwner(c, c.subject, metas)
+		c.h.presence.watchAll(c)
 	}
+	byID := map[string]string{} // watched now: session → owner
+	defer func() { c.h.presence.watch(c, byID) }()
 	var unknown []string
 	defer func() {
 		switch len(unknown) {
@@ -66,6 +69,7 @@ func (c *conn) watch(w *protocol.Watch) {
 			continue
 		}
 		id := c.h.tracker.watch(c, meta)
+		byID[id] = meta.Owner
 		c.mu.Lock()
 		if i, found := slices.BinarySearch(c.watched, id); !found {
 			c.watched = slices.Insert(c.watched, i, id)
@@ -96,6 +100,7 @@ func (c *conn) unwatch(w *protocol.Watch) {
 	}
 	c.mu.Unlock()
 	c.h.tracker.unwatch(c, sids)
+	c.h.presence.unwatch(c, sids, w.All)
 	if w.All {
 		c.h.tracker.unwatchOwner(c, c.subject)
 	}

@@ -12,6 +12,11 @@
 //     meaning changed (status, prompt, terminal, title, queue, goal), at
 //     most once per StatusInterval when only its progress did (tokens,
 //     last_seq, updated_at, progress text);
+//   - presence (presence.go) counts the tabs that watch and focus each
+//     session by subject, shares the counts with the other hubs through a
+//     PresenceStore (hub/redispresence) and, once per StatusInterval, puts
+//     the merged counts into the tracked sessions' statuses, which then
+//     leave with the next status flush (presence is progress, not meaning);
 //   - the focus router (router.go) tails the runs that some socket focuses,
 //     encodes each event once and offers the bytes to the focusing sockets;
 //   - each socket (conn.go) has one reader goroutine and, while it has
@@ -21,6 +26,11 @@
 //     the writer drains a bounded queue and batches what is waiting into one
 //     NDJSON frame, written with a deadline. docs/benchmarks.md ("Load
 //     tests") has what a socket costs.
+//
+// The AG-UI export (agui.go, the mapping in hub/agui) serves a run or a
+// session as AG-UI events over SSE (docs/agui.md); each stream reads the
+// journal through the runtime's ObserveRun and owns nothing beyond its
+// request.
 //
 // A socket accepts an event only if it is the next seq of the run it is
 // delivering (focus.go). Anything else — a gap, a queue over its bound, a

@@ -31,6 +31,7 @@ type focusState struct {
 func (c *conn) setFocus(f *protocol.Focus) {
 	if f.SessionID == nil {
 		c.h.router.unfocus(c)
+		c.h.presence.focus(c, "")
 		c.mu.Lock()
 		c.focus = focusState{gen: c.focus.gen + 1}
 		c.events = c.events[:0]
@@ -65,6 +66,7 @@ func (c *conn) setFocus(f *protocol.Focus) {
 	c.events = c.events[:0] // the previous focus's undelivered events are void
 	c.mu.Unlock()
 	c.h.router.focus(c, sid)
+	c.h.presence.focus(c, sid)
 	c.signal()
 }
 

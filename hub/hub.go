@@ -87,6 +87,11 @@ type Config struct {
 	// a subject in the whole deployment; nil: per hub. Should it fail, the
 	// socket is admitted under this hub's own count.
 	SocketCounter SocketCounter
+	// PresenceStore, when set, shares who watches and focuses each session
+	// with every hub that shares it (hub/redispresence), so that a
+	// session's presence counts the tabs of all replicas; nil: this hub's
+	// tabs only.
+	PresenceStore PresenceStore
 	// MaxRunsPerSubject bounds the active runs of one subject (sessions
 	// with a run not yet ended); a start (or a queue or goal control that
 	// would start a run on an idle session) past it gets limit_exceeded
@@ -160,8 +165,9 @@ type Hub struct {
 	runtime adapter.RuntimeAdapter
 	log     *slog.Logger
 
-	tracker *tracker
-	router  *router
+	tracker  *tracker
+	router   *router
+	presence *presence
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -184,8 +190,10 @@ func New(cfg Config, store Store, runtime adapter.RuntimeAdapter) *Hub {
 		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, sockets: map[string]int{}}
 	h.router = newRouter(h)
 	h.tracker = newTracker(h)
+	h.presence = newPresence(h)
 	h.tracker.start()
 	h.router.start()
+	h.presence.start()
 	return h
 }
 
@@ -259,6 +267,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		c.release()
 		h.tracker.unwatchAll(c)
 		h.router.unfocus(c)
+		h.presence.gone(c)
 	}()
 }
 
@@ -297,6 +306,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		}
 	}
 	h.stopOnce.Do(func() {
+		h.presence.stop()
 		h.tracker.stop()
 		h.router.stop()
 		h.cancel()

@@ -270,6 +270,7 @@ func (t *tracker) load(sid string) {
 		t.sessions[sid] = s
 	}
 	s.owner = meta.Owner
+	st.Presence = t.h.presence.lookup(sid, meta.Owner)
 	s.state, s.loaded = st, true
 	pending, overflow := s.pending, s.overflow
 	s.pending, s.overflow = nil, false

@@ -98,6 +98,30 @@ type SessionStatus struct {
 	CreatedAt       float64             `json:"created_at,omitempty"` // the session's creation
 	// Deleted marks the last status of a deleted session: watchers drop it.
 	Deleted bool `json:"deleted,omitempty"`
+	// Presence is who has the session open over every hub; omitted when
+	// no tab does.
+	Presence *Presence `json:"presence,omitempty"`
+}
+
+// MaxPresenceSubjects bounds Presence.Subjects; the counts cover every
+// subject all the same.
+const MaxPresenceSubjects = 16
+
+// Presence counts the tabs that have a session open, over every hub:
+// watching its status (by id, or with watch all of its owner's sessions;
+// a tab counts once) and focusing it. Only the owner and admins can see a
+// session's status, so only they see who is there.
+type Presence struct {
+	Watching int               `json:"watching"`
+	Focused  int               `json:"focused"`
+	Subjects []PresenceSubject `json:"subjects"` // by subject, at most MaxPresenceSubjects
+}
+
+// PresenceSubject is one subject's tabs in a Presence.
+type PresenceSubject struct {
+	Subject  string `json:"subject"`
+	Watching int    `json:"watching"`
+	Focused  int    `json:"focused"`
 }
 
 // CreateSessionRequest is the body of POST /v1/sessions.

@@ -16,7 +16,8 @@ type Session struct {
 	QueueDepth int
 	Goal       *protocol.GoalUpdatedPayload
 	UpdatedAt  float64
-	CreatedAt  float64 // the session's creation time, when known
+	CreatedAt  float64            // the session's creation time, when known
+	Presence   *protocol.Presence // set by the hub (who has it open); Status copies it
 
 	earlier []string // ids of the runs before Latest, oldest first
 }
@@ -115,7 +116,8 @@ func (s *Session) Controls() []string {
 // Status derives the SessionStatus a watching tab sees.
 func (s *Session) Status() protocol.SessionStatus {
 	st := protocol.SessionStatus{SessionID: s.ID, Title: s.Title, Status: "",
-		ActiveControls: s.Controls(), QueueDepth: s.QueueDepth, Goal: s.Goal, UpdatedAt: s.UpdatedAt, CreatedAt: s.CreatedAt}
+		ActiveControls: s.Controls(), QueueDepth: s.QueueDepth, Goal: s.Goal, UpdatedAt: s.UpdatedAt, CreatedAt: s.CreatedAt,
+		Presence: s.Presence}
 	if r := s.Latest; r != nil {
 		st.RunID, st.Status, st.LastSeq = r.RunID, r.Status, r.LastSeq
 		st.Terminal, st.TerminalState = r.Terminal, r.TerminalState

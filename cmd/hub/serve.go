@@ -12,6 +12,7 @@ import (
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/metrics"
 	"github.com/runhub/runhub/hub/redislimit"
+	"github.com/runhub/runhub/hub/redispresence"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/web"
 )
@@ -61,6 +62,10 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		sc := redislimit.New(rt.rdb, redislimit.Options{Logger: log})
 		defer sc.Close()
 		hcfg.SocketCounter = sc
+		// Presence counts the tabs of every replica.
+		ps := redispresence.New(rt.rdb, redispresence.Options{Logger: log})
+		defer ps.Close()
+		hcfg.PresenceStore = ps
 	}
 
 	h := hub.New(hcfg, store, rt.exec)

@@ -302,11 +302,12 @@ function renderItem(sid) {
     const progress = h("span", { class: "session-progress", testid: "session-progress" });
     const tokens = h("span", { testid: "token-count" });
     const ago = h("span", { class: "session-ago dim" });
+    const presence = h("span", { class: "session-presence dim", testid: "session-presence" });
     const el = h(
       "li",
       { class: "session", testid: "session-item", "data-session-id": sid, tabindex: "0", role: "button" },
       h("div", { class: "session-row" }, title, badge),
-      h("div", { class: "session-row sub" }, progress, h("span", { class: "session-tokens mono" }, tokens, " tok"), ago),
+      h("div", { class: "session-row sub" }, progress, h("span", { class: "session-tokens mono" }, tokens, " tok"), presence, ago),
     );
     el.addEventListener("click", () => {
       focusSession(sid);
@@ -324,7 +325,7 @@ function renderItem(sid) {
         if (n) n.focus();
       }
     });
-    it = { el, badge, title, progress, tokens, ago, group: "", createdAt: 0 };
+    it = { el, badge, title, progress, tokens, ago, presence, group: "", createdAt: 0 };
     items.set(sid, it);
     els.list.append(el);
     orderDirty = true;
@@ -344,7 +345,21 @@ function renderItem(sid) {
   setText(it.progress, s.progress || (s.status ? "" : "no runs yet"));
   setText(it.tokens, String(s.tokens || 0));
   setText(it.ago, fmtAgo(s.updated_at));
+  renderPresence(it.presence, s.presence);
   applyFilter(it, sid, s);
+}
+
+// renderPresence shows who else has a session open (protocol.md §4.2
+// presence): "2 viewing" once more than this tab watches it, and the
+// subjects whose tabs focus it.
+function renderPresence(el, p) {
+  const focusedBy = ((p && p.subjects) || []).filter((x) => x.focused > 0).map((x) => x.subject);
+  const parts = [];
+  if (p && p.watching > 1) parts.push(`${p.watching} viewing`);
+  if (focusedBy.length) parts.push(`focused: ${focusedBy.join(", ")}`);
+  setText(el, parts.join(" · "));
+  el.title = p ? `${p.watching} tab(s) watching, ${p.focused} focusing` : "";
+  el.hidden = !parts.length;
 }
 
 // renderTitle puts the sessions waiting on the user and the focused session

@@ -1,0 +1,469 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Presence: how many tabs watch and focus each session, and whose, over
+// every hub (protocol.Presence in SessionStatus).
+//
+// Each socket's share is a set of targets: "o:<subject>" while it watches
+// all of its subject's sessions, "s:<sid>" for a session it watches by id
+// (unless watch all covers it already) or focuses. This hub keeps its
+// sockets' counts per target and subject; once per StatusInterval the
+// changed targets go to the PresenceStore (this hub's entry of each), the
+// merged entries of every hub come back, and the sessions the status
+// tracker holds get their new Presence and are marked changed: presence
+// rides the status coalescing, and its cost per interval is bounded by the
+// targets that changed. A session's presence is "s:<sid>" plus
+// "o:<owner>".
+
+// PresenceStore shares presence entries among hubs (hub/redispresence);
+// Config.PresenceStore nil counts this hub's own tabs only. An entry is
+// opaque to the store.
+type PresenceStore interface {
+	// Put replaces this hub's entry of each target (an empty one removes
+	// it), keeps them alive until replaced, and announces the targets to
+	// the other hubs. Entries of a hub that stops renewing lapse.
+	Put(ctx context.Context, entries map[string][]byte) error
+	// Get returns the live entries of every hub, this one's included, of
+	// each target.
+	Get(ctx context.Context, targets []string) (map[string][][]byte, error)
+	// Subscribe calls fn with every target another hub announces, until
+	// cancel; fn must not block.
+	Subscribe(fn func(target string)) (cancel func())
+}
+
+// pcount is one subject's tabs of a target.
+type pcount struct {
+	W int `json:"w,omitempty"` // watching
+	F int `json:"f,omitempty"` // focusing
+}
+
+// pentry is a target's counts by subject.
+type pentry map[string]pcount
+
+// connPresence is one socket's share.
+type connPresence struct {
+	subject string
+	all     bool
+	ids     map[string]string // sessions watched by id → owner
+	focus   string
+	contrib map[string]pcount // target → this socket's counts (its subject)
+}
+
+type presence struct {
+	h     *Hub
+	store PresenceStore
+
+	mu      sync.Mutex
+	conns   map[*conn]*connPresence
+	local   map[string]pentry   // target → this hub's counts
+	dirty   map[string]struct{} // local targets changed since the last flush
+	stale   map[string]struct{} // targets to read again (another hub changed them, or unknown yet)
+	merged  map[string]pentry   // target → counts over every hub (targets some session here needs)
+	refresh time.Time           // when every needed target is read again (entries of dead hubs lapse)
+	pause   time.Time           // after a store failure, no store call before this
+
+	wake     chan struct{}
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	unsubscr func()
+}
+
+// presenceRefresh is how often a hub with a PresenceStore re-reads every
+// target it shows, so that the entries of a hub that died (and lapsed in
+// the store) leave the statuses.
+const presenceRefresh = 3 * time.Second
+
+func newPresence(h *Hub) *presence {
+	return &presence{h: h, store: h.cfg.PresenceStore, conns: map[*conn]*connPresence{}, local: map[string]pentry{},
+		dirty: map[string]struct{}{}, stale: map[string]struct{}{}, merged: map[string]pentry{},
+		wake: make(chan struct{}, 1), quit: make(chan struct{})}
+}
+
+func (p *presence) start() {
+	if p.store != nil {
+		p.unsubscr = p.store.Subscribe(func(target string) {
+			p.mu.Lock()
+			if len(p.stale) < 1<<16 {
+				p.stale[target] = struct{}{}
+			}
+			p.mu.Unlock()
+		})
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(p.h.cfg.StatusInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.quit:
+				return
+			case <-tick.C:
+				p.flush()
+			}
+		}
+	}()
+}
+
+func (p *presence) stop() {
+	if p.unsubscr != nil {
+		p.unsubscr()
+	}
+	close(p.quit)
+	p.wg.Wait()
+}
+
+// --- the hooks of sockets --------------------------------------------------
+
+// watch records c watching sessions by id (sid → owner).
+func (p *presence) watch(c *conn, sessions map[string]string) {
+	if len(sessions) == 0 {
+		return
+	}
+	p.change(c, func(cp *connPresence) {
+		maps.Copy(cp.ids, sessions)
+	})
+}
+
+// watchAll records c watching all of its subject's sessions.
+func (p *presence) watchAll(c *conn) { p.change(c, func(cp *connPresence) { cp.all = true }) }
+
+// unwatch records c unwatching sids, or everything with all.
+func (p *presence) unwatch(c *conn, sids []string, all bool) {
+	p.change(c, func(cp *connPresence) {
+		for _, sid := range sids {
+			delete(cp.ids, sid)
+		}
+		if all {
+			cp.all = false
+			clear(cp.ids)
+		}
+	})
+}
+
+// focus records c focusing sid ("": none).
+func (p *presence) focus(c *conn, sid string) { p.change(c, func(cp *connPresence) { cp.focus = sid }) }
+
+// gone forgets a closed socket.
+func (p *presence) gone(c *conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cp := p.conns[c]; cp != nil {
+		p.account(cp.subject, cp.contrib, -1)
+		delete(p.conns, c)
+	}
+}
+
+// change applies fn to c's share and books the difference.
+func (p *presence) change(c *conn, fn func(*connPresence)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cp := p.conns[c]
+	if cp == nil {
+		cp = &connPresence{subject: c.subject, ids: map[string]string{}}
+		p.conns[c] = cp
+	}
+	fn(cp)
+	next := map[string]pcount{}
+	if cp.all {
+		next["o:"+cp.subject] = pcount{W: 1}
+	}
+	for sid, owner := range cp.ids {
+		if !(cp.all && owner == cp.subject) {
+			next["s:"+sid] = pcount{W: 1}
+		}
+	}
+	if cp.focus != "" {
+		n := next["s:"+cp.focus]
+		n.F = 1
+		next["s:"+cp.focus] = n
+	}
+	if maps.Equal(next, cp.contrib) {
+		return
+	}
+	p.account(cp.subject, cp.contrib, -1)
+	cp.contrib = next
+	p.account(cp.subject, next, 1)
+	if len(next) == 0 {
+		delete(p.conns, c)
+	}
+}
+
+// account adds (sign 1) or removes (-1) a socket's share. Called with p.mu
+// held.
+func (p *presence) account(subject string, contrib map[string]pcount, sign int) {
+	for target, n := range contrib {
+		e := p.local[target]
+		if e == nil {
+			e = pentry{}
+			p.local[target] = e
+		}
+		cur := e[subject]
+		cur.W += sign * n.W
+		cur.F += sign * n.F
+		if cur.W <= 0 && cur.F <= 0 {
+			delete(e, subject)
+		} else {
+			e[subject] = cur
+		}
+		if len(e) == 0 {
+			delete(p.local, target)
+		}
+		p.dirty[target] = struct{}{}
+	}
+}
+
+// --- what statuses carry -----------------------------------------------------
+
+// lookup returns the presence of a session as last merged, and has its
+// targets read when they are not known yet. The tracker calls it with its
+// lock held (lock order: tracker, then presence).
+func (p *presence) lookup(sid, owner string) *protocol.Presence {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.store != nil {
+		for _, t := range []string{"s:" + sid, "o:" + owner} {
+			if _, ok := p.merged[t]; !ok {
+				p.stale[t] = struct{}{}
+			}
+		}
+	}
+	return p.compute(sid, owner)
+}
+
+// compute merges a session's two targets: this hub's own counts without a
+// store, else the entries of every hub as last read. Called with p.mu held.
+func (p *presence) compute(sid, owner string) *protocol.Presence {
+	src := p.merged
+	if p.store == nil {
+		src = p.local
+	}
+	return computeFrom(src, sid, owner)
+}
+
+// computeFrom merges a session's two targets of src.
+func computeFrom(src map[string]pentry, sid, owner string) *protocol.Presence {
+	sum := map[string]pcount{}
+	for _, t := range []string{"s:" + sid, "o:" + owner} {
+		for subject, n := range src[t] {
+			cur := sum[subject]
+			cur.W += n.W
+			cur.F += n.F
+			sum[subject] = cur
+		}
+	}
+	if len(sum) == 0 {
+		return nil
+	}
+	out := &protocol.Presence{Subjects: make([]protocol.PresenceSubject, 0, min(len(sum), protocol.MaxPresenceSubjects))}
+	for _, subject := range slices.Sorted(maps.Keys(sum)) {
+		n := sum[subject]
+		out.Watching += n.W
+		out.Focused += n.F
+		if len(out.Subjects) < protocol.MaxPresenceSubjects {
+			out.Subjects = append(out.Subjects, protocol.PresenceSubject{Subject: subject, Watching: n.W, Focused: n.F})
+		}
+	}
+	return out
+}
+
+// stamp gives HTTP answers (statuses[i] of metas[i]) the presence of now:
+// this hub's counts, or with a store every hub's, read in one round trip.
+// Should the store fail, the statuses keep what the tracker had.
+func (p *presence) stamp(ctx context.Context, statuses []protocol.SessionStatus, metas []journal.SessionMeta) {
+	if len(statuses) == 0 || len(statuses) != len(metas) {
+		return
+	}
+	if p.store == nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for i := range statuses {
+			statuses[i].Presence = p.compute(metas[i].ID, metas[i].Owner)
+		}
+		return
+	}
+	set := map[string]struct{}{}
+	for _, m := range metas {
+		set["s:"+m.ID] = struct{}{}
+		set["o:"+m.Owner] = struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	entries, err := p.store.Get(ctx, slices.Collect(maps.Keys(set)))
+	if err != nil {
+		return
+	}
+	got := make(map[string]pentry, len(entries))
+	for t, raws := range entries {
+		got[t] = mergeEntries(raws)
+	}
+	for i, m := range metas {
+		statuses[i].Presence = computeFrom(got, m.ID, m.Owner)
+	}
+}
+
+// mergeEntries sums the entries of every hub of one target.
+func mergeEntries(raws [][]byte) pentry {
+	sum := pentry{}
+	for _, raw := range raws {
+		var e pentry
+		if json.Unmarshal(raw, &e) != nil {
+			continue
+		}
+		for subject, n := range e {
+			cur := sum[subject]
+			cur.W += max(n.W, 0)
+			cur.F += max(n.F, 0)
+			if cur.W > 0 || cur.F > 0 {
+				sum[subject] = cur
+			}
+		}
+	}
+	return sum
+}
+
+// flush publishes this hub's changed targets, reads the merged ones back
+// (with a store) and gives the tracked sessions they touch their new
+// presence.
+func (p *presence) flush() {
+	if p.store == nil {
+		p.mu.Lock()
+		changed := p.dirty
+		p.dirty = map[string]struct{}{}
+		p.mu.Unlock()
+		if len(changed) > 0 {
+			p.restamp(changed)
+		}
+		return
+	}
+	if time.Now().Before(p.pause) {
+		return
+	}
+	needed := p.h.tracker.presenceTargets()
+	p.mu.Lock()
+	puts := make(map[string][]byte, len(p.dirty))
+	read := make(map[string]struct{}, len(p.dirty)+len(p.stale))
+	for t := range p.dirty {
+		var b []byte
+		if e := p.local[t]; len(e) > 0 {
+			b, _ = json.Marshal(e)
+		}
+		puts[t] = b
+		if _, ok := needed[t]; ok {
+			read[t] = struct{}{}
+		}
+	}
+	clear(p.dirty)
+	for t := range p.stale {
+		if _, ok := needed[t]; ok {
+			read[t] = struct{}{}
+		}
+	}
+	clear(p.stale)
+	if now := time.Now(); now.After(p.refresh) {
+		p.refresh = now.Add(presenceRefresh)
+		for t := range needed {
+			read[t] = struct{}{}
+		}
+		for t := range p.merged {
+			if _, ok := needed[t]; !ok {
+				delete(p.merged, t) // no session here shows it any more
+			}
+		}
+	}
+	p.mu.Unlock()
+	if len(puts)+len(read) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.h.ctx, 5*time.Second)
+	defer cancel()
+	if len(puts) > 0 {
+		if err := p.store.Put(ctx, puts); err != nil {
+			p.h.log.Warn("presence: publish; retrying", "err", err)
+			p.retry(puts, read)
+			return
+		}
+	}
+	if len(read) == 0 {
+		return
+	}
+	targets := slices.Collect(maps.Keys(read))
+	entries, err := p.store.Get(ctx, targets)
+	if err != nil {
+		p.h.log.Warn("presence: read; retrying", "err", err)
+		p.retry(nil, read)
+		return
+	}
+	changed := map[string]struct{}{}
+	p.mu.Lock()
+	for _, t := range targets {
+		sum := mergeEntries(entries[t])
+		if old, ok := p.merged[t]; ok && maps.Equal(old, sum) {
+			continue
+		}
+		p.merged[t] = sum
+		changed[t] = struct{}{}
+	}
+	p.mu.Unlock()
+	if len(changed) > 0 {
+		p.restamp(changed)
+	}
+}
+
+// presenceRetry is the pause after a failed store call.
+const presenceRetry = time.Second
+
+// retry marks what a failed flush did not publish or read for the next,
+// after a pause.
+func (p *presence) retry(puts map[string][]byte, read map[string]struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pause = time.Now().Add(presenceRetry)
+	for t := range puts {
+		p.dirty[t] = struct{}{}
+	}
+	for t := range read {
+		p.stale[t] = struct{}{}
+	}
+}
+
+// restamp gives the tracked sessions of the changed targets their new
+// presence and marks them changed, for the next status flush.
+func (p *presence) restamp(changed map[string]struct{}) {
+	t := p.h.tracker
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for sid, s := range t.sessions {
+		_, a := changed["s:"+sid]
+		_, b := changed["o:"+s.owner]
+		if (a || b) && s.loaded {
+			s.state.Presence = p.compute(sid, s.owner)
+			t.dirty[sid] = s
+		}
+	}
+}
+
+// presenceTargets lists the targets of the sessions the tracker holds.
+func (t *tracker) presenceTargets() map[string]struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]struct{}, 2*len(t.sessions))
+	for sid, s := range t.sessions {
+		out["s:"+sid] = struct{}{}
+		out["o:"+s.owner] = struct{}{}
+	}
+	return out
+}

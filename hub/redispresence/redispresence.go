@@ -1,0 +1,251 @@
+// Package redispresence shares session presence (who watches and focuses
+// each session) among the hub replicas that use one Redis. It implements
+// hub.PresenceStore.
+//
+// Each target (a session, or an owner's sessions as a whole) has a hash,
+// <prefix>presence:{<target>}, with one field per hub: the hub's entry,
+// prefixed with when it lapses ("<ms>|<entry>", Redis's clock). A hub puts
+// its changed entries with one script per target and announces the
+// targets on the channel <prefix>presence; it renews its live entries
+// every TTL/3. A hub that dies stops renewing: readers skip (and delete)
+// its lapsed fields, so its tabs leave the counts within TTL.
+//
+// A Store's methods are safe for concurrent use. One goroutine renews the
+// entries until Close; each Subscribe owns one more until its cancel.
+package redispresence
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// DefaultTTL is how long an entry outlives its hub's last renewal.
+const DefaultTTL = 10 * time.Second
+
+// Options configures a Store.
+type Options struct {
+	// Prefix starts every key and the channel (default "rh:", the journal's).
+	Prefix string
+	// TTL is how long an entry lives without renewal (default DefaultTTL).
+	TTL time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Store is one hub's handle on the shared presence.
+type Store struct {
+	rdb  *goredis.Client
+	opts Options
+	id   string // this hub's field in every hash
+
+	wmu  sync.Mutex // one write (Put or renew) at a time: a renewal never revives a withdrawn entry
+	mu   sync.Mutex
+	mine map[string]string // target → this hub's live entry
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// putScript sets this hub's field of a target's hash with its lapse time.
+// KEYS[1] the hash; ARGV[1] field, ARGV[2] TTL ms, ARGV[3] entry.
+var putScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[2])) .. '|' .. ARGV[3])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 3)
+return 1
+`)
+
+// getScript returns the live entries of a target's hash and deletes the
+// lapsed ones. KEYS[1] the hash.
+var getScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local all = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #all, 2 do
+  local v = all[i + 1]
+  local bar = string.find(v, '|', 1, true)
+  local at = bar and tonumber(string.sub(v, 1, bar - 1))
+  if at and at > now then
+    out[#out + 1] = string.sub(v, bar + 1)
+  else
+    redis.call('HDEL', KEYS[1], all[i])
+  end
+end
+return out
+`)
+
+// New returns a Store on rdb and starts its renewal; Close stops it.
+func New(rdb *goredis.Client, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = "rh:"
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	s := &Store{rdb: rdb, opts: opts, id: hex.EncodeToString(b[:]), mine: map[string]string{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go s.renewLoop()
+	return s
+}
+
+func (s *Store) key(target string) string { return s.opts.Prefix + "presence:{" + target + "}" }
+func (s *Store) channel() string          { return s.opts.Prefix + "presence" }
+
+// Put implements hub.PresenceStore: one pipeline sets or removes this
+// hub's entry of each target and announces them.
+func (s *Store) Put(ctx context.Context, entries map[string][]byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	for target, e := range entries {
+		if len(e) == 0 {
+			delete(s.mine, target)
+		} else {
+			s.mine[target] = string(e)
+		}
+	}
+	s.mu.Unlock()
+	ttl := s.opts.TTL.Milliseconds()
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for target, e := range entries {
+			if len(e) == 0 {
+				p.HDel(ctx, s.key(target), s.id)
+			} else {
+				putScript.Eval(ctx, p, []string{s.key(target)}, s.id, ttl, string(e)) // EVAL: a pipeline cannot fall back from EVALSHA
+			}
+			p.Publish(ctx, s.channel(), s.id+" "+target)
+		}
+		return nil
+	})
+	return err
+}
+
+// Get implements hub.PresenceStore.
+func (s *Store) Get(ctx context.Context, targets []string) (map[string][][]byte, error) {
+	cmds := make([]*goredis.Cmd, len(targets))
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, target := range targets {
+			cmds[i] = getScript.Eval(ctx, p, []string{s.key(target)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][][]byte, len(targets))
+	for i, target := range targets {
+		vals, err := cmds[i].StringSlice()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vals {
+			out[target] = append(out[target], []byte(v))
+		}
+	}
+	return out, nil
+}
+
+// Subscribe implements hub.PresenceStore: fn gets the targets other hubs
+// announce, from a goroutine that cancel stops and waits for.
+func (s *Store) Subscribe(fn func(target string)) (cancel func()) {
+	ps := s.rdb.Subscribe(context.Background(), s.channel())
+	ch := ps.Channel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := range ch {
+			from, target, ok := strings.Cut(m.Payload, " ")
+			if ok && from != s.id {
+				fn(target)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ps.Close() // closes ch
+			<-done
+		})
+	}
+}
+
+func (s *Store) renewLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.opts.TTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.renew()
+		}
+	}
+}
+
+// renew moves the lapse of this hub's live entries TTL ahead.
+func (s *Store) renew() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	batch := make(map[string]string, len(s.mine))
+	for target, e := range s.mine {
+		batch[target] = e
+	}
+	s.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.TTL/3)
+	defer cancel()
+	ttl := s.opts.TTL.Milliseconds()
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for target, e := range batch {
+			putScript.Eval(ctx, p, []string{s.key(target)}, s.id, ttl, e)
+		}
+		return nil
+	})
+	if err != nil {
+		s.opts.Logger.Warn("redispresence: renew entries", "err", err)
+	}
+}
+
+// Close stops the renewal and withdraws this hub's entries (they would
+// lapse after TTL anyway), announcing them to the other hubs.
+func (s *Store) Close() {
+	select {
+	case <-s.stop:
+		return
+	default:
+		close(s.stop)
+	}
+	<-s.done
+	s.mu.Lock()
+	entries := make(map[string][]byte, len(s.mine))
+	for target := range s.mine {
+		entries[target] = nil
+	}
+	s.mu.Unlock()
+	if len(entries) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.Put(ctx, entries); err != nil {
+		s.opts.Logger.Warn("redispresence: withdraw entries; they lapse on their own", "err", err)
+	}
+}
