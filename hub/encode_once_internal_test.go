@@ -36,7 +36,7 @@ func tokenEnvelope(seq uint64) protocol.Envelope {
 
 // A live event delivered to N sockets is encoded once: every socket queues
 // the same bytes (one backing array), and delivering to 500 sockets
-// allocates no more than delivering to one.
+// allocates about as much as delivering to one.
 func TestDeliverEncodesOnce(t *testing.T) {
 	r, conns := routerRig(500)
 	e := tokenEnvelope(1)
@@ -68,7 +68,9 @@ func TestDeliverEncodesOnce(t *testing.T) {
 	}
 	r1, one := routerRig(1)
 	a1, a500 := allocs(r1, one), allocs(r, conns)
-	if a500 > a1 {
+	// AllocsPerRun counts the whole process's allocations, so other
+	// goroutines can add a few; anything per socket adds 499 or more.
+	if a500 > a1+50 {
 		t.Fatalf("delivering to 500 sockets: %v allocations, to 1: %v: something is per socket", a500, a1)
 	}
 	t.Logf("allocations per delivered event: %v for 1 socket, %v for 500", a1, a500)
