@@ -146,7 +146,7 @@ func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
 
 func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "directory of the embedded (bbolt) journal, when RUNHUB_REDIS_URL is empty")
-	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue (empty: the embedded journal)")
+	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue: redis://, rediss://, unix://, or redis+cluster://host:port,host:port… for a Redis Cluster (empty: the embedded journal)")
 	f.dur(&c.ClarifyTimeout, "clarify-timeout", "RUNHUB_CLARIFY_TIMEOUT", "120s", "how long a clarify prompt waits for an answer")
 	f.dur(&c.LeaseTTL, "lease-ttl", "RUNHUB_LEASE_TTL", "10s", "Redis mode: a run whose executor stops renewing its lease ends interrupted after this (same on every process)")
 	f.int(&c.MaxRuns, "max-runs", "RUNHUB_MAX_RUNS", maxRuns, "runs executing at once in this process")

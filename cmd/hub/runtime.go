@@ -32,8 +32,8 @@ type procRuntime struct {
 	mode  string
 	store journal.Store
 	exec  *adapter.InProcess
-	node  *runner.Node    // Redis mode: leases, controls, reaper (and the queue in a runner)
-	rdb   *goredis.Client // Redis mode
+	node  *runner.Node            // Redis mode: leases, controls, reaper (and the queue in a runner)
+	rdb   goredis.UniversalClient // Redis mode: one server or a Cluster
 	// writes watches the journal's writes for /readyz.
 	writes *writeHealth
 	log    *slog.Logger
@@ -88,11 +88,11 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		}
 		return rt, nil
 	}
-	copt, err := goredis.ParseURL(cfg.RedisURL)
+	rdb, err := redis.NewClient(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("RUNHUB_REDIS_URL: %w", err)
 	}
-	rt.rdb = goredis.NewClient(copt)
+	rt.rdb = rdb
 	if m != nil {
 		rt.rdb.AddHook(&redisHook{m: m})
 	}
