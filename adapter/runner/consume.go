@@ -80,6 +80,7 @@ func (n *Node) consumeLoop(ctx context.Context) {
 				conn.Close()
 				conn = nil
 			}
+			n.opts.reload(ctx)
 			if ctx.Err() != nil {
 				return
 			}

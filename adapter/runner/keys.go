@@ -66,6 +66,14 @@ func (c *Config) serverOf(ctx context.Context, key string) (*goredis.Client, err
 	return nil, errUnsupportedClient
 }
 
+// reload makes a Cluster client re-read the slot map soon (after an error
+// that may be a failover: the next serverOf finds the new master).
+func (c *Config) reload(ctx context.Context) {
+	if rdb, ok := c.Client.(*goredis.ClusterClient); ok {
+		rdb.ReloadState(ctx)
+	}
+}
+
 var errUnsupportedClient = errorString("runner: Config.Client must be a *goredis.Client or a *goredis.ClusterClient")
 
 type errorString string

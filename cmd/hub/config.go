@@ -13,6 +13,8 @@ import (
 type RuntimeConfig struct {
 	Data           string        // RUNHUB_DATA, -data: directory of the embedded journal (default ./data)
 	RedisURL       string        // RUNHUB_REDIS_URL, -redis-url: Redis journal and bus; empty = embedded journal
+	WaitReplicas   int           // RUNHUB_REDIS_WAIT_REPLICAS, -redis-wait-replicas: replicas every journal append batch waits for (default 0: none)
+	WaitTimeout    time.Duration // RUNHUB_REDIS_WAIT_TIMEOUT, -redis-wait-timeout: bound of that wait (default 1s)
 	ClarifyTimeout time.Duration // RUNHUB_CLARIFY_TIMEOUT, -clarify-timeout: clarify prompt expiry (default 120s)
 	LeaseTTL       time.Duration // RUNHUB_LEASE_TTL, -lease-ttl: Redis mode: a run whose executor stops renewing ends after this (default 10s)
 	MaxRuns        int           // RUNHUB_MAX_RUNS, -max-runs: runs executing at once in this process (default 100 for a runner, 10000 in a hub)
@@ -147,6 +149,8 @@ func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
 func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "directory of the embedded (bbolt) journal, when RUNHUB_REDIS_URL is empty")
 	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue: redis://, rediss://, unix://, or redis+cluster://host:port,host:port… for a Redis Cluster (empty: the embedded journal)")
+	f.int(&c.WaitReplicas, "redis-wait-replicas", "RUNHUB_REDIS_WAIT_REPLICAS", 0, "Redis mode: after each journal append batch, WAIT until this many replicas of its master have it, so a failover loses no acknowledged event (0: no WAIT; docs/operations.md)")
+	f.dur(&c.WaitTimeout, "redis-wait-timeout", "RUNHUB_REDIS_WAIT_TIMEOUT", "1s", "Redis mode: how long an append batch waits for RUNHUB_REDIS_WAIT_REPLICAS replicas before its appends fail (and are retried)")
 	f.dur(&c.ClarifyTimeout, "clarify-timeout", "RUNHUB_CLARIFY_TIMEOUT", "120s", "how long a clarify prompt waits for an answer")
 	f.dur(&c.LeaseTTL, "lease-ttl", "RUNHUB_LEASE_TTL", "10s", "Redis mode: a run whose executor stops renewing its lease ends interrupted after this (same on every process)")
 	f.int(&c.MaxRuns, "max-runs", "RUNHUB_MAX_RUNS", maxRuns, "runs executing at once in this process")
@@ -174,6 +178,9 @@ func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
 	}
 	if c.LeaseTTL < 300*time.Millisecond {
 		return fmt.Errorf("lease TTL %v: want at least 300ms", c.LeaseTTL)
+	}
+	if c.WaitReplicas < 0 || c.WaitTimeout <= 0 {
+		return fmt.Errorf("redis wait replicas %d, timeout %v: want 0 or more replicas and a positive timeout", c.WaitReplicas, c.WaitTimeout)
 	}
 	return nil
 }

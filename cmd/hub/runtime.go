@@ -96,7 +96,8 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	if m != nil {
 		rt.rdb.AddHook(&redisHook{m: m})
 	}
-	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log})
+	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log,
+		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout})
 	if err != nil {
 		rt.rdb.Close()
 		return nil, err

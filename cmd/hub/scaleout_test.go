@@ -31,9 +31,10 @@ import (
 // scaled is one scaled deployment under test.
 type scaled struct {
 	t        *testing.T
-	rs       *redistest.Server
+	rs       *redistest.Server // nil on a Cluster
+	url      string            // RUNHUB_REDIS_URL without parameters
 	leaseTTL time.Duration
-	rdb      *goredis.Client // the test's own view of Redis (lease owners)
+	rdb      goredis.UniversalClient // the test's own view of Redis (lease owners)
 	outs     []namedOutput
 }
 
@@ -46,7 +47,12 @@ func newScaled(t *testing.T, ro redistest.Options, leaseTTL time.Duration) *scal
 	t.Helper()
 	rs := redistest.Start(t, ro)
 	rdb := goredis.NewClient(&goredis.Options{Network: "unix", Addr: rs.Socket(), ClientName: "test"})
-	s := &scaled{t: t, rs: rs, leaseTTL: leaseTTL, rdb: rdb}
+	return newScaledOn(t, rs, rs.URL(), rdb, leaseTTL)
+}
+
+// newScaledOn is a deployment on Redis at url (rs nil on a Cluster).
+func newScaledOn(t *testing.T, rs *redistest.Server, url string, rdb goredis.UniversalClient, leaseTTL time.Duration) *scaled {
+	s := &scaled{t: t, rs: rs, url: url, leaseTTL: leaseTTL, rdb: rdb}
 	t.Cleanup(func() {
 		rdb.Close()
 		// The processes' logs, when the test failed or RUNHUB_TEST_LOGS is set.
@@ -62,7 +68,7 @@ func newScaled(t *testing.T, ro redistest.Options, leaseTTL time.Duration) *scal
 // env is what every process of the deployment gets; name is its node id
 // and its Redis client name (CLIENT LIST shows whose a connection is).
 func (s *scaled) env(name string) []string {
-	return []string{"RUNHUB_REDIS_URL=" + s.rs.URL() + "?client_name=" + name, "RUNHUB_NODE_ID=" + name,
+	return []string{"RUNHUB_REDIS_URL=" + s.url + "?client_name=" + name, "RUNHUB_NODE_ID=" + name,
 		"RUNHUB_LEASE_TTL=" + s.leaseTTL.String(), "RUNHUB_LOG_LEVEL=warn"}
 }
 
@@ -1170,7 +1176,7 @@ func measureRow(t *testing.T, s *scaled, hubs []*hubProcess, script string, nRun
 type cmdStat struct{ calls, usec int64 }
 
 // redisCPU is Redis's used_cpu_sys + used_cpu_user in µs.
-func redisCPU(t testing.TB, rdb *goredis.Client) float64 {
+func redisCPU(t testing.TB, rdb goredis.UniversalClient) float64 {
 	info, err := rdb.Info(context.Background(), "cpu").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -1187,7 +1193,7 @@ func redisCPU(t testing.TB, rdb *goredis.Client) float64 {
 }
 
 // commandStats reads INFO commandstats: calls and µs per command.
-func commandStats(t testing.TB, rdb *goredis.Client) map[string]cmdStat {
+func commandStats(t testing.TB, rdb goredis.UniversalClient) map[string]cmdStat {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -1215,7 +1221,7 @@ func commandStats(t testing.TB, rdb *goredis.Client) map[string]cmdStat {
 
 // clientsByName counts Redis connections per client name, all and those
 // blocked in a read (the test's own excluded).
-func clientsByName(t testing.TB, rdb *goredis.Client) (all, blocked map[string]int) {
+func clientsByName(t testing.TB, rdb goredis.UniversalClient) (all, blocked map[string]int) {
 	list, err := rdb.ClientList(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -152,16 +154,43 @@ func (b *batcher) exec(batch []*appendReq) {
 		return
 	}
 	groups := s.groupAppends(live)
-	if len(groups) == 1 {
+	switch {
+	case len(groups) == 1:
 		s.execGroup(groups[0])
-		return
+	case s.opts.WaitReplicas > 0:
+		// Each group waits for its own master's replicas.
+		var wg sync.WaitGroup
+		for _, g := range groups {
+			wg.Go(func() { s.execGroup(g) })
+		}
+		wg.Wait()
+	default:
+		s.execGroups(groups)
 	}
-	// A Cluster: one script per slot, all in flight at once.
-	var wg sync.WaitGroup
-	for _, g := range groups {
-		wg.Go(func() { s.execGroup(g) })
+}
+
+// execGroups journals several groups (a Cluster: one per shard) with one
+// pipeline, which go-redis splits per node: one round trip to each master
+// involved, one connection each. A script missing on a node (NOSCRIPT: a
+// replica promoted since Open) is run again with its source.
+func (s *Store) execGroups(groups [][]*appendReq) {
+	ctx := context.Background() // as in execGroup
+	cmds := make([]*goredis.Cmd, len(groups))
+	cmdArgs := make([][2]any, len(groups))
+	pipe := s.rdb.Pipeline()
+	for i, g := range groups {
+		keys, args := s.appendCommand(g)
+		cmdArgs[i] = [2]any{keys, args}
+		cmds[i] = appendScript.EvalSha(ctx, pipe, keys, args...)
 	}
-	wg.Wait()
+	_, _ = pipe.Exec(ctx)
+	for i, g := range groups {
+		reply, err := cmds[i].Slice()
+		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			reply, err = s.runAppend(ctx, cmdArgs[i][0].([]string), cmdArgs[i][1].([]any))
+		}
+		s.deliverReplies(g, reply, err)
+	}
 }
 
 // groupAppends splits a batch into the groups that one script may journal
@@ -193,6 +222,11 @@ func (s *Store) execGroup(live []*appendReq) {
 	// Not the callers' contexts: the batch is shared, and a caller that
 	// gives up only stops waiting.
 	reply, err := s.runAppend(context.Background(), keys, args)
+	s.deliverReplies(live, reply, err)
+}
+
+// deliverReplies hands each Append of a group its reply.
+func (s *Store) deliverReplies(live []*appendReq, reply []any, err error) {
 	if err == nil && len(reply) != len(live) {
 		err = fmt.Errorf("unexpected reply: %d results for %d appends", len(reply), len(live))
 	}
@@ -208,8 +242,11 @@ func (s *Store) execGroup(live []*appendReq) {
 	}
 }
 
-// runAppend runs append.lua.
+// runAppend runs append.lua (see waitAppend for Options.WaitReplicas).
 func (s *Store) runAppend(ctx context.Context, keys []string, args []any) ([]any, error) {
+	if s.opts.WaitReplicas > 0 {
+		return s.waitAppend(ctx, keys, args)
+	}
 	return appendScript.Run(ctx, s.rdb, keys, args...).Slice()
 }
 

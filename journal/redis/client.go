@@ -4,11 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
+
+// clusterReadConns is the room a cluster client's pools get, per node, for
+// the blocking reads of the tails.
+const clusterReadConns = 32
 
 // Cluster URL schemes: a comma-separated list of seed nodes of a Redis
 // Cluster, e.g. redis+cluster://user:pass@h1:6379,h2:6379,h3:6379.
@@ -32,7 +37,9 @@ func IsClusterURL(url string) bool {
 //     the listed seed nodes, a *goredis.ClusterClient. The options are
 //     those of goredis.ParseClusterURL (dial_timeout, read_timeout,
 //     pool_size, max_retries, max_redirects, …); a database number is
-//     refused, a Cluster has only database 0.
+//     refused, a Cluster has only database 0. Without pool_size, each
+//     node's pool holds go-redis's default (10 per CPU) plus 32 for the
+//     Store's blocking reads (one feed and one run-tail reader per shard).
 //
 // The caller closes the client.
 func NewClient(rawURL string) (goredis.UniversalClient, error) {
@@ -89,6 +96,13 @@ func ParseClusterURL(rawURL string) (*goredis.ClusterOptions, error) {
 	opt, err := goredis.ParseClusterURL(plain)
 	if err != nil {
 		return nil, fmt.Errorf("redis cluster URL %q: %w", redact(rawURL), err)
+	}
+	if opt.PoolSize == 0 {
+		// go-redis's default (10 per CPU, per node) plus the blocking reads
+		// a Store keeps on each master: a feed reader and a run-tail reader
+		// per shard of the node (2 × 16/3 with 3 masters), so that they
+		// never starve the appends.
+		opt.PoolSize = 10*runtime.GOMAXPROCS(0) + clusterReadConns
 	}
 	return opt, nil
 }

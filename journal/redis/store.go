@@ -75,6 +75,19 @@ type Options struct {
 	// ReadCount caps the entries one tail read returns per stream. Default
 	// 512.
 	ReadCount int64
+	// WaitReplicas, when positive, makes every append batch wait until that
+	// many replicas of its master have it (WAIT WaitReplicas WaitTimeout,
+	// on the connection of the script, right after it) before the appends
+	// return: an event acknowledged to its writer then survives a
+	// failover to one of those replicas. Redis replicates asynchronously
+	// otherwise, and a master that dies loses what its replicas had not yet
+	// received. Default 0: no WAIT. An append whose batch did not reach
+	// WaitReplicas replicas within WaitTimeout returns an error (the event
+	// is journaled on the master; a retry with the same idempotency key
+	// returns it and waits again).
+	WaitReplicas int
+	// WaitTimeout bounds WaitReplicas' wait. Default 1s.
+	WaitTimeout time.Duration
 	// Timeout bounds the Redis calls the Store makes on its own behalf
 	// (SubscribeRun's position lookup, wake-ups, Close). Default 5s.
 	Timeout time.Duration
@@ -113,6 +126,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.ReadCount <= 0 {
 		o.ReadCount = 512
+	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = time.Second
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
