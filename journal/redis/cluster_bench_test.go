@@ -69,3 +69,31 @@ func BenchmarkTopology(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTopologyLoneAppend is one writer appending to one run, each
+// append waiting for its reply: the latency of an append on one Redis, on
+// a Cluster, and on a Cluster with WaitReplicas 1 (a replica round trip
+// more).
+func BenchmarkTopologyLoneAppend(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		url  func(testing.TB) string
+		wait int
+	}{
+		{"single", single, 0},
+		{"cluster", clusterURL, 0},
+		{"cluster-wait=1", clusterURL, 1},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := openStore(b, Options{URL: tc.url(b), WaitReplicas: tc.wait})
+			mkRun(b, s, "s1", "r1")
+			ctx := context.Background()
+			e := token("s1", "r1", " the quick brown fox jumps")
+			for b.Loop() {
+				if _, err := s.Append(ctx, e, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
