@@ -103,6 +103,24 @@ func (s *scaled) owner(runID string) string {
 	return v
 }
 
+// runKey returns the journal key of runID's meta (suffix "") or events
+// (":ev"), found by its pattern on the test server (which shard's hash
+// tag it carries is the journal's business); "" when there is none.
+func (s *scaled) runKey(runID, suffix string) string {
+	s.t.Helper()
+	keys, err := s.rdb.Keys(context.Background(), "rh:{*}:run:"+runID+suffix).Result()
+	if err != nil {
+		s.t.Fatalf("KEYS: %v", err)
+	}
+	if len(keys) > 1 {
+		s.t.Fatalf("run %s%s has keys %v", runID, suffix, keys)
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
 // waitOwner waits until some node holds runID's lease and returns it.
 func (s *scaled) waitOwner(runID string) string {
 	s.t.Helper()
@@ -622,7 +640,11 @@ func TestScaleOut_ChangesWithoutEventsReachOtherReplicas(t *testing.T) {
 		ss := tb.status[sess.SessionID]
 		return ss.RunID == run.RunID && ss.Status == protocol.StatusQueued
 	})
-	if n, _ := s.rdb.XLen(context.Background(), "rh:run:{"+run.RunID+"}:ev").Result(); n != 0 {
+	if s.runKey(run.RunID, "") == "" {
+		t.Fatalf("the queued run %s has no meta in Redis", run.RunID)
+	}
+	if k := s.runKey(run.RunID, ":ev"); k != "" {
+		n, _ := s.rdb.XLen(context.Background(), k).Result()
 		t.Fatalf("the queued run has %d journaled events, want none (the status must not have come from an event)", n)
 	}
 
@@ -1124,6 +1146,10 @@ func measureRow(t *testing.T, s *scaled, hubs []*hubProcess, script string, nRun
 		}
 		runs[i] = run.RunID
 	}
+	metas := map[string]string{} // run id → its meta hash's key
+	for _, id := range runs {
+		metas[id] = s.runKey(id, "")
+	}
 	// Sample connections while the runs stream, until every run ended
 	// (read straight from the run hashes: cheap, unlike a fold).
 	deadline := time.Now().Add(120 * time.Second)
@@ -1138,7 +1164,7 @@ func measureRow(t *testing.T, s *scaled, hubs []*hubProcess, script string, nRun
 		}
 		cmds, _ := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, id := range runs {
-				p.HGet(ctx, "rh:run:{"+id+"}", "terminal")
+				p.HGet(ctx, metas[id], "terminal")
 			}
 			return nil
 		})
@@ -1163,7 +1189,7 @@ func measureRow(t *testing.T, s *scaled, hubs []*hubProcess, script string, nRun
 	rw.cpuUS = redisCPU(t, s.rdb) - cpu0
 	rw.cmd = commandStats(t, s.rdb)
 	for i, id := range runs {
-		n, err := s.rdb.HGet(ctx, "rh:run:{"+id+"}", "last_seq").Int()
+		n, err := s.rdb.HGet(ctx, metas[id], "last_seq").Int()
 		if err != nil {
 			t.Fatal(err)
 		}
