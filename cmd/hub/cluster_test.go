@@ -28,7 +28,8 @@ func newClusterScaled(t *testing.T, nodeTimeout, leaseTTL time.Duration) (*scale
 // RUNHUB_REDIS_WAIT_REPLICAS=1 no acknowledged event is lost: every tab
 // (two on each hub) gets its run contiguous from seq 1, no duplicate, no
 // gap, and every run ends with exactly one terminal (done, all its text),
-// the same events the journal holds.
+// the same events the journal holds. Before the kill, a cancel sent
+// through one hub stops a run executing in a runner, started on the other.
 func TestScaleOut_ClusterFailover(t *testing.T) {
 	s, cluster := newClusterScaled(t, 1500*time.Millisecond, 10*time.Second)
 	wait := []string{"RUNHUB_REDIS_WAIT_REPLICAS=1", "RUNHUB_REDIS_WAIT_TIMEOUT=2s"}
@@ -55,6 +56,18 @@ func TestScaleOut_ClusterFailover(t *testing.T) {
 			return count(f.tab.run(f.runID), protocol.EventTokenDelta) >= 30
 		})
 	}
+
+	// A control crosses hubs and reaches the runner through its inbox: a
+	// run started on hub B is cancelled through hub A.
+	tc := dialTab(t, hubs[1])
+	cres := tc.start(`{"tokens":100000,"token_ms":10,"tools":0}`)
+	tc.c.Focus(tc.ctx(), cres.SessionID, "")
+	tc.until(30*time.Second, "tokens of the run to cancel", func() bool { return count(tc.run(cres.RunID), protocol.EventTokenDelta) >= 5 })
+	if cr := cancelHTTP(t, hubs[0], cres.RunID); cr.Status != protocol.ResultAccepted {
+		t.Fatalf("cancel through the other hub: %+v", cr)
+	}
+	tc.until(30*time.Second, "the cancelled run's terminal", func() bool { return tc.terminal(cres.RunID) })
+	checkTerminal(t, "cancelled run", tc.run(cres.RunID), protocol.EventCancelled)
 
 	// Kill the master that holds the first run's keys.
 	ctx := context.Background()
