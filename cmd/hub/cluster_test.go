@@ -101,6 +101,12 @@ func TestScaleOut_ClusterFailover(t *testing.T) {
 		t.Fatalf("after the restart: %v", err)
 	}
 
+	for _, h := range hubs {
+		// The hubs noticed the failover and got their connections back.
+		if v := metricLine(scrapeURL(t, h.URL()+"/metrics"), "runhub_redis_reconnects_total"); v == "" || v == "0" {
+			t.Fatalf("%s: runhub_redis_reconnects_total %q after a failover, want > 0", h.URL(), v)
+		}
+	}
 	for _, f := range fs {
 		f.tab = followToEnd(t, f.tab, f.hub, f.id, f.runID, 60*time.Second)
 		seen := f.tab.run(f.runID)
@@ -197,4 +203,15 @@ func TestRedisWaitConfig(t *testing.T) {
 	if err != nil || cfg.WaitReplicas != 1 || cfg.WaitTimeout != time.Second {
 		t.Fatalf("RUNHUB_REDIS_WAIT_REPLICAS=1: %+v, %v", cfg, err)
 	}
+}
+
+// metricLine returns the value of the unlabelled sample name in a
+// Prometheus text exposition, "" when absent.
+func metricLine(text, name string) string {
+	for line := range strings.SplitSeq(text, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }

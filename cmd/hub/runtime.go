@@ -94,7 +94,15 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	}
 	rt.rdb = rdb
 	if m != nil {
-		rt.rdb.AddHook(&redisHook{m: m})
+		hook := &redisHook{m: m}
+		if c, ok := rt.rdb.(*goredis.ClusterClient); ok {
+			// On a Cluster, dials and commands happen in the clients of its
+			// nodes (those of the tails' blocking reads too): hook each
+			// one, not the cluster client, so each is counted once.
+			c.OnNewNode(func(n *goredis.Client) { n.AddHook(hook) })
+		} else {
+			rt.rdb.AddHook(hook)
+		}
 	}
 	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log,
 		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout})
