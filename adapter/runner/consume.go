@@ -26,7 +26,7 @@ func (n *Node) consumeLoop(ctx context.Context) {
 	var conn *goredis.Conn // dedicated, so StopConsuming can unblock its read
 	defer func() {
 		if conn != nil {
-			n.qConn.Store(0)
+			n.qConn.Store(nil)
 			conn.Close()
 		}
 	}()
@@ -52,10 +52,15 @@ func (n *Node) consumeLoop(ctx context.Context) {
 				Consumer: n.opts.ID, MinIdle: claimIdle, Start: "0-0", Count: 8}).Result()
 		}
 		if err == nil && len(msgs) == 0 && conn == nil {
-			conn = rdb.Conn()
-			var id int64
-			if id, err = conn.ClientID(ctx).Result(); err == nil {
-				n.qConn.Store(id)
+			// On the server of the queue's slot (a Cluster's master), so
+			// that CLIENT UNBLOCK reaches the read.
+			var server *goredis.Client
+			if server, err = n.opts.serverOf(ctx, n.opts.queue()); err == nil {
+				conn = server.Conn()
+				var id int64
+				if id, err = conn.ClientID(ctx).Result(); err == nil {
+					n.qConn.Store(&queueConn{server: server, id: id})
+				}
 			}
 		}
 		if err == nil && len(msgs) == 0 && !n.stopping(ctx) {
@@ -71,10 +76,11 @@ func (n *Node) consumeLoop(ctx context.Context) {
 		}
 		if err != nil {
 			if conn != nil {
-				n.qConn.Store(0)
+				n.qConn.Store(nil)
 				conn.Close()
 				conn = nil
 			}
+			n.opts.reload(ctx)
 			if ctx.Err() != nil {
 				return
 			}

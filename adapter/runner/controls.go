@@ -13,8 +13,9 @@ import (
 )
 
 // Controls routes controls to the node that owns a run: plug it into
-// adapter.Options.Remote. A control is one entry on the run's control
-// stream; the owner answers on a reply list the caller waits on.
+// adapter.Options.Remote. A control is one entry on the owner's control
+// stream (its inbox); the owner answers on a reply list the caller waits
+// on.
 type Controls struct{ cfg Config }
 
 // NewControls returns the control router of cfg's Redis.
@@ -23,8 +24,8 @@ func NewControls(cfg Config) *Controls {
 	return &Controls{cfg: cfg}
 }
 
-// ctlMaxLen bounds a control stream; ctlTTL is how long one outlives its
-// last control.
+// ctlMaxLen bounds a node's control stream; ctlTTL is how long one
+// outlives its last control.
 const (
 	ctlMaxLen = 1000
 	ctlTTL    = time.Hour
@@ -41,12 +42,11 @@ func (c *Controls) Control(ctx context.Context, runID string, rc adapter.RemoteC
 		return protocol.ControlResult{}, false, fmt.Errorf("runner: lease of %s: %w", runID, err)
 	}
 	reply := c.cfg.reply(adapter.NewID("x_"))
-	ctl := c.cfg.ctl(runID)
+	ctl := c.cfg.inbox(owner)
 	if _, err := rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.XAdd(ctx, &goredis.XAddArgs{Stream: ctl, MaxLen: ctlMaxLen, Approx: true,
-			Values: []any{"op", rc.Op, "prompt_id", rc.PromptID, "answer", rc.Answer, "reply", reply}})
-		// The owner deletes the stream when the run ends; a stream whose
-		// owner died (or that this control recreated just after) expires.
+			Values: []any{"run", runID, "op", rc.Op, "prompt_id", rc.PromptID, "answer", rc.Answer, "reply", reply}})
+		// The owner deletes its inbox when it stops; a dead owner's expires.
 		p.Expire(ctx, ctl, ctlTTL)
 		return nil
 	}); err != nil {

@@ -2,7 +2,7 @@
 // hubs dispatch begun runs to a run queue (a stream with the consumer group
 // "runners"); any number of runner processes take them, each run by
 // exactly one, and own each with a lease they renew; controls reach a run's
-// executor through the run's control stream and come back on a reply list;
+// executor through its node's control stream and come back on a reply list;
 // every process runs a reaper that ends a run whose lease expired with one
 // terminal error "interrupted" (the journal's single-terminal rule makes
 // that exactly once however many processes notice).
@@ -11,11 +11,18 @@
 //
 //	rh:runq                 stream  run queue; group "runners"; fields run, session
 //	rh:run:{RID}:lease      string  the owning node's id, PX lease TTL
-//	rh:run:{RID}:ctl        stream  controls for the run: op, prompt_id, answer, reply;
-//	                                deleted with the lease, else expires 1 h after its last control
+//	rh:node:{<id>}:ctl      stream  a node's inbox: controls for its runs: run, op,
+//	                                prompt_id, answer, reply; deleted when the node
+//	                                stops, else expires 1 h after its last control
 //	rh:reply:<id>           list    one control's answer (a ControlResult), expires
-//	rh:node:<id>:wake       stream  wakes a node's control listener when its runs change;
-//	                                deleted when the node stops, else expires after a day
+//	rh:node:{<id>}:wake     stream  wakes a node's control listener (same hash tag
+//	                                as its inbox); deleted when the node stops, else
+//	                                expires after a day
+//
+// Every command and transaction touches one key, or keys of one hash tag:
+// the package runs on a Redis Cluster as on a single Redis (Config.Client
+// a *goredis.ClusterClient). The queue read that StopConsuming unblocks is
+// issued on the master of the queue's slot.
 //
 // A node that finds one of its leases lapsed (it stalled, or was cut off
 // from Redis, for longer than the TTL) stops that run at once: others have

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -11,8 +12,10 @@ const Group = "runners"
 
 // Config is shared by every piece of the package.
 type Config struct {
-	// Client talks to the journal's Redis (required).
-	Client *goredis.Client
+	// Client talks to the journal's Redis (required): a *goredis.Client or,
+	// on a Redis Cluster, a *goredis.ClusterClient (every command and
+	// transaction of the package stays in one slot).
+	Client goredis.UniversalClient
 	// Prefix must equal the journal's key prefix (default "rh:").
 	Prefix string
 	// LeaseTTL is how long a lease lives without renewal (default 10 s). A
@@ -47,6 +50,37 @@ func (c *Config) defaults() {
 
 func (c *Config) queue() string             { return c.Prefix + "runq" }
 func (c *Config) lease(runID string) string { return c.Prefix + "run:{" + runID + "}:lease" }
-func (c *Config) ctl(runID string) string   { return c.Prefix + "run:{" + runID + "}:ctl" }
 func (c *Config) reply(id string) string    { return c.Prefix + "reply:" + id }
-func (c *Config) wake(node string) string   { return c.Prefix + "node:" + node + ":wake" }
+
+// inbox is a node's control stream; wake shares its hash tag, so one
+// blocking XREAD reads both on a Cluster too.
+func (c *Config) inbox(node string) string { return c.Prefix + "node:{" + node + "}:ctl" }
+func (c *Config) wake(node string) string  { return c.Prefix + "node:{" + node + "}:wake" }
+
+// serverOf returns the client of the one server that holds key: Client
+// itself on a single Redis, the master of key's slot on a Cluster. It is
+// for what must stay on one connection of that server (a blocking read
+// that CLIENT UNBLOCK may end).
+func (c *Config) serverOf(ctx context.Context, key string) (*goredis.Client, error) {
+	switch rdb := c.Client.(type) {
+	case *goredis.Client:
+		return rdb, nil
+	case *goredis.ClusterClient:
+		return rdb.MasterForKey(ctx, key)
+	}
+	return nil, errUnsupportedClient
+}
+
+// reload makes a Cluster client re-read the slot map soon (after an error
+// that may be a failover: the next serverOf finds the new master).
+func (c *Config) reload(ctx context.Context) {
+	if rdb, ok := c.Client.(*goredis.ClusterClient); ok {
+		rdb.ReloadState(ctx)
+	}
+}
+
+var errUnsupportedClient = errorString("runner: Config.Client must be a *goredis.Client or a *goredis.ClusterClient")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

@@ -9,12 +9,10 @@ import (
 	"github.com/runhub/runhub/adapter"
 )
 
-// releaseScript deletes a lease and the run's control stream only when the
-// lease is still this node's.
+// releaseScript deletes a lease only when it is still this node's.
 var releaseScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('DEL', KEYS[2])
   return 1
 end
 return 0`)
@@ -56,8 +54,16 @@ func (l *leases) release(runID string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.ControlTimeout)
 	defer cancel()
-	releaseScript.Run(ctx, l.cfg.Client, []string{l.cfg.lease(runID), l.cfg.ctl(runID)}, l.node)
+	releaseScript.Run(ctx, l.cfg.Client, []string{l.cfg.lease(runID)}, l.node)
 	l.wake()
+}
+
+// owns reports whether this node holds the run's lease.
+func (l *leases) owns(runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.owned[runID]
+	return ok
 }
 
 // runs returns the runs this node owns.

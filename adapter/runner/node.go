@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,11 +45,19 @@ type Node struct {
 	log   *slog.Logger
 	wakeC chan struct{}
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	stopQ  chan struct{} // closed to stop consuming (graceful shutdown)
-	qOnce  sync.Once
-	qConn  atomic.Int64 // CLIENT ID of the queue read's connection (0: none)
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	stopQ     chan struct{} // closed to stop consuming (graceful shutdown)
+	qOnce     sync.Once
+	qConn     atomic.Pointer[queueConn] // the queue read's connection (nil: none)
+	inboxFrom string                    // the id the control listener reads its inbox after
+}
+
+// queueConn is the connection of a runner's queue read: the server it is
+// on and its CLIENT ID.
+type queueConn struct {
+	server *goredis.Client
+	id     int64
 }
 
 // NewNode prepares a node. Build the executor with the node's hooks:
@@ -107,6 +115,7 @@ func (n *Node) wake() {
 // Start runs the node's loops for exec until Stop.
 func (n *Node) Start(exec *adapter.InProcess) {
 	n.exec = exec
+	n.inboxFrom = n.inboxHead() // before any lease: no control is missed
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	loops := []func(context.Context){n.renewLoop, n.listenLoop, n.reapLoop}
@@ -128,10 +137,10 @@ func (n *Node) Start(exec *adapter.InProcess) {
 func (n *Node) StopConsuming() {
 	n.qOnce.Do(func() {
 		close(n.stopQ)
-		if id := n.qConn.Load(); id != 0 {
+		if qc := n.qConn.Load(); qc != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			n.opts.Client.ClientUnblock(ctx, id)
+			qc.server.ClientUnblock(ctx, qc.id)
 		}
 	})
 }
@@ -147,7 +156,7 @@ func (n *Node) Stop() {
 	n.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	n.opts.Client.Del(ctx, n.opts.wake(n.opts.ID))
+	n.opts.Client.Del(ctx, n.opts.wake(n.opts.ID), n.opts.inbox(n.opts.ID))
 }
 
 // backoff sleeps a jittered, growing pause after a Redis error; false when
@@ -206,32 +215,31 @@ func (n *Node) renewLoop(ctx context.Context) {
 	}
 }
 
-// listenLoop reads the control streams of every owned run (and the node's
-// wake stream) in one blocking XREAD and answers each control.
+// inboxHead returns the id of the newest entry of the node's inbox, so the
+// listener answers only controls sent from now on (not those a previous
+// process with this id left); without Redis, the current time.
+func (n *Node) inboxHead() string {
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.ControlTimeout)
+	defer cancel()
+	msgs, err := n.opts.Client.XRevRangeN(ctx, n.opts.inbox(n.opts.ID), "+", "-", 1).Result()
+	switch {
+	case err != nil:
+		return strconv.FormatInt(time.Now().UnixMilli(), 10) + "-0"
+	case len(msgs) == 0:
+		return "0-0"
+	}
+	return msgs[0].ID
+}
+
+// listenLoop reads the node's inbox (the controls of its runs) and wake
+// stream in one blocking XREAD and answers each control of a run it owns.
 func (n *Node) listenLoop(ctx context.Context) {
-	last := map[string]string{} // control stream → last id read
-	wakeKey := n.opts.wake(n.opts.ID)
-	wakeID := "$"
+	inbox, wakeKey := n.opts.inbox(n.opts.ID), n.opts.wake(n.opts.ID)
+	inboxID, wakeID := n.inboxFrom, "$"
 	fails := 0
 	for ctx.Err() == nil {
-		runs := n.lease.runs()
-		streams := make([]string, 0, 2*len(runs)+2)
-		ids := make([]string, 0, len(runs)+1)
-		keep := map[string]string{}
-		for _, id := range runs {
-			k := n.opts.ctl(id)
-			from, ok := last[k]
-			if !ok {
-				from = "0-0"
-			}
-			keep[k] = from
-			streams = append(streams, k)
-			ids = append(ids, from)
-		}
-		last = keep
-		streams = append(streams, wakeKey)
-		ids = append(ids, wakeID)
-		res, err := n.opts.Client.XRead(ctx, &goredis.XReadArgs{Streams: append(streams, ids...), Block: n.opts.Block, Count: 64}).Result()
+		streams := []string{inbox, wakeKey, inboxID, wakeID}
+		res, err := n.opts.Client.XRead(ctx, &goredis.XReadArgs{Streams: streams, Block: n.opts.Block, Count: 64}).Result()
 		if errors.Is(err, goredis.Nil) {
 			continue
 		}
@@ -255,17 +263,21 @@ func (n *Node) listenLoop(ctx context.Context) {
 				continue
 			}
 			for _, m := range st.Messages {
-				last[st.Stream] = m.ID
-				n.answer(ctx, st.Stream, m)
+				inboxID = m.ID
+				runID, _ := m.Values["run"].(string)
+				if n.lease.owns(runID) {
+					n.answer(ctx, runID, m)
+				}
+				// Else the run ended here (or was never this node's): the
+				// caller finds no lease and handles the control itself.
 			}
 		}
 	}
 }
 
 // answer executes one control on the local executor and pushes its result.
-func (n *Node) answer(ctx context.Context, stream string, m goredis.XMessage) {
+func (n *Node) answer(ctx context.Context, runID string, m goredis.XMessage) {
 	str := func(k string) string { s, _ := m.Values[k].(string); return s }
-	runID := strings.TrimSuffix(strings.TrimPrefix(stream, n.opts.Prefix+"run:{"), "}:ctl")
 	reply := str("reply")
 	if reply == "" {
 		return

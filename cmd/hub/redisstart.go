@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/runhub/runhub/journal/redis"
 )
 
 // Redis at start. hub serve and hub runner wait for Redis as long as it
@@ -31,13 +34,10 @@ const (
 // that makes waiting pointless, or ctx's error. waiting (may be nil) is
 // called once, at the first failed attempt.
 func waitRedis(ctx context.Context, url string, log *slog.Logger, waiting func()) error {
-	copt, err := goredis.ParseURL(url)
+	rdb, addr, err := startClient(url)
 	if err != nil {
 		return fmt.Errorf("RUNHUB_REDIS_URL: %w", err)
 	}
-	// One connection, no retries of its own: the loop below paces them.
-	copt.PoolSize, copt.MaxRetries, copt.DialTimeout = 1, -1, 2*time.Second
-	rdb := goredis.NewClient(copt)
 	defer rdb.Close()
 	pause := redisStartPause
 	for attempt := 1; ; attempt++ {
@@ -47,29 +47,49 @@ func waitRedis(ctx context.Context, url string, log *slog.Logger, waiting func()
 		switch {
 		case err == nil:
 			if attempt > 1 {
-				log.Info("redis reachable; starting", "addr", copt.Addr, "attempts", attempt)
+				log.Info("redis reachable; starting", "addr", addr, "attempts", attempt)
 			}
 			return nil
 		case ctx.Err() != nil:
-			log.Warn("stopped while waiting for redis at start", "addr", copt.Addr)
+			log.Warn("stopped while waiting for redis at start", "addr", addr)
 			return ctx.Err()
 		case redisRefused(err):
-			return fmt.Errorf("redis at %s refused the connection (check RUNHUB_REDIS_URL's credentials): %w", copt.Addr, err)
+			return fmt.Errorf("redis at %s refused the connection (check RUNHUB_REDIS_URL's credentials): %w", addr, err)
 		}
 		if attempt == 1 && waiting != nil {
 			waiting()
 		}
-		log.Error("redis unreachable at start; retrying", "addr", copt.Addr, "err", err, "attempt", attempt, "retry_in", pause.String())
+		log.Error("redis unreachable at start; retrying", "addr", addr, "err", err, "attempt", attempt, "retry_in", pause.String())
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			log.Warn("stopped while waiting for redis at start", "addr", copt.Addr)
+			log.Warn("stopped while waiting for redis at start", "addr", addr)
 			return ctx.Err()
 		case <-t.C:
 		}
 		pause = min(2*pause, redisStartMaxPause)
 	}
+}
+
+// startClient is waitRedis's client: one connection (per node), no
+// retries of its own (the loop paces them). addr names the server, or the
+// cluster's seed nodes, for the log.
+func startClient(url string) (rdb goredis.UniversalClient, addr string, err error) {
+	if redis.IsClusterURL(url) {
+		copt, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, "", err
+		}
+		copt.PoolSize, copt.MaxRetries, copt.MaxRedirects, copt.DialTimeout = 1, -1, -1, 2*time.Second
+		return goredis.NewClusterClient(copt), strings.Join(copt.Addrs, ","), nil
+	}
+	copt, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, "", err
+	}
+	copt.PoolSize, copt.MaxRetries, copt.DialTimeout = 1, -1, 2*time.Second
+	return goredis.NewClient(copt), copt.Addr, nil
 }
 
 // redisRefused reports whether err is Redis answering no, rather than not

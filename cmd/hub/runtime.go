@@ -32,8 +32,8 @@ type procRuntime struct {
 	mode  string
 	store journal.Store
 	exec  *adapter.InProcess
-	node  *runner.Node    // Redis mode: leases, controls, reaper (and the queue in a runner)
-	rdb   *goredis.Client // Redis mode
+	node  *runner.Node            // Redis mode: leases, controls, reaper (and the queue in a runner)
+	rdb   goredis.UniversalClient // Redis mode: one server or a Cluster
 	// writes watches the journal's writes for /readyz.
 	writes *writeHealth
 	log    *slog.Logger
@@ -88,15 +88,24 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		}
 		return rt, nil
 	}
-	copt, err := goredis.ParseURL(cfg.RedisURL)
+	rdb, err := redis.NewClient(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("RUNHUB_REDIS_URL: %w", err)
 	}
-	rt.rdb = goredis.NewClient(copt)
+	rt.rdb = rdb
 	if m != nil {
-		rt.rdb.AddHook(&redisHook{m: m})
+		hook := &redisHook{m: m}
+		if c, ok := rt.rdb.(*goredis.ClusterClient); ok {
+			// On a Cluster, dials and commands happen in the clients of its
+			// nodes (those of the tails' blocking reads too): hook each
+			// one, not the cluster client, so each is counted once.
+			c.OnNewNode(func(n *goredis.Client) { n.AddHook(hook) })
+		} else {
+			rt.rdb.AddHook(hook)
+		}
 	}
-	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log})
+	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log,
+		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout})
 	if err != nil {
 		rt.rdb.Close()
 		return nil, err

@@ -31,9 +31,10 @@ import (
 // scaled is one scaled deployment under test.
 type scaled struct {
 	t        *testing.T
-	rs       *redistest.Server
+	rs       *redistest.Server // nil on a Cluster
+	url      string            // RUNHUB_REDIS_URL without parameters
 	leaseTTL time.Duration
-	rdb      *goredis.Client // the test's own view of Redis (lease owners)
+	rdb      goredis.UniversalClient // the test's own view of Redis (lease owners)
 	outs     []namedOutput
 }
 
@@ -46,7 +47,12 @@ func newScaled(t *testing.T, ro redistest.Options, leaseTTL time.Duration) *scal
 	t.Helper()
 	rs := redistest.Start(t, ro)
 	rdb := goredis.NewClient(&goredis.Options{Network: "unix", Addr: rs.Socket(), ClientName: "test"})
-	s := &scaled{t: t, rs: rs, leaseTTL: leaseTTL, rdb: rdb}
+	return newScaledOn(t, rs, rs.URL(), rdb, leaseTTL)
+}
+
+// newScaledOn is a deployment on Redis at url (rs nil on a Cluster).
+func newScaledOn(t *testing.T, rs *redistest.Server, url string, rdb goredis.UniversalClient, leaseTTL time.Duration) *scaled {
+	s := &scaled{t: t, rs: rs, url: url, leaseTTL: leaseTTL, rdb: rdb}
 	t.Cleanup(func() {
 		rdb.Close()
 		// The processes' logs, when the test failed or RUNHUB_TEST_LOGS is set.
@@ -62,7 +68,7 @@ func newScaled(t *testing.T, ro redistest.Options, leaseTTL time.Duration) *scal
 // env is what every process of the deployment gets; name is its node id
 // and its Redis client name (CLIENT LIST shows whose a connection is).
 func (s *scaled) env(name string) []string {
-	return []string{"RUNHUB_REDIS_URL=" + s.rs.URL() + "?client_name=" + name, "RUNHUB_NODE_ID=" + name,
+	return []string{"RUNHUB_REDIS_URL=" + s.url + "?client_name=" + name, "RUNHUB_NODE_ID=" + name,
 		"RUNHUB_LEASE_TTL=" + s.leaseTTL.String(), "RUNHUB_LOG_LEVEL=warn"}
 }
 
@@ -95,6 +101,24 @@ func (s *scaled) owner(runID string) string {
 		return ""
 	}
 	return v
+}
+
+// runKey returns the journal key of runID's meta (suffix "") or events
+// (":ev"), found by its pattern on the test server (which shard's hash
+// tag it carries is the journal's business); "" when there is none.
+func (s *scaled) runKey(runID, suffix string) string {
+	s.t.Helper()
+	keys, err := s.rdb.Keys(context.Background(), "rh:{*}:run:"+runID+suffix).Result()
+	if err != nil {
+		s.t.Fatalf("KEYS: %v", err)
+	}
+	if len(keys) > 1 {
+		s.t.Fatalf("run %s%s has keys %v", runID, suffix, keys)
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
 }
 
 // waitOwner waits until some node holds runID's lease and returns it.
@@ -616,7 +640,11 @@ func TestScaleOut_ChangesWithoutEventsReachOtherReplicas(t *testing.T) {
 		ss := tb.status[sess.SessionID]
 		return ss.RunID == run.RunID && ss.Status == protocol.StatusQueued
 	})
-	if n, _ := s.rdb.XLen(context.Background(), "rh:run:{"+run.RunID+"}:ev").Result(); n != 0 {
+	if s.runKey(run.RunID, "") == "" {
+		t.Fatalf("the queued run %s has no meta in Redis", run.RunID)
+	}
+	if k := s.runKey(run.RunID, ":ev"); k != "" {
+		n, _ := s.rdb.XLen(context.Background(), k).Result()
 		t.Fatalf("the queued run has %d journaled events, want none (the status must not have come from an event)", n)
 	}
 
@@ -1118,6 +1146,10 @@ func measureRow(t *testing.T, s *scaled, hubs []*hubProcess, script string, nRun
 		}
 		runs[i] = run.RunID
 	}
+	metas := map[string]string{} // run id → its meta hash's key
+	for _, id := range runs {
+		metas[id] = s.runKey(id, "")
+	}
 	// Sample connections while the runs stream, until every run ended
 	// (read straight from the run hashes: cheap, unlike a fold).
 	deadline := time.Now().Add(120 * time.Second)
@@ -1132,7 +1164,7 @@ func measureRow(t *testing.T, s *scaled, hubs []*hubProcess, script string, nRun
 		}
 		cmds, _ := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, id := range runs {
-				p.HGet(ctx, "rh:run:{"+id+"}", "terminal")
+				p.HGet(ctx, metas[id], "terminal")
 			}
 			return nil
 		})
@@ -1157,7 +1189,7 @@ func measureRow(t *testing.T, s *scaled, hubs []*hubProcess, script string, nRun
 	rw.cpuUS = redisCPU(t, s.rdb) - cpu0
 	rw.cmd = commandStats(t, s.rdb)
 	for i, id := range runs {
-		n, err := s.rdb.HGet(ctx, "rh:run:{"+id+"}", "last_seq").Int()
+		n, err := s.rdb.HGet(ctx, metas[id], "last_seq").Int()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1170,7 +1202,7 @@ func measureRow(t *testing.T, s *scaled, hubs []*hubProcess, script string, nRun
 type cmdStat struct{ calls, usec int64 }
 
 // redisCPU is Redis's used_cpu_sys + used_cpu_user in µs.
-func redisCPU(t testing.TB, rdb *goredis.Client) float64 {
+func redisCPU(t testing.TB, rdb goredis.UniversalClient) float64 {
 	info, err := rdb.Info(context.Background(), "cpu").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -1187,7 +1219,7 @@ func redisCPU(t testing.TB, rdb *goredis.Client) float64 {
 }
 
 // commandStats reads INFO commandstats: calls and µs per command.
-func commandStats(t testing.TB, rdb *goredis.Client) map[string]cmdStat {
+func commandStats(t testing.TB, rdb goredis.UniversalClient) map[string]cmdStat {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -1215,7 +1247,7 @@ func commandStats(t testing.TB, rdb *goredis.Client) map[string]cmdStat {
 
 // clientsByName counts Redis connections per client name, all and those
 // blocked in a read (the test's own excluded).
-func clientsByName(t testing.TB, rdb *goredis.Client) (all, blocked map[string]int) {
+func clientsByName(t testing.TB, rdb goredis.UniversalClient) (all, blocked map[string]int) {
 	list, err := rdb.ClientList(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)

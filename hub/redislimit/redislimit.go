@@ -24,7 +24,7 @@ type Options struct {
 
 // Counter is one hub's view of the shared socket counts.
 type Counter struct {
-	rdb  *goredis.Client
+	rdb  goredis.UniversalClient
 	opts Options
 
 	mu   sync.Mutex
@@ -62,8 +62,9 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 `)
 
-// New returns a Counter on rdb and starts its renewal; Close stops it.
-func New(rdb *goredis.Client, opts Options) *Counter {
+// New returns a Counter on rdb (a single Redis or a Cluster: every command
+// touches one key) and starts its renewal; Close stops it.
+func New(rdb goredis.UniversalClient, opts Options) *Counter {
 	if opts.Prefix == "" {
 		opts.Prefix = "rh:"
 	}

@@ -41,7 +41,7 @@ type Options struct {
 
 // Store is one hub's handle on the shared presence.
 type Store struct {
-	rdb  *goredis.Client
+	rdb  goredis.UniversalClient
 	opts Options
 	id   string // this hub's field in every hash
 
@@ -84,7 +84,7 @@ return out
 `)
 
 // New returns a Store on rdb and starts its renewal; Close stops it.
-func New(rdb *goredis.Client, opts Options) *Store {
+func New(rdb goredis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = "rh:"
 	}

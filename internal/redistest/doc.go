@@ -12,5 +12,14 @@
 // Options.Dir): Restart and Kill keep the socket path and the directory, so a
 // client reconnects to the same URL and finds what the AOF preserved.
 //
+// StartCluster (or NewCluster) starts a Redis Cluster instead: by default
+// 3 masters and 3 replicas, each a Server listening on a free TCP port of
+// 127.0.0.1 besides its socket (--cluster-enabled yes, a small
+// cluster-node-timeout), joined with redis-cli --cluster create (redis-cli
+// from redis-tools; missing, the test fails rather than skips). URL is the
+// redis+cluster:// address journal/redis understands; Node finds a node by
+// address, to Kill (its replica takes over: WaitHealthy waits for that)
+// and Restart it (it rejoins as a replica).
+//
 // A Server's methods are safe for concurrent use.
 package redistest

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,9 @@ type Options struct {
 	Dir string
 	// Args are extra redis-server arguments, e.g. "--maxmemory", "64mb".
 	Args []string
+	// Port is a TCP port to listen on, on 127.0.0.1, besides the unix
+	// socket. Default 0: the unix socket only.
+	Port int
 }
 
 // StartTimeout bounds how long New waits for a server to answer PING
@@ -105,6 +109,14 @@ func findBinary() (string, error) {
 // URL is the server's address as a go-redis URL: unix:///tmp/rhNNN/r.sock.
 func (s *Server) URL() string { return "unix://" + s.socket }
 
+// Addr is the server's TCP address ("127.0.0.1:<Port>"), "" without a Port.
+func (s *Server) Addr() string {
+	if s.opts.Port == 0 {
+		return ""
+	}
+	return "127.0.0.1:" + strconv.Itoa(s.opts.Port)
+}
+
 // Socket is the path of the server's unix socket.
 func (s *Server) Socket() string { return s.socket }
 
@@ -123,7 +135,7 @@ func (s *Server) Log() string {
 
 func (s *Server) args() []string {
 	a := []string{
-		"--port", "0",
+		"--port", strconv.Itoa(s.opts.Port),
 		"--unixsocket", s.socket,
 		"--unixsocketperm", "700",
 		"--dir", s.dir,
@@ -131,6 +143,9 @@ func (s *Server) args() []string {
 		"--daemonize", "no",
 		"--logfile", "",
 		"--loglevel", "warning",
+	}
+	if s.opts.Port != 0 {
+		a = append(a, "--bind", "127.0.0.1")
 	}
 	if s.opts.AOF {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")

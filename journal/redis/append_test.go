@@ -49,7 +49,7 @@ func TestAppend_ScriptAtomicUnder50Appenders(t *testing.T) {
 	if err != nil || m.LastSeq != uint64(want) {
 		t.Fatalf("Run = %+v, %v; want last_seq %d", m, err, want)
 	}
-	msgs, err := c.XRange(ctx, s.k.events("r1"), "-", "+").Result()
+	msgs, err := c.XRange(ctx, s.k.events(s.k.shardOf("s1"), "r1"), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestAppend_ScriptAtomicUnder50Appenders(t *testing.T) {
 	if len(msgs) != want {
 		t.Fatalf("stream holds %d entries, want %d", len(msgs), want)
 	}
-	feed, err := c.XRange(ctx, s.k.feedOf("s1"), "-", "+").Result()
+	feed, err := c.XRange(ctx, s.k.feed(s.k.shardOf("s1")), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestAppend_ScriptAtomicUnder50Appenders(t *testing.T) {
 		}
 	}
 	wantSeqs(t, "feed records", seqs, 1, uint64(want))
-	if n, _ := c.HLen(ctx, s.k.idem("r1")).Result(); n != int64(keyed) {
+	if n, _ := c.HLen(ctx, s.k.idem(s.k.shardOf("s1"), "r1")).Result(); n != int64(keyed) {
 		t.Fatalf("idempotency hash has %d keys, want %d", n, keyed)
 	}
 }
@@ -273,6 +273,7 @@ func TestAppend_TransportRetryNeverDuplicates(t *testing.T) {
 func TestKeyLayout(t *testing.T) {
 	p := fmt.Sprintf("layout%d:", prefixes.Add(1))
 	s := openStore(t, Options{Prefix: p, Shards: 1})
+	b := p + "{s0}:" // the one shard's hash tag
 	c := admin(t)
 	ctx := context.Background()
 	mkRun(t, s, "s1", "r1")
@@ -290,23 +291,23 @@ func TestKeyLayout(t *testing.T) {
 	var got []string
 	for _, k := range keys {
 		switch {
-		case strings.HasPrefix(k, p+"batch:"):
+		case strings.HasPrefix(k, b+"batch:"):
 			if ttl, _ := c.TTL(ctx, k).Result(); ttl <= 0 || ttl > s.opts.ReplyCacheTTL {
 				t.Errorf("reply cache %s has TTL %v", k, ttl)
 			}
 			continue
-		case k == s.runs.wakeKey:
+		case k == s.wakeKey(0):
 			continue
 		}
 		got = append(got, k)
 	}
 	slices.Sort(got)
-	want := []string{p + "bus:0", p + "owner:alice", p + "run:{r1}", p + "run:{r1}:ev",
-		p + "run:{r1}:idem", p + "runs:ended", p + "sess:{s1}", p + "sess:{s1}:runs"}
+	want := []string{p + "loc:r1", b + "bus", b + "owner:alice", b + "run:r1", b + "run:r1:ev",
+		b + "run:r1:idem", b + "runs:ended", b + "sess:s1", b + "sess:s1:runs"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("keys\n%v\nwant\n%v", got, want)
 	}
-	if ids, _ := c.XRange(ctx, p+"run:{r1}:ev", "-", "+").Result(); len(ids) != 2 || ids[0].ID != "1-0" || ids[1].ID != "2-0" {
+	if ids, _ := c.XRange(ctx, b+"run:r1:ev", "-", "+").Result(); len(ids) != 2 || ids[0].ID != "1-0" || ids[1].ID != "2-0" {
 		t.Fatalf("event stream entries %v, want ids 1-0 and 2-0", ids)
 	}
 	if _, err := s.Read(ctx, "r1", 0, 0); err != nil {
@@ -321,13 +322,13 @@ func TestRetryWindow_DefaultsTo48s(t *testing.T) {
 	opt, _ := goredis.ParseURL(srv.URL())
 	c := goredis.NewClient(opt)
 	defer c.Close()
-	if got := retryWindow(c.Options()); got != 48*time.Second {
+	if got := retryWindow(clientTimings(c)); got != 48*time.Second {
 		t.Fatalf("reply cache TTL with go-redis defaults = %v, want 48s", got)
 	}
 	opt.MaxRetries, opt.ReadTimeout = -1, 100*time.Millisecond
 	c2 := goredis.NewClient(opt)
 	defer c2.Close()
-	if got := retryWindow(c2.Options()); got != 10*time.Second {
+	if got := retryWindow(clientTimings(c2)); got != 10*time.Second {
 		t.Fatalf("reply cache TTL without retries = %v, want the 10s floor", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -23,7 +25,7 @@ type appendReq struct {
 // batcher is group commit for appends: concurrent Appends queue up and
 // Options.Flushers goroutines each take what is waiting (up to MaxBatch
 // events, MaxBatchBytes of payload) and journal it with one EVALSHA of
-// append.lua. A lone append goes out at once as a batch of one; under load
+// append.lua (one per shard on a Redis Cluster, in flight together). A lone append goes out at once as a batch of one; under load
 // the batches grow by themselves while earlier ones are in flight, so
 // Redis runs one script (and the client one round trip) per batch instead
 // of per event.
@@ -136,8 +138,7 @@ func (b *batcher) take() []*appendReq {
 	return batch
 }
 
-// exec journals a batch with one run of append.lua and hands each Append
-// its reply.
+// exec journals a batch: one run of append.lua per group (groupAppends).
 func (b *batcher) exec(batch []*appendReq) {
 	s := b.s
 	live := batch[:0]
@@ -152,10 +153,80 @@ func (b *batcher) exec(batch []*appendReq) {
 	if len(live) == 0 {
 		return
 	}
+	groups := s.groupAppends(live)
+	switch {
+	case len(groups) == 1:
+		s.execGroup(groups[0])
+	case s.opts.WaitReplicas > 0:
+		// Each group waits for its own master's replicas.
+		var wg sync.WaitGroup
+		for _, g := range groups {
+			wg.Go(func() { s.execGroup(g) })
+		}
+		wg.Wait()
+	default:
+		s.execGroups(groups)
+	}
+}
+
+// execGroups journals several groups (a Cluster: one per shard) with one
+// pipeline, which go-redis splits per node: one round trip to each master
+// involved, one connection each. A script missing on a node (NOSCRIPT: a
+// replica promoted since Open) is run again with its source.
+func (s *Store) execGroups(groups [][]*appendReq) {
+	ctx := context.Background() // as in execGroup
+	cmds := make([]*goredis.Cmd, len(groups))
+	cmdArgs := make([][2]any, len(groups))
+	pipe := s.rdb.Pipeline()
+	for i, g := range groups {
+		keys, args := s.appendCommand(g)
+		cmdArgs[i] = [2]any{keys, args}
+		cmds[i] = appendScript.EvalSha(ctx, pipe, keys, args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, g := range groups {
+		reply, err := cmds[i].Slice()
+		if err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			reply, err = s.runAppend(ctx, cmdArgs[i][0].([]string), cmdArgs[i][1].([]any))
+		}
+		s.deliverReplies(g, reply, err)
+	}
+}
+
+// groupAppends splits a batch into the groups that one script may journal
+// together: one per shard on a Cluster (a script's keys must share a slot),
+// one in all on a single Redis.
+func (s *Store) groupAppends(batch []*appendReq) [][]*appendReq {
+	if !s.cluster {
+		return [][]*appendReq{batch}
+	}
+	var groups [][]*appendReq
+	at := make(map[int]int, 4) // shard → index in groups
+	for _, r := range batch {
+		n := s.k.shardOf(r.e.SessionID)
+		i, ok := at[n]
+		if !ok {
+			i = len(groups)
+			at[n] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], r)
+	}
+	return groups
+}
+
+// execGroup journals one group of appends with one run of append.lua and
+// hands each Append its reply.
+func (s *Store) execGroup(live []*appendReq) {
 	keys, args := s.appendCommand(live)
 	// Not the callers' contexts: the batch is shared, and a caller that
 	// gives up only stops waiting.
-	reply, err := appendScript.Run(context.Background(), s.rdb, keys, args...).Slice()
+	reply, err := s.runAppend(context.Background(), keys, args)
+	s.deliverReplies(live, reply, err)
+}
+
+// deliverReplies hands each Append of a group its reply.
+func (s *Store) deliverReplies(live []*appendReq, reply []any, err error) {
 	if err == nil && len(reply) != len(live) {
 		err = fmt.Errorf("unexpected reply: %d results for %d appends", len(reply), len(live))
 	}
@@ -171,18 +242,27 @@ func (b *batcher) exec(batch []*appendReq) {
 	}
 }
 
+// runAppend runs append.lua (see waitAppend for Options.WaitReplicas).
+func (s *Store) runAppend(ctx context.Context, keys []string, args []any) ([]any, error) {
+	if s.opts.WaitReplicas > 0 {
+		return s.waitAppend(ctx, keys, args)
+	}
+	return appendScript.Run(ctx, s.rdb, keys, args...).Slice()
+}
+
 // appendCommand builds the KEYS and ARGV of one run of append.lua. The
 // batch's reply cache key is new each time: a resend of the same command
 // (by go-redis) reuses it, a new batch never does.
 func (s *Store) appendCommand(batch []*appendReq) ([]string, []any) {
-	keys := make([]string, 0, 3+5*len(batch))
+	keys := make([]string, 0, 1+7*len(batch))
 	args := make([]any, 0, 2+8*len(batch))
-	keys = append(keys, s.k.batch(newToken()), s.k.active(), s.k.ended())
+	keys = append(keys, s.k.batch(s.k.shardOf(batch[0].e.SessionID), newToken()))
 	args = append(args, s.opts.FeedMaxLen, int64(max(s.opts.ReplyCacheTTL/time.Second, 1)))
 	for _, r := range batch {
 		e := &r.e
-		keys = append(keys, s.k.run(e.RunID), s.k.events(e.RunID), s.k.idem(e.RunID),
-			s.k.session(e.SessionID), s.k.feedOf(e.SessionID))
+		n := s.k.shardOf(e.SessionID)
+		keys = append(keys, s.k.run(n, e.RunID), s.k.events(n, e.RunID), s.k.idem(n, e.RunID),
+			s.k.session(n, e.SessionID), s.k.feed(n), s.k.active(n), s.k.ended(n))
 		args = append(args, e.RunID, e.SessionID, string(e.Type), formatTime(e.CreatedAt),
 			flag(e.Terminal), []byte(e.Payload), r.key, flag(e.Type.IsDelta()))
 	}

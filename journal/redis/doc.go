@@ -4,33 +4,56 @@
 //
 // # Key layout
 //
-// With the default prefix "rh:" (RID a run id, SID a session id):
+// The journal is split into Options.Shards shards (default 16). A session,
+// its runs and its status feed records all live in one shard, chosen by a
+// hash of the session id (FNV-1a mod Shards); every key of shard n starts
+// with "<prefix>{<tag n>}:", the braces making the tag the Redis Cluster
+// hash tag, so each shard is one slot. The tags are "s<n>" or "s<n>.<k>",
+// chosen so that shard n's slot lies in the n-th of Shards equal slices of
+// the slot range: the shards spread evenly over the masters of a Cluster
+// that splits its slots evenly (as redis-cli --cluster create does).
 //
-//	rh:run:{RID}          hash    id, session_id, owner, created_at, request,
+// With the default prefix "rh:" (RID a run id, SID a session id, {T} the
+// hash tag of the session's shard):
+//
+//	rh:{T}:run:RID        hash    id, session_id, owner, created_at, request,
 //	                              last_seq, terminal, terminal_type, terminal_at
-//	rh:run:{RID}:ev       stream  the run's events; entry id "<seq>-0", fields
+//	rh:{T}:run:RID:ev     stream  the run's events; entry id "<seq>-0", fields
 //	                              s (session), t (type), c (created_at),
 //	                              x (terminal "1"/"0"), p (payload)
-//	rh:run:{RID}:idem     hash    idempotency key → seq
-//	rh:sess:{SID}         hash    id, owner, title, created_at, active_run
-//	rh:sess:{SID}:runs    list    the session's run ids, oldest first
-//	rh:owner:<owner>      list    the owner's session ids, in creation order
-//	rh:runs:active        set     run ids without a terminal event
-//	rh:runs:ended         zset    terminal run ids scored by terminal_at (Trim)
-//	rh:bus:<n>            stream  status feed shard n (0 ≤ n < Options.Shards),
-//	                              MAXLEN ~ Options.FeedMaxLen; fields of the run
-//	                              entry plus r (run id), q (seq); the payload of
+//	rh:{T}:run:RID:idem   hash    idempotency key → seq
+//	rh:{T}:sess:SID       hash    id, owner, title, created_at, active_run,
+//	                              state (queue, goal, recent keys)
+//	rh:{T}:sess:SID:runs  list    the session's run ids, oldest first
+//	rh:{T}:owner:<owner>  list    the owner's session ids of this shard, in
+//	                              creation order
+//	rh:{T}:runs:active    set     the shard's run ids without a terminal event
+//	rh:{T}:runs:ended     zset    the shard's terminal run ids scored by
+//	                              terminal_at (Trim)
+//	rh:{T}:bus            stream  the shard's status feed, MAXLEN ~
+//	                              Options.FeedMaxLen; fields of the run entry
+//	                              plus r (run id), q (seq); the payload of
 //	                              delta events is "{}". A session change with
 //	                              no event (create_session.lua, begin_run.lua,
 //	                              delete_session.lua, UpdateSession's MULTI)
 //	                              adds a record of just
 //	                              s and t = journal.SessionChanged
-//	rh:wake:<random>      stream  one Store's wake stream (tiny, expires)
-//	rh:batch:<random>     string  the replies of one append batch, kept for
+//	rh:{T}:wake:<random>  stream  one Store's wake stream of the shard's
+//	                              readers (tiny, expires)
+//	rh:{T}:batch:<random> string  the replies of one append batch, kept for
 //	                              Options.ReplyCacheTTL
+//	rh:loc:RID            string  the run's locator: its shard number
 //
-// Because entry ids are seqs, Read is one XRANGE from "<after+1>-0" and a
-// tail resumes from "<last seq>-0".
+// Read, Run and SubscribeRun know only a run id: they read the run's
+// locator (written by BeginRun before the run exists, deleted by Trim)
+// once, and the Store caches it (a run never moves). Because entry ids are
+// seqs, Read is then one XRANGE from "<after+1>-0" and a tail resumes from
+// "<last seq>-0".
+//
+// Layouts before the shard tags (keys rh:run:{RID}, rh:sess:{SID},
+// rh:bus:<n>, rh:runs:active…) are not read: a Store started on such a
+// Redis sees an empty journal. Drain the old hubs (let the runs end), then
+// start the new ones on a fresh prefix or an emptied Redis.
 //
 // # Scripts
 //
@@ -38,11 +61,14 @@
 // EVALSHA and an EVAL fallback): append.lua, begin_run.lua (the active-run
 // conflict check with the registration), create_session.lua, trim.lua and
 // delete_session.lua (a session without an active run and every key of its
-// runs; it re-checks the run list the caller read).
+// runs; it re-checks the run list the caller read; the runs' locators,
+// outside the shard, are deleted after it). Each touches the keys of one
+// shard only (one slot); on a single Redis an append batch may mix shards.
 //
 // append.lua journals a batch of appends: concurrent Appends are grouped
 // (group commit, batch.go) so that Redis runs one script and the client
-// makes one round trip per batch rather than per event; a lone Append is a
+// makes one round trip per batch rather than per event (on a Cluster, one
+// script per shard of the batch, all sent at once); a lone Append is a
 // batch of one, sent from its own goroutine. For each append, atomically,
 // the script refuses an unknown run; returns the stored event for a known
 // idempotency key (before the terminal check, so retrying a terminal
@@ -50,40 +76,47 @@
 // event; XADDs the event at seq last_seq+1 before touching anything else (a
 // script is not rolled back, so a failed XADD leaves no gap); updates the
 // meta (last_seq, and terminal, terminal_type, terminal_at); on a terminal
-// event moves the run from runs:active to runs:ended and clears the
-// session's active_run; and XADDs the feed record to the session's shard.
-// Last it stores the batch's replies under the batch's random key: go-redis
-// resends a command whose reply was lost (timeout, dropped connection), and
-// the resent batch is answered from there instead of journaling twice.
+// event moves the run from the shard's runs:active to its runs:ended and
+// clears the session's active_run; and XADDs the feed record to the
+// shard's feed. Last it stores the batch's replies under the batch's
+// random key: go-redis resends a command whose reply was lost (timeout,
+// dropped connection, a Cluster redirection), and the resent batch is
+// answered from there instead of journaling twice.
 //
 // # Redis Cluster
 //
-// One run's keys share the hash tag {RID}, so Read, Run and the tails'
-// per-run work stay in one slot. The scripts, however, also touch keys in
-// other slots (the session {SID}, the feed shard, the runs:* indexes), and
-// the run tail reads many runs' streams in one XREAD: this backend needs a
-// single Redis primary (with replicas or Sentinel for failover), not a
-// Cluster. That is the trade: exact, atomic invariants (seq, one terminal
-// event, the conflict check and the feed record all decided together) with
-// no cross-slot protocol. One primary sustained 28k–44k appends/s on two
-// shared cores (docs/benchmarks.md). A Cluster port would tag every key of
-// a session and its runs with the session's feed shard ({rh-<n>}), keep
-// per-shard indexes (active, ended, owners), and group the multiplexed read
-// by slot, one XREAD per node.
+// Options.URL "redis+cluster://h1:p1,h2:p2,…" (NewClient) or a
+// *goredis.ClusterClient as Options.Client runs the journal on a Redis
+// Cluster with the same code: the scripts, UpdateSession's WATCH/MULTI and
+// every multi-key read stay in one shard's slot, and a pipeline spanning
+// shards is split by go-redis per node. What differs is grouping: on a
+// Cluster a command may not span slots, so append batches are split per
+// shard and each tail runs one reader per shard (a blocking XREAD of that
+// shard's streams and its own wake stream); on a single Redis one script
+// and one reader per tail cover every shard.
+//
+// Redis replicates asynchronously: a write acknowledged by a master that
+// dies before its replica received it is lost when the replica takes over
+// (docs/operations.md says what that means for a run and how
+// RUNHUB_REDIS_WAIT_REPLICAS closes it).
 //
 // # Bus
 //
-// Two tail goroutines per Store, each on one dedicated connection, whatever
-// the number of subscriptions:
+// Two tails per Store, each one reader goroutine per group of shards (one
+// group on a single Redis, one per shard on a Cluster), each reader on one
+// dedicated connection (to its shard's master on a Cluster, found again
+// after a failover), whatever the number of subscriptions:
 //
 //   - the feed tail reads every feed shard with XREAD BLOCK, from the shards'
 //     heads at the first SubscribeFeed, then from the last ids it read;
-//   - the run tail reads every subscribed run's stream in one XREAD BLOCK,
-//     each from the lowest seq its subscribers have. SubscribeRun looks up
-//     the run's last seq first, so every event appended after it returns is
-//     delivered; when it adds a run to the read it XADDs to the Store's wake
-//     stream, which the blocked read includes, so the read returns and the
-//     next one covers the new run.
+//   - the run tail reads every subscribed run's stream in one XREAD BLOCK
+//     per group, each from the lowest seq its subscribers have.
+//     SubscribeRun looks up the run's shard and last seq first, so every
+//     event appended after it returns is delivered; when it adds a run to a
+//     read it XADDs to the group's wake stream, which the blocked read
+//     includes, so the read returns and the next one covers the new run. A
+//     run not begun yet waits for its locator (looked up every
+//     Options.Block, at once when this Store begins it).
 //
 // go-redis does not interrupt a blocked read when its context ends, so
 // every read is bounded (Options.Block) and Close also writes to the wake
@@ -94,8 +127,9 @@
 // # Concurrency
 //
 // A Store's methods are safe for concurrent use. Subscriber callbacks run on
-// the tail goroutines, one at a time per tail, and must not block; cancel
-// waits for a running callback, so it must not be called from inside its
-// own callback. A Store owns Options.Flushers append goroutines and the two
-// tails; Close journals the queued appends, stops them all and waits.
+// the tail goroutines, one at a time per subscriber, and must not block;
+// cancel waits for a running callback, so it must not be called from
+// inside its own callback. A Store owns Options.Flushers append
+// goroutines, the tails' readers and the run tail's resolver; Close
+// journals the queued appends, stops them all and waits.
 package redis

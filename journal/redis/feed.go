@@ -14,10 +14,11 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// feedTail is the Store's one status feed reader: a goroutine that reads
-// every feed shard (and the wake stream, so Close is prompt) with XREAD
-// BLOCK on one dedicated connection, from the shards' heads at the first
-// SubscribeFeed on, and hands each record to every feed subscriber.
+// feedTail is the Store's status feed reader: one goroutine per group of
+// shards (one in all on a single Redis, one per shard on a Cluster) that
+// reads the group's feed shards (and its wake stream, so Close is prompt)
+// with XREAD BLOCK, from the shards' heads at the first SubscribeFeed on,
+// and hands each record to every feed subscriber.
 type feedTail struct {
 	s *Store
 
@@ -34,20 +35,28 @@ type feedSub struct {
 
 func (t *feedTail) init(s *Store) { t.s = s }
 
-func (t *feedTail) isStarted() bool {
+// startedGroups returns the groups whose reader has started.
+func (t *feedTail) startedGroups() map[int]bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.started
+	out := map[int]bool{}
+	if t.started {
+		for g := range t.s.groups() {
+			out[g] = true
+		}
+	}
+	return out
 }
 
 // SubscribeFeed calls fn with every event of every session journaled after
 // SubscribeFeed returns, in seq order per run. Delta events
 // (EventType.IsDelta) carry the payload "{}". The first subscription
-// records the head of every shard (one round trip) and starts the feed
-// tail there; later ones join the running tail.
+// records the head of every shard (one pipeline) and starts the feed
+// readers there; later ones join the running readers.
 //
-// fn runs on the Store's feed tail goroutine and must not block. cancel may
-// be called from any goroutine but fn's own (it waits for a running fn).
+// fn runs on a feed tail goroutine of the Store (one call at a time) and
+// must not block. cancel may be called from any goroutine but fn's own (it
+// waits for a running fn).
 func (s *Store) SubscribeFeed(fn func(protocol.Envelope)) (cancel func()) {
 	if s.closed.Load() {
 		return func() {}
@@ -59,34 +68,52 @@ func (s *Store) SubscribeFeed(fn func(protocol.Envelope)) (cancel func()) {
 	t.subs = append(t.subs, sub)
 	if !t.started {
 		t.started = true
-		heads, err := s.feedHeads()
+		heads, err := s.feedHeads(allShards(s.k.shards()))
 		if err != nil && !s.closed.Load() {
 			// Redis is unreachable, so nothing is being journaled either:
-			// the tail takes the heads once it reconnects.
+			// the readers take the heads once they reconnect.
 			s.opts.Logger.Warn("journal/redis: feed: reading the shard heads", "err", err)
 		}
-		if !s.goTail(func() { t.loop(heads) }) {
-			return func() {}
+		for g := range s.groups() {
+			var own []string
+			if heads != nil {
+				for n := range s.k.shards() {
+					if s.inGroup(n, g) {
+						own = append(own, heads[n])
+					}
+				}
+			}
+			if !s.goTail(func() { t.loop(g, own) }) {
+				return func() {}
+			}
 		}
 	}
 	return func() { t.remove(sub) }
 }
 
-// feedHeads returns the id of the newest entry of every shard ("0-0" for
-// an empty one).
-func (s *Store) feedHeads() ([]string, error) {
+func allShards(count int) []int {
+	out := make([]int, count)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// feedHeads returns the id of the newest entry of each of the shards
+// ("0-0" for an empty one).
+func (s *Store) feedHeads(shards []int) ([]string, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 	defer cancel()
-	cmds := make([]*goredis.XMessageSliceCmd, s.opts.Shards)
+	cmds := make([]*goredis.XMessageSliceCmd, len(shards))
 	if _, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i := range cmds {
-			cmds[i] = p.XRevRangeN(ctx, s.k.feed(i), "+", "-", 1)
+		for i, n := range shards {
+			cmds[i] = p.XRevRangeN(ctx, s.k.feed(n), "+", "-", 1)
 		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	heads := make([]string, s.opts.Shards)
+	heads := make([]string, len(shards))
 	for i, c := range cmds {
 		heads[i] = "0-0"
 		if v := c.Val(); len(v) > 0 {
@@ -107,19 +134,24 @@ func (t *feedTail) remove(sub *feedSub) {
 	}
 }
 
-// loop is the feed tail goroutine; heads is the position in each shard,
-// nil when it must be read first.
-func (t *feedTail) loop(heads []string) {
+// loop is the feed reader of group g; heads is the position in each of the
+// group's shards, nil when it must be read first.
+func (t *feedTail) loop(g int, heads []string) {
 	s := t.s
-	n := s.opts.Shards
-	keys := make([]string, 0, n+1)
-	for i := range n {
-		keys = append(keys, s.k.feed(i))
+	var shards []int
+	for n := range s.k.shards() {
+		if s.inGroup(n, g) {
+			shards = append(shards, n)
+		}
 	}
-	keys = append(keys, s.runs.wakeKey)
-	shard := make(map[string]int, n+1)
+	keys := make([]string, 0, len(shards)+1)
+	for _, n := range shards {
+		keys = append(keys, s.k.feed(n))
+	}
+	keys = append(keys, s.wakeKey(g))
+	index := make(map[string]int, len(keys))
 	for i, k := range keys {
-		shard[k] = i
+		index[k] = i
 	}
 	r := newTailReader(s, "feed tail")
 	defer r.close()
@@ -129,7 +161,7 @@ func (t *feedTail) loop(heads []string) {
 	}
 	for s.ctx.Err() == nil {
 		if ids == nil {
-			heads, err := s.feedHeads()
+			heads, err := s.feedHeads(shards)
 			if err != nil {
 				if !r.bo.wait(s.ctx) {
 					return
@@ -143,12 +175,12 @@ func (t *feedTail) loop(heads []string) {
 			return
 		}
 		for _, st := range res {
-			i, ok := shard[st.Stream]
+			i, ok := index[st.Stream]
 			if !ok || len(st.Messages) == 0 {
 				continue
 			}
 			ids[i] = st.Messages[len(st.Messages)-1].ID
-			if i < n {
+			if i < len(shards) {
 				t.deliver(st.Messages)
 			}
 		}

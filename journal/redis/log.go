@@ -66,7 +66,7 @@ func (s *Store) Append(ctx context.Context, e protocol.Envelope, key string) (pr
 		}
 		return stored, nil
 	case "notfound":
-		return protocol.Envelope{}, fmt.Errorf("journal/redis: append to run %s: %w", p.RunID, journal.ErrNotFound)
+		return protocol.Envelope{}, s.appendNotFound(ctx, p)
 	case "session":
 		owner, _ := reply[1].(string)
 		return protocol.Envelope{}, &protocol.Error{Code: protocol.CodeBadRequest, Field: "session_id",
@@ -75,6 +75,23 @@ func (s *Store) Append(ctx context.Context, e protocol.Envelope, key string) (pr
 		return protocol.Envelope{}, fmt.Errorf("journal/redis: append to %s: %v", p.RunID, reply[1:])
 	}
 	return protocol.Envelope{}, fmt.Errorf("journal/redis: append: unexpected reply %v", reply)
+}
+
+// appendNotFound explains an append the script found no run for in the
+// shard of the event's session: the run may belong to another session (so
+// live in another shard).
+func (s *Store) appendNotFound(ctx context.Context, p protocol.Envelope) error {
+	notFound := fmt.Errorf("journal/redis: append to run %s: %w", p.RunID, journal.ErrNotFound)
+	n, found, err := s.lookup(ctx, p.RunID)
+	if err != nil || !found || n == s.k.shardOf(p.SessionID) {
+		return notFound
+	}
+	owner, err := s.rdb.HGet(ctx, s.k.run(n, p.RunID), "session_id").Result()
+	if err != nil || owner == p.SessionID {
+		return notFound
+	}
+	return &protocol.Error{Code: protocol.CodeBadRequest, Field: "session_id",
+		Message: fmt.Sprintf("session_id: run %s belongs to session %s, not %s", p.RunID, owner, p.SessionID)}
 }
 
 func replySeq(reply []any) (uint64, error) {
@@ -139,7 +156,8 @@ func entrySeq(id string) (uint64, error) {
 func entryID(seq uint64) string { return strconv.FormatUint(seq, 10) + "-0" }
 
 // Read returns up to limit events of the run after afterSeq with one XRANGE
-// (plus an EXISTS when the page is empty, to tell an unknown run apart).
+// (plus an EXISTS when the page is empty, to tell an unknown run apart),
+// after finding the run's shard (its locator, cached).
 // limit <= 0 reads journal.ReadPage events.
 func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit int) ([]protocol.Envelope, error) {
 	if err := s.check(); err != nil {
@@ -148,22 +166,27 @@ func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit i
 	if limit <= 0 {
 		limit = journal.ReadPage
 	}
-	var msgs []goredis.XMessage
-	if afterSeq < math.MaxUint64 {
-		var err error
-		msgs, err = s.rdb.XRangeN(ctx, s.k.events(runID), entryID(afterSeq+1), "+", int64(limit)).Result()
-		if err != nil {
-			return nil, s.fail("read", err)
+	n, found, cached, err := s.locate(ctx, runID)
+	if err != nil {
+		return nil, s.fail("read", err)
+	}
+	if !found {
+		return nil, fmt.Errorf("journal/redis: read run %s: %w", runID, journal.ErrNotFound)
+	}
+	msgs, exists, err := s.readShard(ctx, n, runID, afterSeq, limit)
+	if err == nil && !exists && cached {
+		var moved bool
+		if n, moved, err = s.relocate(ctx, runID, n); err == nil && moved {
+			msgs, exists, err = s.readShard(ctx, n, runID, afterSeq, limit)
 		}
 	}
+	if err != nil {
+		return nil, s.fail("read", err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("journal/redis: read run %s: %w", runID, journal.ErrNotFound)
+	}
 	if len(msgs) == 0 {
-		n, err := s.rdb.Exists(ctx, s.k.run(runID)).Result()
-		if err != nil {
-			return nil, s.fail("read", err)
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("journal/redis: read run %s: %w", runID, journal.ErrNotFound)
-		}
 		return []protocol.Envelope{}, nil
 	}
 	out := make([]protocol.Envelope, 0, len(msgs))
@@ -181,12 +204,43 @@ func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit i
 	return out, nil
 }
 
+// readShard reads a run's events in shard n with one XRANGE, plus an
+// EXISTS when the page is empty, to tell an unknown run apart.
+func (s *Store) readShard(ctx context.Context, n int, runID string, afterSeq uint64, limit int) ([]goredis.XMessage, bool, error) {
+	var msgs []goredis.XMessage
+	if afterSeq < math.MaxUint64 {
+		var err error
+		msgs, err = s.rdb.XRangeN(ctx, s.k.events(n, runID), entryID(afterSeq+1), "+", int64(limit)).Result()
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if len(msgs) > 0 {
+		return msgs, true, nil
+	}
+	c, err := s.rdb.Exists(ctx, s.k.run(n, runID)).Result()
+	return nil, c == 1, err
+}
+
 // Run returns the run's meta.
 func (s *Store) Run(ctx context.Context, runID string) (journal.RunMeta, error) {
 	if err := s.check(); err != nil {
 		return journal.RunMeta{}, err
 	}
-	h, err := s.rdb.HGetAll(ctx, s.k.run(runID)).Result()
+	n, found, cached, err := s.locate(ctx, runID)
+	if err != nil {
+		return journal.RunMeta{}, s.fail("run", err)
+	}
+	if !found {
+		return journal.RunMeta{}, fmt.Errorf("journal/redis: run %s: %w", runID, journal.ErrNotFound)
+	}
+	h, err := s.rdb.HGetAll(ctx, s.k.run(n, runID)).Result()
+	if err == nil && len(h) == 0 && cached {
+		var moved bool
+		if n, moved, err = s.relocate(ctx, runID, n); err == nil && moved {
+			h, err = s.rdb.HGetAll(ctx, s.k.run(n, runID)).Result()
+		}
+	}
 	if err != nil {
 		return journal.RunMeta{}, s.fail("run", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -19,6 +20,24 @@ import (
 // its own key prefix, so stores never see each other's data.
 var srv *redistest.Server
 
+// cluster is the Redis Cluster (3 masters, 3 replicas) the cluster tests
+// share, started by the first of them (clusterURL).
+var (
+	clusterOnce sync.Once
+	cluster     *redistest.Cluster
+	clusterErr  error
+)
+
+// clusterURL returns the shared cluster's address, starting it first.
+func clusterURL(t testing.TB) string {
+	t.Helper()
+	clusterOnce.Do(func() { cluster, clusterErr = redistest.NewCluster(redistest.ClusterOptions{}) })
+	if clusterErr != nil {
+		t.Fatal(clusterErr)
+	}
+	return cluster.URL()
+}
+
 func TestMain(m *testing.M) {
 	var err error
 	srv, err = redistest.New(redistest.Options{})
@@ -28,6 +47,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	srv.Close()
+	if cluster != nil {
+		cluster.Close()
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutines left after the tests:", err)
@@ -61,21 +83,30 @@ func openStore(t testing.TB, opts Options) *Store {
 	return s
 }
 
-func backend() journaltest.Backend {
+func backend(url func(testing.TB) string) journaltest.Backend {
 	return journaltest.Backend{
-		Open: func(t testing.TB) journal.Store { return openStore(t, Options{}) },
+		Open: func(t testing.TB) journal.Store { return openStore(t, Options{URL: url(t)}) },
 		Reopen: func(t testing.TB, s journal.Store) journal.Store {
 			old := s.(*Store)
 			if err := old.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			return openStore(t, Options{Prefix: old.opts.Prefix})
+			return openStore(t, Options{URL: url(t), Prefix: old.opts.Prefix})
 		},
 	}
 }
 
+func single(testing.TB) string { return srv.URL() }
+
 func TestStore(t *testing.T) {
-	journaltest.Run(t, backend())
+	journaltest.Run(t, backend(single))
+}
+
+// The conformance suite on a Redis Cluster of 3 masters and 3 replicas:
+// every script and transaction stays in one slot (else CROSSSLOT), the
+// blocking reads are issued per slot.
+func TestStore_Cluster(t *testing.T) {
+	journaltest.Run(t, backend(clusterURL))
 }
 
 func BenchmarkStore(b *testing.B) {

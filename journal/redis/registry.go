@@ -15,7 +15,7 @@ import (
 )
 
 // CreateSession registers a new session (create_session.lua: the existence
-// check, the hash and the owner's list in one step).
+// check, the hash and the owner's list of the session's shard in one step).
 func (s *Store) CreateSession(ctx context.Context, m journal.SessionMeta) error {
 	if err := s.check(); err != nil {
 		return err
@@ -27,7 +27,8 @@ func (s *Store) CreateSession(ctx context.Context, m journal.SessionMeta) error 
 		m.CreatedAt = protocol.Timestamp(s.opts.Now())
 	}
 	journal.RedactSession(&m)
-	n, err := createSessionScript.Run(ctx, s.rdb, []string{s.k.session(m.ID), s.k.owner(m.Owner), s.k.feedOf(m.ID)},
+	sh := s.k.shardOf(m.ID)
+	n, err := createSessionScript.Run(ctx, s.rdb, []string{s.k.session(sh, m.ID), s.k.owner(sh, m.Owner), s.k.feed(sh)},
 		m.ID, m.Owner, m.Title, formatTime(m.CreatedAt), s.opts.FeedMaxLen, string(journal.SessionChanged)).Int()
 	if err != nil {
 		return s.fail("create session", err)
@@ -53,16 +54,32 @@ func (s *Store) Session(ctx context.Context, id string) (journal.SessionMeta, er
 	return list[0], nil
 }
 
-// Sessions lists the owner's sessions in creation order.
+// Sessions lists the owner's sessions in creation order: each shard keeps
+// the list of the owner's sessions it holds, so it reads them all (one
+// pipeline) and orders the sessions by created_at.
 func (s *Store) Sessions(ctx context.Context, owner string) ([]journal.SessionMeta, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	ids, err := s.rdb.LRange(ctx, s.k.owner(owner), 0, -1).Result()
-	if err != nil {
+	lists := make([]*goredis.StringSliceCmd, s.k.shards())
+	if _, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for n := range lists {
+			lists[n] = p.LRange(ctx, s.k.owner(n, owner), 0, -1)
+		}
+		return nil
+	}); err != nil {
 		return nil, s.fail("sessions", err)
 	}
-	return s.sessions(ctx, ids)
+	var ids []string
+	for _, l := range lists {
+		ids = append(ids, l.Val()...)
+	}
+	out, err := s.sessions(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(out, func(a, b journal.SessionMeta) int { return cmp.Compare(a.CreatedAt, b.CreatedAt) })
+	return out, nil
 }
 
 // sessions loads sessions by id in one pipeline, skipping missing ones.
@@ -75,8 +92,9 @@ func (s *Store) sessions(ctx context.Context, ids []string) ([]journal.SessionMe
 	runs := make([]*goredis.StringSliceCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, id := range ids {
-			metas[i] = p.HGetAll(ctx, s.k.session(id))
-			runs[i] = p.LRange(ctx, s.k.sessionRuns(id), 0, -1)
+			n := s.k.shardOf(id)
+			metas[i] = p.HGetAll(ctx, s.k.session(n, id))
+			runs[i] = p.LRange(ctx, s.k.sessionRuns(n, id), 0, -1)
 		}
 		return nil
 	})
@@ -98,9 +116,11 @@ func (s *Store) sessions(ctx context.Context, ids []string) ([]journal.SessionMe
 }
 
 // BeginRun registers a run as its session's newest and active run
-// (begin_run.lua: the conflict check is atomic with the registration). The
-// request is redacted before it is stored; an empty owner becomes the
-// session's.
+// (begin_run.lua: the conflict check is atomic with the registration), in
+// its session's shard. The run's locator (which names that shard, for the
+// lookups by run id alone) is written first, and removed again when the run
+// is not registered. The request is redacted before it is stored; an empty
+// owner becomes the session's.
 func (s *Store) BeginRun(ctx context.Context, r journal.RunMeta) error {
 	if err := s.check(); err != nil {
 		return err
@@ -118,14 +138,31 @@ func (s *Store) BeginRun(ctx context.Context, r journal.RunMeta) error {
 	if len(r.Request) > 0 {
 		request = journal.RedactJSON(r.Request)
 	}
-	keys := []string{s.k.session(r.SessionID), s.k.sessionRuns(r.SessionID), s.k.run(r.ID), s.k.active(), s.k.feedOf(r.SessionID)}
-	status, err := beginRunScript.Run(ctx, s.rdb, keys, r.ID, r.SessionID, r.Owner, formatTime(r.CreatedAt), request,
-		s.opts.FeedMaxLen, string(journal.SessionChanged)).Text()
+	n := s.k.shardOf(r.SessionID)
+	created, taken, err := s.claimLocator(ctx, r.ID, n)
 	if err != nil {
 		return s.fail("begin run", err)
 	}
+	if taken {
+		return fmt.Errorf("journal/redis: begin run %s: %w", r.ID, journal.ErrExists)
+	}
+	keys := []string{s.k.session(n, r.SessionID), s.k.sessionRuns(n, r.SessionID), s.k.run(n, r.ID), s.k.active(n), s.k.feed(n)}
+	status, err := beginRunScript.Run(ctx, s.rdb, keys, r.ID, r.SessionID, r.Owner, formatTime(r.CreatedAt), request,
+		s.opts.FeedMaxLen, string(journal.SessionChanged)).Text()
+	if err != nil {
+		// The run may or may not be registered: the locator stays (a
+		// leftover is replaced by the next BeginRun of the id).
+		return s.fail("begin run", err)
+	}
+	if created && status != "ok" && status != "exists" {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout)
+		s.dropLocator(dctx, r.ID, n)
+		cancel()
+	}
 	switch status {
 	case "ok":
+		s.locs.put(r.ID, n)
+		s.runs.located(r.ID, n)
 		return nil
 	case "notfound":
 		return fmt.Errorf("journal/redis: begin run %s: session %s: %w", r.ID, r.SessionID, journal.ErrNotFound)
@@ -140,27 +177,30 @@ func (s *Store) BeginRun(ctx context.Context, r journal.RunMeta) error {
 // DeleteSession removes a session without an active run, with its runs
 // (delete_session.lua: the active-run check, which BeginRun shares, and
 // every deletion in one step). The script re-checks the owner and run
-// list read here and asks for another read when they changed.
+// list read here and asks for another read when they changed. Every key
+// the script touches is in the session's shard (one slot); the runs'
+// locators, outside it, are dropped after it.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	n := s.k.shardOf(id)
 	for range maxUpdateAttempts {
-		owner, err := s.rdb.HGet(ctx, s.k.session(id), "owner").Result()
+		owner, err := s.rdb.HGet(ctx, s.k.session(n, id), "owner").Result()
 		if errors.Is(err, goredis.Nil) {
 			return fmt.Errorf("journal/redis: session %s: %w", id, journal.ErrNotFound)
 		}
 		if err != nil {
 			return s.fail("delete session", err)
 		}
-		runs, err := s.rdb.LRange(ctx, s.k.sessionRuns(id), 0, -1).Result()
+		runs, err := s.rdb.LRange(ctx, s.k.sessionRuns(n, id), 0, -1).Result()
 		if err != nil {
 			return s.fail("delete session", err)
 		}
-		keys := []string{s.k.session(id), s.k.sessionRuns(id), s.k.owner(owner), s.k.ended(), s.k.active(), s.k.feedOf(id)}
+		keys := []string{s.k.session(n, id), s.k.sessionRuns(n, id), s.k.owner(n, owner), s.k.ended(n), s.k.active(n), s.k.feed(n)}
 		args := []any{id, owner, s.opts.FeedMaxLen, string(journal.SessionChanged)}
 		for _, rid := range runs {
-			keys = append(keys, s.k.run(rid), s.k.events(rid), s.k.idem(rid))
+			keys = append(keys, s.k.run(n, rid), s.k.events(n, rid), s.k.idem(n, rid))
 			args = append(args, rid)
 		}
 		status, err := deleteSessionScript.Run(ctx, s.rdb, keys, args...).Text()
@@ -169,6 +209,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		}
 		switch status {
 		case "ok":
+			for _, rid := range runs {
+				s.dropLocator(ctx, rid, n)
+			}
 			return nil
 		case "notfound":
 			return fmt.Errorf("journal/redis: session %s: %w", id, journal.ErrNotFound)
@@ -183,26 +226,34 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	return fmt.Errorf("journal/redis: delete session %s: too much contention: %w", id, journal.ErrConflict)
 }
 
-// ActiveRuns lists every run without a terminal event, oldest first.
+// ActiveRuns lists every run without a terminal event, oldest first (the
+// active-runs sets of every shard, then the runs' metas: two pipelines).
 func (s *Store) ActiveRuns(ctx context.Context) ([]journal.RunMeta, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	ids, err := s.rdb.SMembers(ctx, s.k.active()).Result()
-	if err != nil {
+	sets := make([]*goredis.StringSliceCmd, s.k.shards())
+	if _, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for n := range sets {
+			sets[n] = p.SMembers(ctx, s.k.active(n))
+		}
+		return nil
+	}); err != nil {
 		return nil, s.fail("active runs", err)
 	}
 	out := []journal.RunMeta{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	cmds := make([]*goredis.MapStringStringCmd, len(ids))
-	_, err = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGetAll(ctx, s.k.run(id))
+	var cmds []*goredis.MapStringStringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for n, set := range sets {
+			for _, id := range set.Val() {
+				cmds = append(cmds, p.HGetAll(ctx, s.k.run(n, id)))
+			}
 		}
 		return nil
 	})
+	if len(cmds) == 0 {
+		return out, nil
+	}
 	if err != nil {
 		return nil, s.fail("active runs", err)
 	}
@@ -228,17 +279,30 @@ func (s *Store) ActiveRuns(ctx context.Context) ([]journal.RunMeta, error) {
 const trimBatch = 256
 
 // Trim deletes the terminal runs whose terminal event is older than before,
-// one trim.lua per run (which re-checks that the run is terminal). The
-// ended-runs zset is walked in batches, oldest first.
+// one trim.lua per run (which re-checks that the run is terminal), then the
+// run's locator. Each shard's ended-runs zset is walked in batches, oldest
+// first.
 func (s *Store) Trim(ctx context.Context, before time.Time) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	cutoff := protocol.Timestamp(before)
+	trimmed := 0
+	for n := range s.k.shards() {
+		t, err := s.trimShard(ctx, n, protocol.Timestamp(before))
+		trimmed += t
+		if err != nil {
+			return trimmed, err
+		}
+	}
+	return trimmed, nil
+}
+
+// trimShard is Trim in shard n.
+func (s *Store) trimShard(ctx context.Context, n int, cutoff float64) (int, error) {
 	trimmed := 0
 	for {
 		ids, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{
-			Key: s.k.ended(), Start: "-inf", Stop: "(" + formatTime(cutoff),
+			Key: s.k.ended(n), Start: "-inf", Stop: "(" + formatTime(cutoff),
 			ByScore: true, Count: trimBatch,
 		}).Result()
 		if err != nil {
@@ -250,7 +314,7 @@ func (s *Store) Trim(ctx context.Context, before time.Time) (int, error) {
 		sids := make([]*goredis.StringCmd, len(ids))
 		if _, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for i, id := range ids {
-				sids[i] = p.HGet(ctx, s.k.run(id), "session_id")
+				sids[i] = p.HGet(ctx, s.k.run(n, id), "session_id")
 			}
 			return nil
 		}); err != nil && !errors.Is(err, goredis.Nil) {
@@ -259,13 +323,16 @@ func (s *Store) Trim(ctx context.Context, before time.Time) (int, error) {
 		progress := false
 		for i, id := range ids {
 			sid := sids[i].Val()
-			keys := []string{s.k.run(id), s.k.events(id), s.k.idem(id), s.k.ended(), s.k.sessionRuns(sid)}
-			n, err := trimScript.Run(ctx, s.rdb, keys, id, sid, formatTime(cutoff)).Int()
+			keys := []string{s.k.run(n, id), s.k.events(n, id), s.k.idem(n, id), s.k.ended(n), s.k.sessionRuns(n, sid)}
+			done, err := trimScript.Run(ctx, s.rdb, keys, id, sid, formatTime(cutoff)).Int()
 			if err != nil {
 				return trimmed, s.fail("trim", err)
 			}
-			trimmed += n
-			if n > 0 || sid == "" {
+			if done > 0 {
+				s.dropLocator(ctx, id, n)
+			}
+			trimmed += done
+			if done > 0 || sid == "" {
 				progress = true // the run (or its stale index entry) left the zset
 			}
 		}

@@ -19,24 +19,30 @@ import (
 // Options configures a Store. The zero value of every field but URL/Client
 // means its default.
 type Options struct {
-	// URL locates the server (redis://, rediss://, unix://…), parsed with
-	// goredis.ParseURL; used when Client is nil. The Store closes the client
-	// it makes.
+	// URL locates the server (redis://, rediss://, unix://…) or a Redis
+	// Cluster (redis+cluster://h1:p1,h2:p2…), see NewClient; used when
+	// Client is nil. The Store closes the client it makes.
 	URL string
-	// Client is a client to use instead of URL; the Store does not close
-	// it. While they run, the two tails (run and feed) each hold one of its
-	// pooled connections in a blocking read: size PoolSize for that. Danger:
+	// Client is a client to use instead of URL (a *goredis.Client or a
+	// *goredis.ClusterClient); the Store does not close it. While they run,
+	// the tails (run and feed) each hold one of its pooled connections in a
+	// blocking read: one each on a single Redis, one per shard each on a
+	// Cluster (spread over its masters): size PoolSize for that. Danger:
 	// with ContextTimeoutEnabled the tails still work, but they rely on
 	// bounded reads either way.
-	Client *goredis.Client
+	Client goredis.UniversalClient
 	// Prefix starts every key. Default "rh:". Stores with the same prefix on
 	// the same server share one journal (that is how replicas scale out);
 	// different prefixes are fully separate journals.
 	Prefix string
-	// Shards is the number of status feed streams (<prefix>bus:0 …). A
-	// session's events all go to one shard, chosen by a hash of its id.
-	// Default 8. Danger: every store on one prefix must use the same value,
-	// or some feed events go to shards a replica does not read.
+	// Shards is the number of hash-tagged shards the journal is split
+	// into (see the key layout in doc.go): each has its status feed stream,
+	// and a session, its runs and its feed records all live in one shard,
+	// chosen by a hash of the session id. On a Redis Cluster the shards are
+	// spread evenly over the slot range, so over the masters: use at least
+	// a few per master. Default 16, at most 1024. Danger: every store on
+	// one prefix must use the same value, or it finds neither the sessions
+	// nor the runs of the others.
 	Shards int
 	// FeedMaxLen bounds each feed shard stream (approximate XADD MAXLEN ~).
 	// Default 10000. A feed reader further behind than this (a replica cut
@@ -69,6 +75,19 @@ type Options struct {
 	// ReadCount caps the entries one tail read returns per stream. Default
 	// 512.
 	ReadCount int64
+	// WaitReplicas, when positive, makes every append batch wait until that
+	// many replicas of its master have it (WAIT WaitReplicas WaitTimeout,
+	// on the connection of the script, right after it) before the appends
+	// return: an event acknowledged to its writer then survives a
+	// failover to one of those replicas. Redis replicates asynchronously
+	// otherwise, and a master that dies loses what its replicas had not yet
+	// received. Default 0: no WAIT. An append whose batch did not reach
+	// WaitReplicas replicas within WaitTimeout returns an error (the event
+	// is journaled on the master; a retry with the same idempotency key
+	// returns it and waits again).
+	WaitReplicas int
+	// WaitTimeout bounds WaitReplicas' wait. Default 1s.
+	WaitTimeout time.Duration
 	// Timeout bounds the Redis calls the Store makes on its own behalf
 	// (SubscribeRun's position lookup, wake-ups, Close). Default 5s.
 	Timeout time.Duration
@@ -88,7 +107,7 @@ func (o *Options) setDefaults() {
 		o.Prefix = "rh:"
 	}
 	if o.Shards <= 0 {
-		o.Shards = 8
+		o.Shards = 16
 	}
 	if o.FeedMaxLen <= 0 {
 		o.FeedMaxLen = 10000
@@ -107,6 +126,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.ReadCount <= 0 {
 		o.ReadCount = 512
+	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = time.Second
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
@@ -129,9 +151,12 @@ func (o *Options) setDefaults() {
 // use.
 type Store struct {
 	opts      Options
-	rdb       *goredis.Client
+	rdb       goredis.UniversalClient
 	ownClient bool
+	cluster   bool // rdb is a Redis Cluster: every command stays in one slot
 	k         keyspace
+	token     string // names this Store's wake streams
+	locs      locCache
 
 	ctx    context.Context // cancelled by Close; stops the tails
 	cancel context.CancelFunc
@@ -150,21 +175,27 @@ var _ journal.Store = (*Store)(nil)
 // Open connects to Redis, checks it answers and loads the scripts.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	opts.setDefaults()
-	s := &Store{opts: opts, k: keyspace{prefix: opts.Prefix, shards: opts.Shards}}
+	k, err := newKeyspace(opts.Prefix, opts.Shards)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{opts: opts, k: k, token: newToken()}
+	s.locs.init()
 	if opts.Client != nil {
 		s.rdb = opts.Client
 	} else {
 		if opts.URL == "" {
 			return nil, errors.New("journal/redis: Options needs URL or Client")
 		}
-		copt, err := goredis.ParseURL(opts.URL)
+		rdb, err := NewClient(opts.URL)
 		if err != nil {
 			return nil, fmt.Errorf("journal/redis: %w", err)
 		}
-		s.rdb, s.ownClient = goredis.NewClient(copt), true
+		s.rdb, s.ownClient = rdb, true
 	}
+	_, s.cluster = s.rdb.(*goredis.ClusterClient)
 	if s.opts.ReplyCacheTTL <= 0 {
-		s.opts.ReplyCacheTTL = retryWindow(s.rdb.Options())
+		s.opts.ReplyCacheTTL = retryWindow(clientTimings(s.rdb))
 	}
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		s.closeClient()
@@ -184,17 +215,41 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 // retryWindow is the default ReplyCacheTTL for a client.
-func retryWindow(o *goredis.Options) time.Duration {
-	read := o.ReadTimeout
+func retryWindow(read time.Duration, retries int, backoff time.Duration) time.Duration {
 	if read <= 0 {
 		read = 3 * time.Second
 	}
-	retries := max(o.MaxRetries, 0)
-	return max(10*time.Second, 2*time.Duration(retries+1)*(read+max(o.MaxRetryBackoff, 0)))
+	retries = max(retries, 0)
+	return max(10*time.Second, 2*time.Duration(retries+1)*(read+max(backoff, 0)))
 }
 
 // Client returns the go-redis client the Store uses.
-func (s *Store) Client() *goredis.Client { return s.rdb }
+func (s *Store) Client() goredis.UniversalClient { return s.rdb }
+
+// groups is the number of groups of shards one command may span: one per
+// shard on a Cluster (a multi-key command must stay in one slot), a single
+// group on one Redis.
+func (s *Store) groups() int {
+	if s.cluster {
+		return s.k.shards()
+	}
+	return 1
+}
+
+// groupOf is the group of shard n.
+func (s *Store) groupOf(n int) int {
+	if s.cluster {
+		return n
+	}
+	return 0
+}
+
+// inGroup reports whether shard n is in group g.
+func (s *Store) inGroup(n, g int) bool { return s.groupOf(n) == g }
+
+// wakeKey is this Store's wake stream of group g (in the group's first
+// shard, so that it shares the slot of what the group's readers read).
+func (s *Store) wakeKey(g int) string { return s.k.wake(g, s.token) }
 
 // Close journals the appends already queued, stops both tails, waits for
 // them, removes this Store's wake stream and closes the client if the Store
@@ -211,11 +266,17 @@ func (s *Store) Close() error {
 	s.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()
-	if s.runs.isStarted() || s.feed.isStarted() {
-		s.wake(ctx) // both tails read the wake stream: they return at once
+	groups := s.runs.startedGroups()
+	for g := range s.feed.startedGroups() {
+		groups[g] = true
+	}
+	for g := range groups {
+		s.wake(ctx, g) // the tails read the wake streams: they return at once
 	}
 	s.wg.Wait()
-	_ = s.rdb.Del(ctx, s.runs.wakeKey).Err()
+	for g := range groups {
+		_ = s.rdb.Del(ctx, s.wakeKey(g)).Err()
+	}
 	s.closeClient()
 	return nil
 }
@@ -241,12 +302,13 @@ func (s *Store) goTail(loop func()) bool {
 	return true
 }
 
-// wake appends to the wake stream so that blocked tails return and re-read
-// their key sets.
-func (s *Store) wake(ctx context.Context) {
+// wake appends to group g's wake stream so that its blocked tail readers
+// return and re-read their key sets.
+func (s *Store) wake(ctx context.Context, g int) {
+	key := s.wakeKey(g)
 	pipe := s.rdb.Pipeline()
-	pipe.XAdd(ctx, &goredis.XAddArgs{Stream: s.runs.wakeKey, MaxLen: 16, Approx: true, Values: []any{"w", "1"}})
-	pipe.Expire(ctx, s.runs.wakeKey, 24*time.Hour)
+	pipe.XAdd(ctx, &goredis.XAddArgs{Stream: key, MaxLen: 16, Approx: true, Values: []any{"w", "1"}})
+	pipe.Expire(ctx, key, 24*time.Hour)
 	if _, err := pipe.Exec(ctx); err != nil && !s.closed.Load() {
 		s.opts.Logger.Warn("journal/redis: wake", "err", err)
 	}
@@ -278,8 +340,9 @@ func formatTime(ts float64) string {
 	return strconv.FormatFloat(ts, 'f', -1, 64)
 }
 
-// tailReader is a tail's dedicated connection for XREAD BLOCK, reconnected
-// with backoff after a failed read. Only its tail's goroutine uses it.
+// tailReader is one tail goroutine's dedicated connection for XREAD BLOCK
+// (on a Cluster, to the master of the slot it reads), reconnected with
+// backoff after a failed read. Only its goroutine uses it.
 type tailReader struct {
 	s    *Store
 	what string // for the log: "feed tail", "run tail"
@@ -291,22 +354,31 @@ func newTailReader(s *Store, what string) *tailReader {
 	return &tailReader{s: s, what: what, bo: backoff{min: s.opts.MinBackoff, max: s.opts.MaxBackoff}}
 }
 
-// read blocks in one XREAD of streams (keys, then ids) for at most
-// Options.Block. After a failed read it drops the connection and waits
-// out the backoff, returning no streams; ok is false once the Store is
-// closing.
+// read blocks in one XREAD of streams (keys, then ids; on a Cluster all in
+// one slot) for at most Options.Block. After a failed read it drops the
+// connection and waits out the backoff, returning no streams; ok is false
+// once the Store is closing.
 func (r *tailReader) read(streams []string) (res []goredis.XStream, ok bool) {
 	s := r.s
+	var err error
 	if r.conn == nil {
-		r.conn = s.rdb.Conn()
+		var server *goredis.Client
+		if server, err = serverOf(s.ctx, s.rdb, streams[0]); err == nil {
+			r.conn = server.Conn()
+		}
 	}
-	res, err := r.conn.XRead(s.ctx, &goredis.XReadArgs{Streams: streams, Count: s.opts.ReadCount, Block: s.opts.Block}).Result()
+	if err == nil {
+		res, err = r.conn.XRead(s.ctx, &goredis.XReadArgs{Streams: streams, Count: s.opts.ReadCount, Block: s.opts.Block}).Result()
+	}
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		if s.ctx.Err() != nil {
 			return nil, false
 		}
 		s.opts.Logger.Warn("journal/redis: "+r.what+": read failed; reconnecting", "err", err)
 		r.close()
+		if c, ok := s.rdb.(*goredis.ClusterClient); ok {
+			c.ReloadState(s.ctx) // a failover may have moved the slot
+		}
 		return nil, r.bo.wait(s.ctx)
 	}
 	r.bo.reset()

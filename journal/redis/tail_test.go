@@ -1,6 +1,8 @@
 package redis
 
 import (
+	goredis "github.com/redis/go-redis/v9"
+
 	"context"
 	"fmt"
 	"sync"
@@ -50,8 +52,8 @@ func TestRunTail_ManyRunsOneConnection(t *testing.T) {
 	if n := clientsRunning(t, c, "xread"); n != 1 {
 		t.Fatalf("%d connections are reading streams for %d subscribed runs, want 1", n, runs)
 	}
-	if st := s.rdb.PoolStats(); st.TotalConns > uint32(s.rdb.Options().PoolSize) {
-		t.Fatalf("pool holds %d connections (size %d)", st.TotalConns, s.rdb.Options().PoolSize)
+	if st, size := s.rdb.PoolStats(), s.rdb.(*goredis.Client).Options().PoolSize; st.TotalConns > uint32(size) {
+		t.Fatalf("pool holds %d connections (size %d)", st.TotalConns, size)
 	}
 }
 
@@ -86,7 +88,7 @@ func TestRunTail_LateJoinerCatchesUp(t *testing.T) {
 	defer s.SubscribeRun("r1", ahead.add)()
 	appendN(t, s, "s1", "r1", 2)
 	waitFor(t, 5*time.Second, "the first subscriber", func() bool { return ahead.len() == 2 })
-	defer s.runs.add(context.Background(), &runSub{runID: "r1", fn: behind.add, last: 0})()
+	defer s.runs.add(context.Background(), &runSub{runID: "r1", fn: behind.add, last: 0}, s.k.shardOf("s1"), true)()
 	appendN(t, s, "s1", "r1", 3)
 	waitFor(t, 5*time.Second, "both subscribers", func() bool { return ahead.len() == 5 && behind.len() == 10 })
 	time.Sleep(20 * time.Millisecond)
@@ -149,7 +151,7 @@ func TestClose_PromptAndNoLeak(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("Close took %v", d)
 	}
-	if n, _ := admin(t).Exists(context.Background(), s.runs.wakeKey).Result(); n != 0 {
+	if n, _ := admin(t).Exists(context.Background(), s.wakeKey(0)).Result(); n != 0 {
 		t.Fatal("Close left its wake stream behind")
 	}
 }

@@ -46,7 +46,8 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 	if err := s.check(); err != nil {
 		return journal.SessionMeta{}, err
 	}
-	key := s.k.session(id)
+	n := s.k.shardOf(id)
+	key := s.k.session(n, id)
 	var out journal.SessionMeta
 	txf := func(tx *goredis.Tx) error {
 		h, err := tx.HGetAll(ctx, key).Result()
@@ -56,7 +57,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		if len(h) == 0 {
 			return fmt.Errorf("journal/redis: session %s: %w", id, journal.ErrNotFound)
 		}
-		runs, err := tx.LRange(ctx, s.k.sessionRuns(id), 0, -1).Result()
+		runs, err := tx.LRange(ctx, s.k.sessionRuns(n, id), 0, -1).Result()
 		if err != nil {
 			return err
 		}
@@ -74,7 +75,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		}
 		cmds, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			p.HSet(ctx, key, "state", raw, "title", m.Title)
-			p.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.feedOf(id), MaxLen: s.opts.FeedMaxLen, Approx: true,
+			p.XAdd(ctx, &goredis.XAddArgs{Stream: s.k.feed(n), MaxLen: s.opts.FeedMaxLen, Approx: true,
 				Values: []any{"s", id, "t", string(journal.SessionChanged)}})
 			return nil
 		})

@@ -2,10 +2,13 @@
 -- append atomic and the whole batch one step.
 --
 -- KEYS[1] this batch's reply cache (a fresh random key per batch)
--- KEYS[2] active-runs set    KEYS[3] ended-runs zset (run id -> terminal_at)
--- then per append i = 0, 1, …, at KEYS[4+5i] … KEYS[8+5i]:
+-- then per append i = 0, 1, …, at KEYS[2+7i] … KEYS[8+7i]:
 --   run meta hash, run event stream, run idempotency hash, session hash,
---   status feed shard
+--   status feed shard, active-runs set, ended-runs zset (run id ->
+--   terminal_at), all of the session's shard
+--
+-- On a Redis Cluster every key of one batch has the same hash tag (the
+-- caller groups appends by shard); on a single Redis a batch may mix shards.
 --
 -- ARGV[1] approximate MAXLEN of the feed shards
 -- ARGV[2] seconds the reply cache is kept
@@ -28,7 +31,7 @@
 -- whose reply was lost) finds the reply cache and answers from it instead
 -- of journaling again.
 
-local nkeys, nargs = 5, 8
+local nkeys, nargs = 7, 8
 
 local function entry(stream, seq)
   local id = string.format('%d-0', seq)
@@ -45,7 +48,7 @@ if cached then
   local out, i = {}, 0
   for item in string.gmatch(cached, '([^,]*),') do
     local status, rest = string.match(item, '^(%S+) ?(.*)$')
-    local ev = KEYS[4 + nkeys * i + 1]
+    local ev = KEYS[2 + nkeys * i + 1]
     if status == 'ok' then
       out[#out + 1] = {'ok', tonumber(rest)}
     elseif status == 'dup' or status == 'terminal' then
@@ -96,8 +99,8 @@ local function append(k, a)
   end
   if terminal == '1' then
     redis.call('HSET', KEYS[k], 'terminal', '1', 'terminal_type', typ, 'terminal_at', created)
-    redis.call('SREM', KEYS[2], run)
-    redis.call('ZADD', KEYS[3], created, run)
+    redis.call('SREM', KEYS[k + 5], run)
+    redis.call('ZADD', KEYS[k + 6], created, run)
     if redis.call('HGET', KEYS[k + 3], 'active_run') == run then
       redis.call('HDEL', KEYS[k + 3], 'active_run')
     end
@@ -112,9 +115,9 @@ local function append(k, a)
 end
 
 local out, cache = {}, {}
-local n = (#KEYS - 3) / nkeys
+local n = (#KEYS - 1) / nkeys
 for i = 0, n - 1 do
-  local ok, r = pcall(append, 4 + nkeys * i, 3 + nargs * i)
+  local ok, r = pcall(append, 2 + nkeys * i, 3 + nargs * i)
   if not ok then
     if type(r) == 'table' then
       r = r.err or r.message or 'error'
