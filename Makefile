@@ -16,7 +16,7 @@ help:
 	@echo '  make run [ADDR=127.0.0.1:8080] [DATA=./data]  build and start the hub (embedded journal in DATA)'
 	@echo '  make build         build bin/hub'
 	@echo '  make test          go vet, every test with -race, every fuzzer for 20,000 executions'
-	@echo '                     (needs redis-server, chromium, nginx and node on PATH)'
+	@echo '                     (needs redis-server, redis-cli, chromium, nginx, node, npm)'
 	@echo '  make test-short    the tests that need no hub process, without -race'
 	@echo '  make fault         the fault suite (needs redis-server; see docs/security.md)'
 	@echo '  make bench         the benchmarks'
@@ -40,9 +40,11 @@ run: build
 # The whole suite, race detector on, then every fuzz target from its
 # committed corpus (testdata/fuzz) for 20,000 executions (by count, not
 # time: a time-bounded fuzz run can end in a spurious deadline error).
-# Needs on PATH: redis-server (the Redis journal's tests), Debian's chromium
-# (the browser tests), nginx (deploy/nginx.conf in front of real hubs) and
-# node (the browser client's unit tests); .ci/run installs all four.
+# Needs on PATH: redis-server and redis-cli (the Redis journal's tests, on
+# one server and on a 6-node Redis Cluster), Debian's chromium (the browser
+# tests), nginx (deploy/nginx.conf in front of real hubs), node (the
+# browser client's unit tests) and npm (the AG-UI packages the AG-UI export
+# is tested with); .ci/run installs them all.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -195,7 +195,7 @@ func runningMasters(t *testing.T, c *redistest.Cluster) int {
 
 func TestRedisWaitConfig(t *testing.T) {
 	env := map[string]string{"RUNHUB_REDIS_URL": "redis+cluster://127.0.0.1:7000", "RUNHUB_REDIS_WAIT_REPLICAS": "-1"}
-	if _, err := parseRunnerConfig(nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "wait replicas") {
+	if _, err := parseRunnerConfig(nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "RUNHUB_REDIS_WAIT_REPLICAS -1") {
 		t.Fatalf("RUNHUB_REDIS_WAIT_REPLICAS=-1: %v", err)
 	}
 	env["RUNHUB_REDIS_WAIT_REPLICAS"] = "1"

@@ -84,7 +84,7 @@ func TestDocsReadmeMatchesMakefile(t *testing.T) {
 		t.Fatal("Makefile has no test target")
 	}
 	testComment := string(mk)[strings.LastIndex(string(mk)[:i], "\n\n"):i]
-	for _, tool := range []string{"redis-server", "chromium", "nginx", "node"} {
+	for _, tool := range []string{"redis-server", "redis-cli", "chromium", "nginx", "node", "npm"} {
 		if !strings.Contains(testComment, tool) {
 			t.Errorf("the Makefile's comment on make test does not name %s:%s", tool, testComment)
 		}
