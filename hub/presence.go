@@ -346,8 +346,12 @@ func (p *presence) flush() {
 		}
 		return
 	}
-	if time.Now().Before(p.pause) {
-		return
+	p.mu.Lock()
+	now := time.Now()
+	idle := now.Before(p.pause) || (len(p.dirty) == 0 && len(p.stale) == 0 && !now.After(p.refresh))
+	p.mu.Unlock()
+	if idle {
+		return // nothing to publish or read: no need to list the tracked sessions' targets
 	}
 	needed := p.h.tracker.presenceTargets()
 	p.mu.Lock()
