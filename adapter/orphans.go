@@ -43,11 +43,15 @@ const (
 // when the driver has one, in a goroutine Close stops and waits for.
 func (a *InProcess) stopOrphan(r journal.RunMeta) {
 	var req protocol.StartRunRequest
-	if json.Unmarshal(r.Request, &req) != nil {
+	if err := json.Unmarshal(r.Request, &req); err != nil {
+		a.opts.Logger.Warn("cannot stop the upstream work of an interrupted run: its request does not decode", "run_id", r.ID, "err", err)
 		return
 	}
 	_, drv, err := a.driver(req)
 	if err != nil {
+		// The hub's drivers changed since the run started: whatever it
+		// started upstream is left going, and the operator should know.
+		a.opts.Logger.Warn("cannot stop the upstream work of an interrupted run: its driver is not configured any more", "run_id", r.ID, "err", err)
 		return
 	}
 	s, ok := drv.(OrphanStopper)

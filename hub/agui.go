@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"slices"
 	"time"
 
@@ -30,7 +29,7 @@ func (h *Hub) aguiRun(c echo.Context) error {
 		return h.publicError(err)
 	}
 	pos := agui.Position{RunID: rid}
-	if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
+	if last := lastEventID(c); last != "" {
 		if pos, err = agui.ParseEventID(last); err != nil {
 			return err
 		}
@@ -41,7 +40,7 @@ func (h *Hub) aguiRun(c echo.Context) error {
 			return protocol.Errorf(protocol.CodeBadCursor, "Last-Event-ID %s is past the run's last event", protocol.Truncate(last, 80))
 		}
 	}
-	ctx, cancel := h.aguiContext(ctx, p)
+	ctx, cancel := h.sseContext(ctx, p.Expires)
 	defer cancel()
 	w := startSSE(c)
 	h.aguiPump(ctx, w, rid, pos)
@@ -62,7 +61,7 @@ func (h *Hub) aguiSession(c echo.Context) error {
 		return h.publicError(err)
 	}
 	pos := agui.Position{RunID: meta.LatestRun()}
-	if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
+	if last := lastEventID(c); last != "" {
 		if pos, err = agui.ParseEventID(last); err != nil {
 			return err
 		}
@@ -77,7 +76,7 @@ func (h *Hub) aguiSession(c echo.Context) error {
 			return protocol.Errorf(protocol.CodeBadCursor, "Last-Event-ID %s is past the run's last event", protocol.Truncate(last, 80))
 		}
 	}
-	ctx, cancel := h.aguiContext(ctx, p)
+	ctx, cancel := h.sseContext(ctx, p.Expires)
 	defer cancel()
 	w := startSSE(c)
 	prev := ""
@@ -92,30 +91,6 @@ func (h *Hub) aguiSession(c echo.Context) error {
 		}
 		prev, pos = pos.RunID, agui.Position{}
 	}
-}
-
-// aguiContext bounds a stream by the request, the hub's life and the
-// caller's credentials.
-func (h *Hub) aguiContext(ctx context.Context, p Principal) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(h.ctx, cancel)
-	if !p.Expires.IsZero() {
-		var cancelExp context.CancelFunc
-		ctx, cancelExp = context.WithDeadline(ctx, p.Expires)
-		return ctx, func() { cancelExp(); stop(); cancel() }
-	}
-	return ctx, func() { stop(); cancel() }
-}
-
-// startSSE commits the SSE response headers.
-func startSSE(c echo.Context) *echo.Response {
-	w := c.Response()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	return w
 }
 
 // aguiPump writes the AG-UI events of run rid after pos. It folds the run
@@ -140,11 +115,7 @@ func (h *Hub) aguiPump(ctx context.Context, w *echo.Response, rid string, pos ag
 			if err != nil {
 				return false
 			}
-			buf = append(buf, "id: "...)
-			buf = append(buf, agui.EventID(rid, e.Seq, k)...)
-			buf = append(buf, "\ndata: "...)
-			buf = append(buf, data...)
-			buf = append(buf, "\n\n"...)
+			buf = appendSSE(buf, agui.EventID(rid, e.Seq, k), "", data)
 		}
 		if len(buf) > 0 {
 			if _, err := w.Write(buf); err != nil {

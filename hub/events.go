@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -35,7 +34,7 @@ func (h *Hub) events(c echo.Context) error {
 		return err
 	}
 	if strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream") {
-		if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
+		if last := lastEventID(c); last != "" {
 			if after, err = protocol.ParseLastEventID(last, rid); err != nil {
 				return err
 			}
@@ -67,21 +66,9 @@ func (h *Hub) events(c echo.Context) error {
 // terminal event, the client leaving, the hub stopping or the caller's
 // credentials expiring (expires; zero: never), whichever comes first.
 func (h *Hub) streamSSE(c echo.Context, rid string, after uint64, expires time.Time) error {
-	ctx, cancel := context.WithCancel(c.Request().Context())
+	ctx, cancel := h.sseContext(c.Request().Context(), expires)
 	defer cancel()
-	if !expires.IsZero() {
-		var cancelExp context.CancelFunc
-		ctx, cancelExp = context.WithDeadline(ctx, expires)
-		defer cancelExp()
-	}
-	stop := context.AfterFunc(h.ctx, cancel)
-	defer stop()
-	w := c.Response()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
+	w := startSSE(c)
 	buf := make([]byte, 0, 1024)
 	for e, err := range h.runtime.ObserveRun(ctx, rid, after) {
 		if err != nil {
@@ -91,13 +78,7 @@ func (h *Hub) streamSSE(c echo.Context, rid string, after uint64, expires time.T
 		if err != nil {
 			return nil
 		}
-		buf = append(buf[:0], "id: "...)
-		buf = append(buf, e.EventID...)
-		buf = append(buf, "\nevent: "...)
-		buf = append(buf, e.Type...)
-		buf = append(buf, "\ndata: "...)
-		buf = append(buf, data...)
-		buf = append(buf, "\n\n"...)
+		buf = appendSSE(buf[:0], e.EventID, string(e.Type), data)
 		if _, err := w.Write(buf); err != nil {
 			return nil
 		}

@@ -73,7 +73,6 @@ type presence struct {
 	refresh time.Time           // when every needed target is read again (entries of dead hubs lapse)
 	pause   time.Time           // after a store failure, no store call before this
 
-	wake     chan struct{}
 	quit     chan struct{}
 	wg       sync.WaitGroup
 	unsubscr func()
@@ -87,7 +86,7 @@ const presenceRefresh = 3 * time.Second
 func newPresence(h *Hub) *presence {
 	return &presence{h: h, store: h.cfg.PresenceStore, conns: map[*conn]*connPresence{}, local: map[string]pentry{},
 		dirty: map[string]struct{}{}, stale: map[string]struct{}{}, merged: map[string]pentry{},
-		wake: make(chan struct{}, 1), quit: make(chan struct{})}
+		quit: make(chan struct{})}
 }
 
 func (p *presence) start() {
@@ -347,8 +346,12 @@ func (p *presence) flush() {
 		}
 		return
 	}
-	if time.Now().Before(p.pause) {
-		return
+	p.mu.Lock()
+	now := time.Now()
+	idle := now.Before(p.pause) || (len(p.dirty) == 0 && len(p.stale) == 0 && !now.After(p.refresh))
+	p.mu.Unlock()
+	if idle {
+		return // nothing to publish or read: no need to list the tracked sessions' targets
 	}
 	needed := p.h.tracker.presenceTargets()
 	p.mu.Lock()

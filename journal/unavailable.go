@@ -12,7 +12,7 @@ import (
 // or cannot serve now; a backend may wrap it (%w) where it knows so.
 var ErrUnavailable = errors.New("journal: unavailable")
 
-// unavailableReplies are the prefixes of the replies a Redis server gives
+// unavailableReplies are the first words of the replies a Redis server gives
 // while it cannot serve, for a while: loading its data set after a
 // restart, a replica that refuses writes (a failover), no master, a
 // cluster down, a script or module busy, too many clients.
@@ -62,7 +62,8 @@ func Unavailable(err error) bool {
 	if errors.As(err, &re) {
 		msg := re.Error()
 		for _, p := range unavailableReplies {
-			if strings.HasPrefix(msg, p) {
+			// By whole words: BUSYGROUP and BUSYKEY are no BUSY.
+			if rest, ok := strings.CutPrefix(msg, p); ok && (rest == "" || rest[0] == ' ') {
 				return true
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/internal/redisclaims"
 )
 
 // DefaultTTL is how long a claim outlives its hub's last renewal.
@@ -30,16 +31,13 @@ type Counter struct {
 	mu   sync.Mutex
 	mine map[string]map[string]struct{} // subject → ids of this hub's claimed sockets
 
-	stop chan struct{}
-	done chan struct{}
+	renewer *redisclaims.Renewer
 }
 
 // claimScript drops lapsed claims, refuses one past the limit (ARGV[3] > 0)
 // and adds the socket. KEYS[1] the subject's set; ARGV[1] id, ARGV[2] TTL
 // in ms, ARGV[3] limit. Replies 1 (claimed) or 0 (refused).
-var claimScript = goredis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+var claimScript = goredis.NewScript(redisclaims.NowLua + `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local limit = tonumber(ARGV[3])
 if limit > 0 and redis.call('ZCARD', KEYS[1]) >= limit then
@@ -52,9 +50,8 @@ return 1
 
 // renewScript moves the lapse of the given claims (ARGV[2..]) TTL (ARGV[1]
 // ms) ahead. XX: a claim released meanwhile is not brought back.
-var renewScript = goredis.NewScript(`
-local t = redis.call('TIME')
-local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+var renewScript = goredis.NewScript(redisclaims.NowLua + `
+local at = now + tonumber(ARGV[1])
 for i = 2, #ARGV do
   redis.call('ZADD', KEYS[1], 'XX', at, ARGV[i])
 end
@@ -65,18 +62,9 @@ return 1
 // New returns a Counter on rdb (a single Redis or a Cluster: every command
 // touches one key) and starts its renewal; Close stops it.
 func New(rdb goredis.UniversalClient, opts Options) *Counter {
-	if opts.Prefix == "" {
-		opts.Prefix = "rh:"
-	}
-	if opts.TTL <= 0 {
-		opts.TTL = DefaultTTL
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	c := &Counter{rdb: rdb, opts: opts, mine: map[string]map[string]struct{}{},
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go c.renewLoop()
+	opts.Prefix, opts.TTL, opts.Logger = redisclaims.Defaults(opts.Prefix, opts.TTL, DefaultTTL, opts.Logger)
+	c := &Counter{rdb: rdb, opts: opts, mine: map[string]map[string]struct{}{}}
+	c.renewer = redisclaims.StartRenewer(opts.TTL, c.renew)
 	return c
 }
 
@@ -119,22 +107,8 @@ func (c *Counter) Release(subject, id string) {
 	}
 }
 
-// renewLoop renews this hub's claims every TTL/3 until Close.
-func (c *Counter) renewLoop() {
-	defer close(c.done)
-	t := time.NewTicker(c.opts.TTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-			c.renew()
-		}
-	}
-}
-
-func (c *Counter) renew() {
+// renew moves the lapse of this hub's claims TTL ahead (every TTL/3).
+func (c *Counter) renew(ctx context.Context) {
 	c.mu.Lock()
 	batch := make(map[string][]any, len(c.mine))
 	for subject, ids := range c.mine {
@@ -143,32 +117,14 @@ func (c *Counter) renew() {
 		for id := range ids {
 			args = append(args, id)
 		}
-		batch[subject] = args
+		batch[c.key(subject)] = args
 	}
 	c.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.TTL/3)
-	defer cancel()
-	_, err := c.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for subject, args := range batch {
-			renewScript.Eval(ctx, p, []string{c.key(subject)}, args...) // EVAL: a pipeline cannot fall back from EVALSHA
-		}
-		return nil
-	})
-	if err != nil {
+	if err := redisclaims.EvalEach(ctx, c.rdb, renewScript, batch); err != nil {
 		c.opts.Logger.Warn("redislimit: renew socket claims", "err", err)
 	}
 }
 
 // Close stops the renewal. The hub's claims lapse after TTL unless its
 // sockets released them (a hub closes its sockets before this).
-func (c *Counter) Close() {
-	select {
-	case <-c.stop:
-	default:
-		close(c.stop)
-	}
-	<-c.done
-}
+func (c *Counter) Close() { c.renewer.Stop() }

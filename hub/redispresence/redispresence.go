@@ -24,6 +24,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/internal/redisclaims"
 )
 
 // DefaultTTL is how long an entry outlives its hub's last renewal.
@@ -49,26 +50,19 @@ type Store struct {
 	mu   sync.Mutex
 	mine map[string]string // target → this hub's live entry
 
-	stop chan struct{}
-	done chan struct{}
+	renewer *redisclaims.Renewer
 }
 
 // putScript sets this hub's field of a target's hash with its lapse time.
 // KEYS[1] the hash; ARGV[1] field, ARGV[2] TTL ms, ARGV[3] entry.
-var putScript = goredis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[2])) .. '|' .. ARGV[3])
+var putScript = goredis.NewScript(redisclaims.NowLua + `redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[2])) .. '|' .. ARGV[3])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 3)
 return 1
 `)
 
 // getScript returns the live entries of a target's hash and deletes the
 // lapsed ones. KEYS[1] the hash.
-var getScript = goredis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local all = redis.call('HGETALL', KEYS[1])
+var getScript = goredis.NewScript(redisclaims.NowLua + `local all = redis.call('HGETALL', KEYS[1])
 local out = {}
 for i = 1, #all, 2 do
   local v = all[i + 1]
@@ -85,20 +79,11 @@ return out
 
 // New returns a Store on rdb and starts its renewal; Close stops it.
 func New(rdb goredis.UniversalClient, opts Options) *Store {
-	if opts.Prefix == "" {
-		opts.Prefix = "rh:"
-	}
-	if opts.TTL <= 0 {
-		opts.TTL = DefaultTTL
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Prefix, opts.TTL, opts.Logger = redisclaims.Defaults(opts.Prefix, opts.TTL, DefaultTTL, opts.Logger)
 	var b [12]byte
 	rand.Read(b[:])
-	s := &Store{rdb: rdb, opts: opts, id: hex.EncodeToString(b[:]), mine: map[string]string{},
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go s.renewLoop()
+	s := &Store{rdb: rdb, opts: opts, id: hex.EncodeToString(b[:]), mine: map[string]string{}}
+	s.renewer = redisclaims.StartRenewer(opts.TTL, s.renew)
 	return s
 }
 
@@ -183,43 +168,18 @@ func (s *Store) Subscribe(fn func(target string)) (cancel func()) {
 	}
 }
 
-func (s *Store) renewLoop() {
-	defer close(s.done)
-	t := time.NewTicker(s.opts.TTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.renew()
-		}
-	}
-}
-
 // renew moves the lapse of this hub's live entries TTL ahead.
-func (s *Store) renew() {
+func (s *Store) renew(ctx context.Context) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()
-	batch := make(map[string]string, len(s.mine))
+	ttl := s.opts.TTL.Milliseconds()
+	batch := make(map[string][]any, len(s.mine))
 	for target, e := range s.mine {
-		batch[target] = e
+		batch[s.key(target)] = []any{s.id, ttl, e}
 	}
 	s.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.TTL/3)
-	defer cancel()
-	ttl := s.opts.TTL.Milliseconds()
-	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for target, e := range batch {
-			putScript.Eval(ctx, p, []string{s.key(target)}, s.id, ttl, e)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := redisclaims.EvalEach(ctx, s.rdb, putScript, batch); err != nil {
 		s.opts.Logger.Warn("redispresence: renew entries", "err", err)
 	}
 }
@@ -227,13 +187,9 @@ func (s *Store) renew() {
 // Close stops the renewal and withdraws this hub's entries (they would
 // lapse after TTL anyway), announcing them to the other hubs.
 func (s *Store) Close() {
-	select {
-	case <-s.stop:
+	if !s.renewer.Stop() {
 		return
-	default:
-		close(s.stop)
 	}
-	<-s.done
 	s.mu.Lock()
 	entries := make(map[string][]byte, len(s.mine))
 	for target := range s.mine {

@@ -95,8 +95,7 @@ func TestStore_EntriesAcrossHubs(t *testing.T) {
 	}
 	// a dies without withdrawing (its renewal stops): its entry of s:1
 	// lapses, b's stays.
-	close(a.stop)
-	<-a.done
+	a.renewer.Stop()
 	waitFor(t, 5*time.Second, "a's entry to lapse", func() bool {
 		return reflect.DeepEqual(get(t, b, "s:1"), []string{`{"root":{"f":1}}`})
 	})

@@ -100,8 +100,22 @@ export class ToolCard {
   }
 }
 
-export class ApprovalCard {
+// PromptCard is what an approval and a clarify prompt share.
+class PromptCard {
+  // close ends a prompt still pending when its run ended.
+  close(runState) {
+    this.setActionable(false);
+    if (this.el.dataset.state !== "pending") return;
+    this.el.dataset.state = "closed";
+    this.waitEl.hidden = true;
+    this.resultEl.hidden = false;
+    this.resultEl.textContent = `not answered — run ${runState}`;
+  }
+}
+
+export class ApprovalCard extends PromptCard {
   constructor(run, p) {
+    super();
     this.run = run;
     this.id = p.approval_id;
     this.sending = false;
@@ -147,16 +161,6 @@ export class ApprovalCard {
     }
   }
 
-  // close ends a prompt still pending when its run ended.
-  close(runState) {
-    this.setActionable(false);
-    if (this.el.dataset.state !== "pending") return;
-    this.el.dataset.state = "closed";
-    this.waitEl.hidden = true;
-    this.resultEl.hidden = false;
-    this.resultEl.textContent = `not answered — run ${runState}`;
-  }
-
   resolved(p) {
     this.el.dataset.state = p.status || "resolved";
     this.el.dataset.choice = p.choice || "";
@@ -169,8 +173,9 @@ export class ApprovalCard {
   }
 }
 
-export class ClarifyCard {
+export class ClarifyCard extends PromptCard {
   constructor(run, p) {
+    super();
     this.run = run;
     this.id = p.clarify_id;
     this.sending = false;
@@ -220,16 +225,6 @@ export class ClarifyCard {
       this.sending = false;
       if (this.el.dataset.state === "pending") for (const b of all) b.disabled = false;
     }
-  }
-
-  // close ends a prompt still pending when its run ended.
-  close(runState) {
-    this.setActionable(false);
-    if (this.el.dataset.state !== "pending") return;
-    this.el.dataset.state = "closed";
-    this.waitEl.hidden = true;
-    this.resultEl.hidden = false;
-    this.resultEl.textContent = `not answered — run ${runState}`;
   }
 
   resolved(p) {

@@ -60,9 +60,10 @@ function blocks(parent, lines, depth) {
     let m;
     if ((m = FENCE.exec(line))) {
       const fence = m[1];
+      const close = new RegExp(`^ {0,3}${fence[0] === "`" ? "`" : "~"}{${fence.length},}[ \\t]*$`);
       const body = [];
       i++;
-      while (i < lines.length && !new RegExp(`^ {0,3}${fence[0] === "`" ? "`" : "~"}{${fence.length},}[ \\t]*$`).test(lines[i])) body.push(lines[i++]);
+      while (i < lines.length && !close.test(lines[i])) body.push(lines[i++]);
       i++; // the closing fence (or past the end)
       const pre = el("pre", "md-code");
       const code = el("code");
@@ -209,25 +210,19 @@ function inline(parent, text, depth = 0) {
     }
     if (depth < MAX_DEPTH && (m = /^(\*\*|__)(?=\S)([\s\S]*?\S)\1/.exec(rest)) && (c === "*" || boundary(text, i, m[0].length))) {
       flush();
-      const s = el("strong");
-      inline(s, m[2], depth + 1);
-      parent.append(s);
+      parent.append(span("strong", m[2], depth + 1));
       i += m[0].length;
       continue;
     }
     if (depth < MAX_DEPTH && (m = /^~~(?=\S)([\s\S]*?\S)~~/.exec(rest))) {
       flush();
-      const s = el("del");
-      inline(s, m[1], depth + 1);
-      parent.append(s);
+      parent.append(span("del", m[1], depth + 1));
       i += m[0].length;
       continue;
     }
     if (depth < MAX_DEPTH && (m = /^([*_])(?=[^\s*_])([\s\S]*?[^\s\\])\1(?!\1)/.exec(rest)) && (c === "*" || boundary(text, i, m[0].length))) {
       flush();
-      const s = el("em");
-      inline(s, m[2], depth + 1);
-      parent.append(s);
+      parent.append(span("em", m[2], depth + 1));
       i += m[0].length;
       continue;
     }
@@ -235,10 +230,7 @@ function inline(parent, text, depth = 0) {
       const href = safeHref(m[2]);
       if (href) {
         flush();
-        const a = el("a");
-        a.setAttribute("href", href);
-        a.setAttribute("target", "_blank");
-        a.setAttribute("rel", "noopener noreferrer nofollow");
+        const a = link(href);
         inline(a, m[1], MAX_DEPTH); // text only inside a link
         parent.append(a);
       } else {
@@ -251,10 +243,7 @@ function inline(parent, text, depth = 0) {
       const href = safeHref(m[1]);
       if (href && (c !== "<" || m[0].endsWith(">"))) {
         flush();
-        const a = el("a");
-        a.setAttribute("href", href);
-        a.setAttribute("target", "_blank");
-        a.setAttribute("rel", "noopener noreferrer nofollow");
+        const a = link(href);
         a.textContent = m[1];
         parent.append(a);
         i += m[0].length;
@@ -265,6 +254,22 @@ function inline(parent, text, depth = 0) {
     i++;
   }
   flush();
+}
+
+// span returns a tag element holding the inline Markdown of text.
+function span(tag, text, depth) {
+  const s = el(tag);
+  inline(s, text, depth);
+  return s;
+}
+
+// link returns a link to a safe href that opens apart from the app.
+function link(href) {
+  const a = el("a");
+  a.setAttribute("href", href);
+  a.setAttribute("target", "_blank");
+  a.setAttribute("rel", "noopener noreferrer nofollow");
+  return a;
 }
 
 // boundary reports whether an underscore run at i..i+n is not inside a word
