@@ -17,7 +17,8 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// Store is what the in-process executor needs of the journal.
+// Store is what the in-process executor and the hub need of the journal:
+// the one definition both use (the hub imports it from here).
 type Store interface {
 	journal.Log
 	journal.Registry

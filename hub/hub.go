@@ -10,16 +10,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/metrics"
-	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
-
-// Store is what the hub needs of the journal.
-type Store interface {
-	journal.Log
-	journal.Registry
-	journal.Bus
-}
 
 // Config configures a Hub. Zero fields take the documented defaults.
 type Config struct {
@@ -161,7 +153,7 @@ func (c *Config) defaults() {
 // with Shutdown.
 type Hub struct {
 	cfg     Config
-	store   Store
+	store   adapter.Store
 	runtime adapter.RuntimeAdapter
 	log     *slog.Logger
 
@@ -183,7 +175,7 @@ type Hub struct {
 }
 
 // New starts a hub over a journal and a runtime.
-func New(cfg Config, store Store, runtime adapter.RuntimeAdapter) *Hub {
+func New(cfg Config, store adapter.Store, runtime adapter.RuntimeAdapter) *Hub {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{cfg: cfg, store: store, runtime: runtime, log: cfg.Logger,
