@@ -307,27 +307,15 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Stats is a snapshot of the hub's sockets.
-type Stats struct {
-	Conns          int // open sockets
-	QueuedEvents   int // events queued over all sockets
-	MaxQueueEvents int // the longest event queue of one socket
-	QueuedBytes    int // bytes queued over all sockets (events, statuses, messages)
-	Focused        int // sockets with a focus
-	Lagging        int // sockets catching up from the journal
-	Watched        int // sessions whose status the hub tracks for its sockets
-	FocusedRuns    int // runs the hub tails for focusing sockets
-}
-
 // Stats reports queue depths; it takes every socket's lock briefly.
-func (h *Hub) Stats() Stats {
+func (h *Hub) Stats() metrics.HubStats {
 	h.mu.Lock()
 	conns := make([]*conn, 0, len(h.conns))
 	for c := range h.conns {
 		conns = append(conns, c)
 	}
 	h.mu.Unlock()
-	s := Stats{Conns: len(conns)}
+	s := metrics.HubStats{Sockets: len(conns)}
 	for _, c := range conns {
 		c.mu.Lock()
 		s.QueuedEvents += len(c.events)
@@ -342,7 +330,7 @@ func (h *Hub) Stats() Stats {
 			s.QueuedBytes += len(b)
 		}
 		if c.focus.sid != "" {
-			s.Focused++
+			s.FocusedSockets++
 		}
 		if c.focus.lagging {
 			s.Lagging++

@@ -144,7 +144,7 @@ func TestMetrics_DeliveryReplayControls(t *testing.T) {
 	waitMetric(t, m, `runhub_controls_total{op="start",status="accepted"}`, 3)
 
 	st := th.hub.Stats()
-	if st.Watched != 1 || st.FocusedRuns != 1 || st.Focused != 1 || st.Conns != 1 {
+	if st.Watched != 1 || st.FocusedRuns != 1 || st.FocusedSockets != 1 || st.Sockets != 1 {
 		t.Fatalf("stats %+v: want 1 watched session, 1 focused run, 1 focused socket, 1 socket", st)
 	}
 }

@@ -126,11 +126,7 @@ func routeServe(e *echo.Echo, cfg ServeConfig, rt *procRuntime, h *hub.Hub, m *m
 
 // hubGauges registers the gauges of h's sockets on m.
 func hubGauges(m *metrics.Metrics, h *hub.Hub) {
-	m.HubGauges(func() metrics.HubStats {
-		s := h.Stats()
-		return metrics.HubStats{Sockets: s.Conns, Watched: s.Watched, FocusedSockets: s.Focused, FocusedRuns: s.FocusedRuns,
-			Lagging: s.Lagging, QueuedEvents: s.QueuedEvents, QueuedBytes: s.QueuedBytes}
-	})
+	m.HubGauges(h.Stats)
 }
 
 // newEcho is an echo server with runhub's error rendering and the request

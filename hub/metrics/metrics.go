@@ -402,7 +402,8 @@ func boundedStatus(s string) string {
 	return Other
 }
 
-// HubStats is a snapshot of a hub's sockets (hub.Stats).
+// HubStats is a snapshot of a hub's sockets (what hub.Hub.Stats returns;
+// MaxQueueEvents is no gauge).
 type HubStats struct {
 	Sockets        int // open tab sockets
 	Watched        int // sessions whose status the hub tracks for its sockets
@@ -410,7 +411,8 @@ type HubStats struct {
 	FocusedRuns    int // runs the hub tails for focusing sockets
 	Lagging        int // sockets catching up from the journal
 	QueuedEvents   int // events queued over all sockets
-	QueuedBytes    int // bytes queued over all sockets
+	MaxQueueEvents int // the longest event queue of one socket
+	QueuedBytes    int // bytes queued over all sockets (events, statuses, messages)
 }
 
 // HubGauges registers the gauges of a hub's sockets, computed from one
