@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -40,26 +41,19 @@ func (h *Hub) Routes(e *echo.Echo) {
 	g.POST("/runs/:rid/clarifications/:cid", h.clarify)
 }
 
-// ProfileInfo is a runtime profile as browsers see it: its name and driver
-// kind, never its settings or secrets.
-type ProfileInfo struct {
-	Name    string `json:"name"`
-	Driver  string `json:"driver"`
-	Default bool   `json:"default,omitempty"`
-}
-
 // RouteProfiles registers GET /v1/profiles (answered by ProfilesHandler)
 // behind the same origin check and authentication as the rest of the API.
-func (h *Hub) RouteProfiles(e *echo.Echo, list []ProfileInfo) {
+func (h *Hub) RouteProfiles(e *echo.Echo, list []profile.Info) {
 	e.GET("/v1/profiles", ProfilesHandler(list), h.checkOrigin, h.requireAuth)
 }
 
-// ProfilesHandler answers GET /v1/profiles: {"profiles": [ProfileInfo]},
-// the profiles a start may name.
-func ProfilesHandler(list []ProfileInfo) echo.HandlerFunc {
+// ProfilesHandler answers GET /v1/profiles: {"profiles": [profile.Info]},
+// the profiles a start may name (their names and driver kinds, never their
+// settings or secrets).
+func ProfilesHandler(list []profile.Info) echo.HandlerFunc {
 	body := struct {
-		Profiles []ProfileInfo `json:"profiles"`
-	}{Profiles: append([]ProfileInfo{}, list...)}
+		Profiles []profile.Info `json:"profiles"`
+	}{Profiles: append([]profile.Info{}, list...)}
 	return func(c echo.Context) error { return c.JSON(http.StatusOK, body) }
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/runhub/runhub/adapter/openai"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/adapter/sim"
-	"github.com/runhub/runhub/hub"
 )
 
 // driverBuilders maps each driver kind a profile may name to the builder of
@@ -38,14 +37,4 @@ func loadProfiles(cfg RuntimeConfig, log *slog.Logger) (*profile.Config, map[str
 		return nil, nil, err
 	}
 	return profiles, drivers, nil
-}
-
-// profileInfos is what GET /v1/profiles shows of the profiles: names and
-// driver kinds only.
-func profileInfos(c *profile.Config) []hub.ProfileInfo {
-	var out []hub.ProfileInfo
-	for _, p := range c.Public() {
-		out = append(out, hub.ProfileInfo{Name: p.Name, Driver: p.Driver, Default: p.Default})
-	}
-	return out
 }

@@ -117,7 +117,7 @@ func routeServe(e *echo.Echo, cfg ServeConfig, rt *procRuntime, h *hub.Hub, m *m
 		routeMetrics(e, m)
 	}
 	h.Routes(e)
-	h.RouteProfiles(e, profileInfos(rt.profiles))
+	h.RouteProfiles(e, rt.profiles.Public())
 	if cfg.PProf {
 		routePProf(e, h.RequireAdmin)
 	}
