@@ -32,7 +32,8 @@ const (
 
 // secretLead matches the end of text that introduces a secret in the
 // words that follow: "Bearer ", "token ", "password: ", `"api_key": "`.
-var secretLead = regexp.MustCompile(`(?i)\b(bearer|basic|token|api[_-]?key|access[_-]?token|auth[_-]?token|secret|password|passwd)["']?\s*[:=]?\s*["']?\s*$`)
+// The keywords are the journal's (journal.CredentialKeywords).
+var secretLead = regexp.MustCompile(`(?i)\b(` + journal.CredentialKeywords + `)["']?\s*[:=]?\s*["']?\s*$`)
 
 // heldText is the held-back end of one text stream.
 type heldText struct {
@@ -102,28 +103,6 @@ func (h *heldText) event(x *Execution, text string) (protocol.Envelope, error) {
 	return protocol.NewEvent(x.RunID, x.SessionID, h.typ, payload)
 }
 
-// leadWords are lowercase substrings of every text secretLead matches (its
-// keywords); text without any of them needs no regular expression.
-var leadWords = []string{"bearer", "basic", "token", "api", "secret", "passw"}
-
-// mayLeadSecret reports whether s may end with what secretLead matches:
-// false only when s has none of leadWords in any case. Text that is not
-// ASCII always goes to the regular expression (whose case folding is
-// Unicode's).
-func mayLeadSecret(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return true
-		}
-	}
-	for _, w := range leadWords {
-		if journal.ContainsFoldASCII(s, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // splitHeld splits a stream's text into what can go out now and what must
 // wait for more.
 func splitHeld(s string) (out, held string) {
@@ -137,7 +116,7 @@ func splitHeld(s string) (out, held string) {
 		cut -= n
 	}
 	// The keyword before it.
-	if mayLeadSecret(s[:cut]) {
+	if journal.MayHoldCredentialKeyword(s[:cut]) {
 		if loc := secretLead.FindStringIndex(s[:cut]); loc != nil {
 			cut = loc[0]
 		}

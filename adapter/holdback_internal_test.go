@@ -4,23 +4,25 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
-// mayLeadSecret never says no where secretLead matches (it only spares the
-// regular expression), in any case, non-ASCII folding included.
-func TestMayLeadSecretCoversSecretLead(t *testing.T) {
+// journal.MayHoldCredentialKeyword never says no where secretLead matches
+// (it only spares the regular expression), in any case, non-ASCII folding
+// included.
+func TestMayHoldCredentialKeywordCoversSecretLead(t *testing.T) {
 	inputs := []string{
 		"w1 w2 ", "Bearer ", "auth: BASIC ", "my token ", "TOKEN= ", `"api_key": "`, "API-KEY=", "apikey:",
 		"access_token=", "Auth-Token: ", "secret ", "SeCrEt: ", "password: ", "PASSWD=", "to\u212Aen ", "ſecret ",
 		"pa\u017F\u017Fword: ", "the basics ", "no lead here ", "",
 	}
 	for _, s := range inputs {
-		if secretLead.MatchString(s) && !mayLeadSecret(s) {
-			t.Errorf("secretLead matches %q but mayLeadSecret says no", s)
+		if secretLead.MatchString(s) && !journal.MayHoldCredentialKeyword(s) {
+			t.Errorf("secretLead matches %q but MayHoldCredentialKeyword says no", s)
 		}
 	}
-	if mayLeadSecret("w1 w2 w3 ") {
+	if journal.MayHoldCredentialKeyword("w1 w2 w3 ") {
 		t.Error("plain tokens go to the regular expression")
 	}
 }

@@ -11,14 +11,50 @@ import (
 // Redacted replaces every secret the journal refuses to persist.
 const Redacted = "[REDACTED]"
 
+// The credential keywords, the one list of the words that introduce a
+// secret in text: schemes followed by whitespace and a token ("Bearer x")
+// and keys followed by ':' or '=' and a value ("api_key=x"). Regular
+// expression alternations, matched case-insensitively.
+const (
+	credentialSchemes = `bearer|basic|token`
+	credentialKeys    = `api[_-]?key|access[_-]?token|auth[_-]?token|secret|password|passwd`
+	// CredentialKeywords is every credential keyword as one alternation
+	// (for adapter's held-back stream text, which must hold back the word
+	// after any of them).
+	CredentialKeywords = credentialSchemes + "|" + credentialKeys
+)
+
+// credentialHints are lowercase substrings of which every match of
+// CredentialKeywords holds one.
+var credentialHints = []string{"bearer", "basic", "token", "api", "secret", "passw"}
+
+// MayHoldCredentialKeyword reports whether s may hold a match of
+// CredentialKeywords: false only when s has none of the keywords' ASCII
+// hints in any case, so text without one needs no regular expression. Text
+// that is not ASCII always reports true (a regular expression's case
+// folding is Unicode's).
+func MayHoldCredentialKeyword(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, w := range credentialHints {
+		if ContainsFoldASCII(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	// secret-looking substrings of any string value
-	reBearer = regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}`)
+	reBearer = regexp.MustCompile(`(?i)\b(` + credentialSchemes + `)\s+[A-Za-z0-9._~+/=-]{8,}`)
 	reAPIKey = regexp.MustCompile(`\b(sk|rk|pk)-(?:[a-z]+-)?[A-Za-z0-9_-]{16,}`)
 	reJWT    = regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`)
 	reGitHub = regexp.MustCompile(`\b(ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}`)
 	reAWS    = regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`)
-	reKV     = regexp.MustCompile(`(?i)\b(api[_-]?key|access[_-]?token|auth[_-]?token|secret|password|passwd)(["']?\s*[:=]\s*["']?)[^\s"'&,;]{4,}`)
+	reKV     = regexp.MustCompile(`(?i)\b(` + credentialKeys + `)(["']?\s*[:=]\s*["']?)[^\s"'&,;]{4,}`)
 )
 
 // triggers are the lowercase substrings whose absence proves a payload has
