@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"sync"
 
@@ -9,13 +10,11 @@ import (
 	"github.com/runhub/runhub/adapter"
 )
 
+//go:embed lua/release_lease.lua
+var releaseLua string
+
 // releaseScript deletes a lease only when it is still this node's.
-var releaseScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0`)
+var releaseScript = goredis.NewScript(releaseLua)
 
 // leases keeps the leases of the runs a node executes.
 type leases struct {

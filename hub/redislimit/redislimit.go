@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	_ "embed"
 	"log/slog"
 	"sync"
 	"time"
@@ -34,30 +35,20 @@ type Counter struct {
 	renewer *redisclaims.Renewer
 }
 
+//go:embed lua/claim.lua
+var claimLua string
+
 // claimScript drops lapsed claims, refuses one past the limit (ARGV[3] > 0)
 // and adds the socket. KEYS[1] the subject's set; ARGV[1] id, ARGV[2] TTL
 // in ms, ARGV[3] limit. Replies 1 (claimed) or 0 (refused).
-var claimScript = goredis.NewScript(redisclaims.NowLua + `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local limit = tonumber(ARGV[3])
-if limit > 0 and redis.call('ZCARD', KEYS[1]) >= limit then
-  return 0
-end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-`)
+var claimScript = redisclaims.Script(claimLua)
+
+//go:embed lua/renew.lua
+var renewLua string
 
 // renewScript moves the lapse of the given claims (ARGV[2..]) TTL (ARGV[1]
 // ms) ahead. XX: a claim released meanwhile is not brought back.
-var renewScript = goredis.NewScript(redisclaims.NowLua + `
-local at = now + tonumber(ARGV[1])
-for i = 2, #ARGV do
-  redis.call('ZADD', KEYS[1], 'XX', at, ARGV[i])
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1
-`)
+var renewScript = redisclaims.Script(renewLua)
 
 // New returns a Counter on rdb (a single Redis or a Cluster: every command
 // touches one key) and starts its renewal; Close stops it.

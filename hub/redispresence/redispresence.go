@@ -17,6 +17,7 @@ package redispresence
 import (
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"log/slog"
 	"strings"
@@ -53,29 +54,19 @@ type Store struct {
 	renewer *redisclaims.Renewer
 }
 
+//go:embed lua/put.lua
+var putLua string
+
 // putScript sets this hub's field of a target's hash with its lapse time.
 // KEYS[1] the hash; ARGV[1] field, ARGV[2] TTL ms, ARGV[3] entry.
-var putScript = goredis.NewScript(redisclaims.NowLua + `redis.call('HSET', KEYS[1], ARGV[1], (now + tonumber(ARGV[2])) .. '|' .. ARGV[3])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 3)
-return 1
-`)
+var putScript = redisclaims.Script(putLua)
+
+//go:embed lua/get.lua
+var getLua string
 
 // getScript returns the live entries of a target's hash and deletes the
 // lapsed ones. KEYS[1] the hash.
-var getScript = goredis.NewScript(redisclaims.NowLua + `local all = redis.call('HGETALL', KEYS[1])
-local out = {}
-for i = 1, #all, 2 do
-  local v = all[i + 1]
-  local bar = string.find(v, '|', 1, true)
-  local at = bar and tonumber(string.sub(v, 1, bar - 1))
-  if at and at > now then
-    out[#out + 1] = string.sub(v, bar + 1)
-  else
-    redis.call('HDEL', KEYS[1], all[i])
-  end
-end
-return out
-`)
+var getScript = redisclaims.Script(getLua)
 
 // New returns a Store on rdb and starts its renewal; Close stops it.
 func New(rdb goredis.UniversalClient, opts Options) *Store {

@@ -10,6 +10,7 @@ package redisclaims
 
 import (
 	"context"
+	_ "embed"
 	"log/slog"
 	"sync"
 	"time"
@@ -17,10 +18,12 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// NowLua starts a script: it sets the local now to Redis's clock in ms.
-const NowLua = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`
+//go:embed now.lua
+var nowLua string
+
+// Script is the script body run after a prelude (now.lua) that sets the
+// local now to Redis's clock in ms.
+func Script(body string) *goredis.Script { return goredis.NewScript(nowLua + body) }
 
 // Defaults fills in the options every store shares: prefix "rh:" (the
 // journal's), TTL def and slog.Default().

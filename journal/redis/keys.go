@@ -150,5 +150,6 @@ var (
 	createSessionScript = mustScript("create_session.lua")
 	trimScript          = mustScript("trim.lua")
 	deleteSessionScript = mustScript("delete_session.lua")
+	dropLocatorScript   = mustScript("drop_locator.lua")
 	allScripts          = []*goredis.Script{appendScript, beginRunScript, createSessionScript, trimScript, deleteSessionScript}
 )

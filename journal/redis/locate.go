@@ -121,9 +121,3 @@ func (s *Store) dropLocator(ctx context.Context, id string, n int) {
 	s.locs.drop(id)
 	_ = dropLocatorScript.Run(ctx, s.rdb, []string{s.k.loc(id)}, n).Err()
 }
-
-var dropLocatorScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0`)
