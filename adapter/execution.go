@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -147,10 +148,8 @@ func (x *Execution) append(ctx context.Context, e protocol.Envelope) (protocol.E
 		if !transient(err) || time.Now().Add(pause).After(deadline) {
 			return out, err
 		}
-		select {
-		case <-ctx.Done():
+		if ctxsleep.Sleep(ctx, pause) != nil {
 			return out, err
-		case <-time.After(pause):
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -92,10 +93,8 @@ func (a *api) waitRun(ctx context.Context, rid string) error {
 		if st.TerminalState != "" {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		if err := ctxsleep.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
@@ -198,10 +197,8 @@ func (d *driver) run(ctx context.Context, slot int, sid string, limiter <-chan s
 			}
 			d.startErrs.Add(1)
 			d.g.noteErr(fmt.Sprintf("start run: %v", err))
-			select {
-			case <-ctx.Done():
+			if ctxsleep.Sleep(ctx, time.Second) != nil {
 				return
-			case <-time.After(time.Second):
 			}
 			continue
 		}
@@ -245,12 +242,8 @@ func limiter(ctx context.Context, rate float64) <-chan struct{} {
 		every := time.Duration(float64(time.Second) / rate)
 		next := time.Now()
 		for {
-			if d := time.Until(next); d > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(d):
-				}
+			if d := time.Until(next); d > 0 && ctxsleep.Sleep(ctx, d) != nil {
+				return
 			}
 			select {
 			case <-ctx.Done():

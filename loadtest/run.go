@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runhub/runhub/internal/ctxsleep"
 )
 
 // run does one load test and writes its report to out.
@@ -97,7 +99,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		pwg.Wait()
 		return nil, ctx.Err()
 	}
-	sleep(ctx, cfg.Settle)
+	_ = ctxsleep.Sleep(ctx, cfg.Settle)
 	rep.Idle = g.sample()
 	rep.GoIdle = g.goMem()
 	rep.ConnsIdle = g.open()
@@ -134,7 +136,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		go func() { defer swg.Done(); g.switcher(runCtx) }()
 	}
 	if cfg.Runs > 0 || cfg.FocusEvery > 0 {
-		sleep(ctx, cfg.Warmup)
+		_ = ctxsleep.Sleep(ctx, cfg.Warmup)
 	}
 
 	// Measure.
@@ -148,7 +150,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 	if drv != nil {
 		r0 = drv.started.Load()
 	}
-	sleep(ctx, cfg.Duration)
+	_ = ctxsleep.Sleep(ctx, cfg.Duration)
 	s1, p1, self1 := g.c.snap(), g.sample(), selfCPU()
 	g.measuring.Store(false)
 	rep.LoadEnd = loadAvg()
@@ -192,16 +194,6 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		}
 	}
 	return rep, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }
 
 func (g *gen) logf(format string, args ...any) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -266,7 +267,7 @@ func (r *run) deliver(p *prompt, suffix string, body any) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if attempt > 0 {
-			if err := sleep(r.bgCtx, time.Duration(250<<attempt)*time.Millisecond); err != nil {
+			if err := ctxsleep.Sleep(r.bgCtx, time.Duration(250<<attempt)*time.Millisecond); err != nil {
 				return nil
 			}
 		}

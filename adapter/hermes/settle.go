@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -124,7 +125,7 @@ func (r *run) poll(ctx context.Context) (runStatus, error) {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, r.cfg.PollInterval); err != nil {
+			if err := ctxsleep.Sleep(ctx, r.cfg.PollInterval); err != nil {
 				return st, err
 			}
 		}
@@ -149,7 +150,7 @@ func (r *run) settleWatch(ctx context.Context) (terminal <-chan runStatus, stop 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for sleep(ctx, r.cfg.PollInterval) == nil {
+		for ctxsleep.Sleep(ctx, r.cfg.PollInterval) == nil {
 			var st runStatus
 			err := r.c.call(ctx, http.MethodGet, r.runPath(""), nil, &st, nil)
 			if err != nil {

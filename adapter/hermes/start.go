@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -61,7 +62,7 @@ func (r *run) start(ctx context.Context, history []adapter.Turn) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		if attempt > 0 {
 			r.log.Warn("retrying the Hermes start", "attempt", attempt+1, "err", err)
-			if err := sleep(ctx, time.Duration(250<<attempt)*time.Millisecond); err != nil {
+			if err := ctxsleep.Sleep(ctx, time.Duration(250<<attempt)*time.Millisecond); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -164,14 +165,7 @@ func (n *Node) Stop() {
 func backoff(ctx context.Context, attempt int) bool {
 	d := time.Duration(50<<min(attempt, 6)) * time.Millisecond
 	d += time.Duration(rand.Int64N(int64(d/2) + 1))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return ctxsleep.Sleep(ctx, d) == nil
 }
 
 // renewLoop renews the node's leases every LeaseTTL/3; after a failure

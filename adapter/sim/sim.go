@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -152,7 +153,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 		if _, err := x.Emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: "b1", Text: "r" + strconv.Itoa(i) + " "}); err != nil {
 			return nil, err
 		}
-		if err := sleep(ctx, pause); err != nil {
+		if err := ctxsleep.Sleep(ctx, pause); err != nil {
 			return nil, err
 		}
 	}
@@ -200,7 +201,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 			return nil, err
 		}
 		if i < n-1 {
-			if err := sleep(ctx, pace.next(time.Now())); err != nil {
+			if err := ctxsleep.Sleep(ctx, pace.next(time.Now())); err != nil {
 				return nil, err
 			}
 		}
@@ -233,7 +234,7 @@ func (d *Driver) tool(ctx context.Context, x *adapter.Execution, i int, denied b
 	if _, err := x.Emit(ctx, protocol.EventToolUpdated, protocol.ToolUpdatedPayload{ToolCallID: id, Stream: "stdout", Text: out}); err != nil {
 		return err
 	}
-	if err := sleep(ctx, pause); err != nil {
+	if err := ctxsleep.Sleep(ctx, pause); err != nil {
 		return err
 	}
 	status, result := "ok", json.RawMessage(`{"ok":true}`)
@@ -280,20 +281,6 @@ func (p *pacer) next(now time.Time) time.Duration {
 		p.due = now // too far behind: do not burst
 	}
 	return max(p.due.Sub(now), 0)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func titleOf(msg string) string {

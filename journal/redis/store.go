@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/journal"
 )
 
@@ -407,12 +408,5 @@ func (b *backoff) wait(ctx context.Context) bool {
 	} else {
 		b.cur = min(2*b.cur, b.max)
 	}
-	t := time.NewTimer(b.cur)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return ctxsleep.Sleep(ctx, b.cur) == nil
 }
