@@ -1,0 +1,149 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// launch starts the executor goroutine; false when the adapter is closed.
+func (a *InProcess) launch(x *Execution, drv Driver, owner string) bool {
+	ctx, cancel := context.WithCancelCause(a.ctx)
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		cancel(nil)
+		return false
+	}
+	a.live[x.RunID] = &live{x: x, drv: drv, owner: owner, cancel: cancel}
+	a.wg.Add(1)
+	a.mu.Unlock()
+	go func() {
+		defer a.wg.Done()
+		defer cancel(nil)
+		cont := a.execute(ctx, x, drv)
+		a.mu.Lock()
+		delete(a.live, x.RunID)
+		a.mu.Unlock()
+		a.release(x.RunID)
+		a.afterRun(x.SessionID, cont)
+	}()
+	return true
+}
+
+// execute runs the driver and writes the run's one terminal event; it
+// reports whether the session's goal wants another run.
+func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont bool) {
+	usage, err := a.safeExecute(ctx, x, drv)
+	// The terminal append must happen even though ctx is cancelled.
+	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Text a stream held back (a word not finished) goes out first.
+	if ferr := x.Flush(tctx); ferr != nil && err == nil {
+		err = ferr
+	}
+	var typ protocol.EventType
+	var payload any
+	var runtimeCancel *Cancelled
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errUserCancel):
+		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: x.Streamed()}
+	case ctx.Err() != nil:
+		// An append cut short by the stop may still have been journaled:
+		// the journal, not x, knows the last seq.
+		last := x.last()
+		if meta, err := a.store.Run(tctx, x.RunID); err == nil && meta.LastSeq > last {
+			last = meta.LastSeq
+		}
+		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
+			Message: "the executor stopped while the run was active", Terminal: true, LastSeq: last}
+	case errors.As(err, &runtimeCancel):
+		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: journal.RedactString(runtimeCancel.Reason), Partial: x.Streamed()}
+	case err == nil:
+		cont = a.postTurn(tctx, x, drv)
+		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage}
+	default:
+		var de *DriverError
+		if !errors.As(err, &de) {
+			a.opts.Logger.Error("run failed", "run_id", x.RunID, "session_id", x.SessionID, "err", journal.RedactString(err.Error()))
+			de = &DriverError{Code: protocol.ErrorInternal, Message: "the runtime failed"}
+		}
+		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: de.Code, Message: journal.RedactString(de.Message), Terminal: true}
+	}
+	e := mustEvent(x.RunID, x.SessionID, typ, payload)
+	if _, err := x.append(tctx, e); err != nil && !errors.Is(err, journal.ErrTerminal) {
+		a.opts.Logger.Error("terminal event not journaled; retrying until the journal takes it", "run_id", x.RunID, "err", err)
+		if transient(err) {
+			a.retryTerminal(x, e)
+		}
+	}
+	return cont
+}
+
+// retryTerminal journals a run's terminal event that the journal refused
+// (a full disk, Redis away for longer than the append retry): the run
+// stays executing here, its cancel answered as before, and the terminal
+// is tried again (pauses from 1 s doubling to 10 s) until it lands, the
+// journal says the run has ended or refuses it for good, or the executor
+// closes (the run is then left to Recover or the reaper, which end it as
+// interrupted). Without it a run outlived its failure as "running" in the
+// journal until the next restart.
+func (a *InProcess) retryTerminal(x *Execution, e protocol.Envelope) {
+	for attempt := 1; ; attempt++ {
+		pause := time.NewTimer(min(time.Second<<min(attempt-1, 4), 10*time.Second))
+		select {
+		case <-a.ctx.Done():
+			pause.Stop()
+			a.opts.Logger.Warn("terminal event still not journaled at close; the run is ended as interrupted on recovery", "run_id", x.RunID)
+			return
+		case <-pause.C:
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+		_, err := x.append(ctx, e)
+		cancel()
+		switch {
+		case err == nil:
+			a.opts.Logger.Info("terminal event journaled after the journal recovered", "run_id", x.RunID, "attempts", attempt+1)
+			return
+		case errors.Is(err, journal.ErrTerminal), !transient(err):
+			return
+		}
+	}
+}
+
+// afterRun continues a session whose run has ended: its next queued message
+// first, else the goal's next run when the evaluation asked for one.
+func (a *InProcess) afterRun(sid string, cont bool) {
+	a.mu.Lock()
+	closed := a.closed
+	a.mu.Unlock()
+	if closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	if a.drain(ctx, sid) || !cont {
+		return
+	}
+	a.startGoalRun(ctx, sid)
+}
+
+func (a *InProcess) safeExecute(ctx context.Context, x *Execution, drv Driver) (u *protocol.Usage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.opts.Logger.Error("driver panicked", "run_id", x.RunID, "panic", fmt.Sprint(r))
+			err = &DriverError{Code: protocol.ErrorInternal, Message: "the runtime failed"}
+		}
+	}()
+	return drv.Execute(ctx, x)
+}
+
+func (x *Execution) last() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lastSeq
+}
