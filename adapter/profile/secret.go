@@ -1,0 +1,56 @@
+package profile
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// Secret is a credential. It formats, marshals and logs as [REDACTED]; only
+// Reveal gives the value, at the one place it is sent upstream.
+type Secret struct{ v string }
+
+// NewSecret wraps a credential.
+func NewSecret(v string) Secret { return Secret{v: v} }
+
+// Reveal returns the credential.
+func (s Secret) Reveal() string { return s.v }
+
+// Empty reports whether there is no credential.
+func (s Secret) Empty() bool { return s.v == "" }
+
+const redacted = "[REDACTED]"
+
+func (s Secret) String() string   { return redacted }
+func (s Secret) GoString() string { return redacted }
+
+// Format keeps every fmt verb from printing the value.
+func (s Secret) Format(f fmt.State, _ rune) { f.Write([]byte(redacted)) }
+
+// MarshalJSON writes [REDACTED].
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// LogValue keeps slog from printing the value.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// Scrub replaces every occurrence of the credential in text with
+// [REDACTED] (for upstream error messages that echo what they were sent).
+func (s Secret) Scrub(text string) string {
+	if len(s.v) < 4 {
+		return text
+	}
+	return strings.ReplaceAll(text, s.v, redacted)
+}
+
+// APIKey reads the profile's API key from the environment variable it
+// names; no api_key_env (or an unset variable) is an empty Secret.
+func (p Profile) APIKey(getenv func(string) string) Secret {
+	if p.APIKeyEnv == "" {
+		return Secret{}
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return Secret{v: getenv(p.APIKeyEnv)}
+}
