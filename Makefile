@@ -80,7 +80,7 @@ FUZZ_TARGETS := \
 	./protocol:FuzzDecodeClient ./protocol:FuzzDecodeServer ./protocol:FuzzParseCursor \
 	./protocol:FuzzParseLastEventID ./protocol:FuzzSplitBatch ./session:FuzzApplyValidEvent \
 	./journal/bolt:FuzzRow ./journal/bolt:FuzzHead \
-	./adapter/execdrv:FuzzReadLine ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
+	./internal/lineread:FuzzReadLine ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
 	./hub/agui:FuzzMapper
 FUZZTIME ?= 20s
 fuzz:

@@ -2,7 +2,6 @@ package execdrv
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/internal/lineread"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -97,7 +97,7 @@ func (p *proc) readStdout() {
 	defer close(p.lines)
 	br := bufio.NewReaderSize(p.outR, 64<<10)
 	for {
-		line, tooLong, err := readLine(br)
+		line, tooLong, err := lineread.Read(br, maxLineBytes)
 		if tooLong {
 			line = []byte("{}") // counted as a skipped line
 		}
@@ -119,7 +119,7 @@ func (p *proc) readStderr() {
 	defer close(p.errEOF)
 	br := bufio.NewReaderSize(p.errR, 4<<10)
 	for {
-		line, _, err := readLine(br)
+		line, _, err := lineread.Read(br, maxLineBytes)
 		if s := strings.TrimSpace(string(line)); s != "" {
 			p.tmu.Lock()
 			p.tail = append(p.tail, protocol.Truncate(s, maxStderrLine))
@@ -143,23 +143,6 @@ func (p *proc) stderrTail() string {
 	p.tmu.Lock()
 	defer p.tmu.Unlock()
 	return strings.Join(p.tail, " | ")
-}
-
-// readLine reads one line without its line ending; a line over
-// maxLineBytes is consumed and reported tooLong.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	for {
-		part, err := br.ReadSlice('\n')
-		if !tooLong && len(line)+len(part) <= maxLineBytes {
-			line = append(line, part...)
-		} else {
-			tooLong, line = true, nil
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return bytes.TrimRight(line, "\r\n"), tooLong, err
-	}
 }
 
 // send writes one JSON line on stdin. A command that does not read its

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/internal/lineread"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -52,7 +53,7 @@ func (s *stream) read(ctx context.Context, body io.Reader) error {
 	br := bufio.NewReaderSize(body, 64<<10)
 	var pending []byte // data lines of an event not yet dispatched
 	for {
-		line, tooLong, rerr := readLine(br)
+		line, tooLong, rerr := lineread.Read(br, maxLineBytes)
 		var done bool
 		var err error
 		switch {
@@ -120,27 +121,6 @@ func (s *stream) field(ctx context.Context, line []byte, pending *[]byte) (done 
 		s.malformed++
 	}
 	return s.dispatch(ctx, value)
-}
-
-// readLine reads one line without its line ending; a line over
-// maxLineBytes is consumed and reported tooLong.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	for {
-		part, err := br.ReadSlice('\n')
-		if len(line)+len(part) <= maxLineBytes {
-			line = append(line, part...)
-		} else {
-			tooLong = true
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if tooLong {
-			line = nil
-		}
-		return line, tooLong, err
-	}
 }
 
 // dispatch handles one event's data; done reports data: [DONE].
