@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/runhub/runhub/journal"
 )
 
 // Secret is a credential. It formats, marshals and logs as [REDACTED]; only
@@ -20,7 +22,8 @@ func (s Secret) Reveal() string { return s.v }
 // Empty reports whether there is no credential.
 func (s Secret) Empty() bool { return s.v == "" }
 
-const redacted = "[REDACTED]"
+// redacted is what a Secret shows: the journal's redaction mark.
+const redacted = journal.Redacted
 
 func (s Secret) String() string   { return redacted }
 func (s Secret) GoString() string { return redacted }
