@@ -1,36 +1,16 @@
 package adapter_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/internal/drivertest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A run left open whose driver the restarted hub no longer has is still
 // ended as interrupted, and the hub says (a warning naming the run) that
@@ -51,9 +31,9 @@ func TestRecoverWarnsOrphanWithoutDriver(t *testing.T) {
 	if err := store.BeginRun(ctx, left); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	log, logs := drivertest.Logger()
 	rt := adapter.NewInProcess(store, adapter.Options{Drivers: map[string]adapter.Driver{"block": blocking{started: make(chan struct{})}},
-		DefaultDriver: "block", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		DefaultDriver: "block", Logger: log})
 	defer rt.Close()
 	if n, err := rt.Recover(ctx); err != nil || n != 1 {
 		t.Fatalf("Recover: %d, %v; want 1 run", n, err)
