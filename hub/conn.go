@@ -57,8 +57,6 @@ type conn struct {
 	claimed bool // counted in Hub.sockets
 	rate    *bucket
 	helloT  *time.Timer // closes a socket that sends no hello in time (nil: none)
-
-	routerSID string // focused session as the router knows it; guarded by router.mu
 }
 
 // newConn makes a socket; pre is the principal of the upgrade's
