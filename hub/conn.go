@@ -17,7 +17,10 @@ import (
 // client messages; the writer goroutine, started on demand by signal,
 // drains the outbound queues. Both stop when ctx ends.
 //
-// Its state is grouped by owner; each group's type states its contract:
+// Its state is grouped by owner; each group's type states its contract.
+// "The reader" is readLoop and the goroutine it handles each frame on: it
+// starts one per frame and waits for it, so they run one at a time, in
+// order, and count as one goroutine here.
 //
 //   - rd (reader): the reader goroutine's alone; no lock.
 //   - watches: the sessions watched; the reader's, read by leave once serve
