@@ -48,9 +48,10 @@ func newCadenceRig(t *testing.T, interval time.Duration) *cadenceRig {
 	return &cadenceRig{t: t, h: h, store: store, meta: meta}
 }
 
-// tab is a watching socket without a writer (wstop: signal starts none).
+// tab is a watching socket without a writer (signal starts none).
 func (r *cadenceRig) tab() *conn {
-	c := &conn{h: r.h, ctx: r.h.ctx, cancel: func() {}, wake: make(chan struct{}, 1), wstop: true}
+	c := writerless(&r.h.env)
+	c.ctx, c.cancel = r.h.ctx, func() {}
 	r.h.tracker.watch(c, r.meta)
 	return c
 }
@@ -75,11 +76,11 @@ func (r *cadenceRig) token() {
 func take(t *testing.T, c *conn) (protocol.SessionStatus, bool) {
 	t.Helper()
 	synctest.Wait()
-	c.mu.Lock()
-	frame, ok := c.statuses["s_1"]
-	clear(c.statuses)
-	c.statusOrder = c.statusOrder[:0]
-	c.mu.Unlock()
+	c.out.mu.Lock()
+	frame, ok := c.out.statuses["s_1"]
+	clear(c.out.statuses)
+	c.out.statusOrder = c.out.statusOrder[:0]
+	c.out.mu.Unlock()
 	if !ok {
 		return protocol.SessionStatus{}, false
 	}

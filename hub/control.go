@@ -15,25 +15,31 @@ import (
 // controlTimeout bounds one control's trip through the runtime.
 const controlTimeout = 15 * time.Second
 
+// watches is what a socket watches. The reader alone changes and reads it
+// (watch, unwatch); leave reads it once serve has returned. It has no lock:
+// the tracker and presence keep their own records under their own locks.
+type watches struct {
+	all bool     // every session of the socket's subject, now and future
+	ids []string // sorted; the tracker's copy of each id (shared by every socket watching it)
+}
+
 // watch handles a watch message. However many of its ids fail, it is
 // answered with at most one error per kind (not_found, a journal fault),
 // each listing the ids in sessions: a watch of 1,000 unknown ids must not
 // fill the socket's message queue with 1,000 errors.
 func (c *conn) watch(w *protocol.Watch) {
 	if w.All {
-		metas, err := c.h.store.Sessions(c.ctx, c.subject)
+		metas, err := c.store.Sessions(c.ctx, c.subject)
 		if err != nil {
 			c.sendError(journalCode(err), "could not list sessions", protocol.MsgWatch)
 			return
 		}
-		c.mu.Lock()
-		c.watchAll = true
-		c.mu.Unlock()
-		c.h.tracker.watchOwner(c, c.subject, metas)
-		c.h.presence.watchAll(c)
+		c.watches.all = true
+		c.tracker.watchOwner(c, c.subject, metas)
+		c.presence.watchAll(c)
 	}
 	byID := map[string]string{} // watched now: session → owner
-	defer func() { c.h.presence.watch(c, byID) }()
+	defer func() { c.presence.watch(c, byID) }()
 	var unknown []string
 	defer func() {
 		switch len(unknown) {
@@ -45,18 +51,14 @@ func (c *conn) watch(w *protocol.Watch) {
 		}
 	}()
 	for i, sid := range w.Sessions {
-		c.mu.Lock()
-		_, already := slices.BinarySearch(c.watched, sid)
-		full := len(c.watched) >= c.h.cfg.MaxWatch
-		c.mu.Unlock()
-		if already {
+		if _, already := slices.BinarySearch(c.watches.ids, sid); already {
 			continue
 		}
-		if full {
+		if len(c.watches.ids) >= c.cfg.MaxWatch {
 			c.sendError(protocol.CodeLimitExceeded, "watching more than the limit of sessions; unwatch some first", protocol.MsgWatch)
 			return
 		}
-		meta, err := c.h.store.Session(c.ctx, sid)
+		meta, err := c.store.Session(c.ctx, sid)
 		if err != nil || !c.mayRead(meta.Owner) {
 			if err != nil && !errors.Is(err, journal.ErrNotFound) {
 				// The journal fails: the rest would fail alike (and each
@@ -68,13 +70,11 @@ func (c *conn) watch(w *protocol.Watch) {
 			unknown = append(unknown, sid)
 			continue
 		}
-		id := c.h.tracker.watch(c, meta)
+		id := c.tracker.watch(c, meta)
 		byID[id] = meta.Owner
-		c.mu.Lock()
-		if i, found := slices.BinarySearch(c.watched, id); !found {
-			c.watched = slices.Insert(c.watched, i, id)
+		if i, found := slices.BinarySearch(c.watches.ids, id); !found {
+			c.watches.ids = slices.Insert(c.watches.ids, i, id)
 		}
-		c.mu.Unlock()
 	}
 }
 
@@ -85,24 +85,22 @@ func (c *conn) sendWatchError(code protocol.Code, msg string, sids []string) {
 
 // unwatch handles an unwatch message.
 func (c *conn) unwatch(w *protocol.Watch) {
-	c.mu.Lock()
 	sids := w.Sessions
 	if w.All {
 		sids = sids[:0:0]
-		sids = append(sids, c.watched...)
-		c.watchAll = false
+		sids = append(sids, c.watches.ids...)
+		c.watches.all = false
 	}
 	for _, sid := range sids {
-		if i, found := slices.BinarySearch(c.watched, sid); found {
-			c.watched = slices.Delete(c.watched, i, i+1)
+		if i, found := slices.BinarySearch(c.watches.ids, sid); found {
+			c.watches.ids = slices.Delete(c.watches.ids, i, i+1)
 		}
-		delete(c.statuses, sid) // an unsent status of an unwatched session is void
 	}
-	c.mu.Unlock()
-	c.h.tracker.unwatch(c, sids)
-	c.h.presence.unwatch(c, sids, w.All)
+	c.out.dropStatuses(sids) // an unsent status of an unwatched session is void
+	c.tracker.unwatch(c, sids)
+	c.presence.unwatch(c, sids, w.All)
 	if w.All {
-		c.h.tracker.unwatchOwner(c, c.subject)
+		c.tracker.unwatchOwner(c, c.subject)
 	}
 }
 
@@ -110,10 +108,10 @@ func (c *conn) unwatch(w *protocol.Watch) {
 func (c *conn) control(m *protocol.Control) {
 	ctx, cancel := context.WithTimeout(c.ctx, controlTimeout)
 	defer cancel()
-	res, err := c.h.Control(ctx, c.subject, m, m.ID)
+	res, err := c.hub.Control(ctx, c.subject, m, m.ID)
 	if err != nil {
 		if code := protocol.CodeOf(err); code == protocol.CodeInternal || code == protocol.CodeUnavailable {
-			c.h.log.Warn("control failed", "conn_id", c.id, "op", m.Op, "session_id", m.SessionID, "run_id", m.RunID, "code", code)
+			c.log.Warn("control failed", "conn_id", c.id, "op", m.Op, "session_id", m.SessionID, "run_id", m.RunID, "code", code)
 		}
 		c.sendError(protocol.CodeOf(err), safeMessage(err), m.ID)
 		res = protocol.ControlResult{Status: protocol.ResultNotActive, Message: safeMessage(err)}
@@ -246,7 +244,7 @@ func (h *Hub) readRun(ctx context.Context, p Principal, runID string) (journal.R
 }
 
 // mayRead reports whether the socket's caller may read a session of owner.
-func (c *conn) mayRead(owner string) bool { return owner == c.subject || c.admin }
+func (c *conn) mayRead(owner string) bool { return owner == c.subject || c.rd.admin }
 
 // runOf resolves a control's run: the run id, or the session's active run.
 func (h *Hub) runOf(ctx context.Context, subject, runID, sid string) (string, error) {

@@ -25,7 +25,12 @@
 //     goroutine);
 //     the writer drains a bounded queue and batches what is waiting into one
 //     NDJSON frame, written with a deadline. docs/benchmarks.md ("Load
-//     tests") has what a socket costs.
+//     tests") has what a socket costs. A socket's state is split by owner,
+//     each part with its locking stated on its type: the reader's own
+//     (conn.go), its watches (control.go), its hello and credentials
+//     (hello.go), its outbox — queues, close request and focus, under one
+//     lock (outbox.go) — and its writer's lifecycle (writer.go). A socket
+//     reaches its hub only through socketEnv.
 //
 // The AG-UI export (agui.go, the mapping in hub/agui) serves a run or a
 // session as AG-UI events over SSE (docs/agui.md); each stream reads the

@@ -11,6 +11,12 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
+// writerless is a socket whose writer never starts: what it is offered
+// stays in its queues.
+func writerless(env *socketEnv) *conn {
+	return &conn{socketEnv: env, w: writer{wake: make(chan struct{}, 1), stopped: true}}
+}
+
 // routerRig is a router with n sockets focusing session s_1 at run r_1,
 // none with a writer (what they are offered stays in their queues).
 func routerRig(n int) (*router, []*conn) {
@@ -19,10 +25,12 @@ func routerRig(n int) (*router, []*conn) {
 	r := newRouter(h)
 	f := &sessionFeed{sid: "s_1", conns: map[*conn]struct{}{}, runID: "r_1"}
 	r.feeds["s_1"] = f
+	env := &socketEnv{cfg: &h.cfg}
 	conns := make([]*conn, n)
 	for i := range conns {
-		c := &conn{h: h, wake: make(chan struct{}, 1), wstop: true, events: make([][]byte, 0, 1),
-			focus: focusState{sid: "s_1", runID: "r_1", next: 1}}
+		c := writerless(env)
+		c.out.events = make([][]byte, 0, 1)
+		c.out.focus = focusState{sid: "s_1", runID: "r_1", next: 1}
 		f.conns[c] = struct{}{}
 		conns[i] = c
 	}
@@ -41,10 +49,10 @@ func TestDeliverEncodesOnce(t *testing.T) {
 	r, conns := routerRig(500)
 	e := tokenEnvelope(1)
 	r.deliver("s_1", &e)
-	first := conns[0].events[0]
+	first := conns[0].out.events[0]
 	for i, c := range conns {
-		if len(c.events) != 1 || unsafe.SliceData(c.events[0]) != unsafe.SliceData(first) {
-			t.Fatalf("socket %d: %d events, a frame of its own: encoded per socket", i, len(c.events))
+		if len(c.out.events) != 1 || unsafe.SliceData(c.out.events[0]) != unsafe.SliceData(first) {
+			t.Fatalf("socket %d: %d events, a frame of its own: encoded per socket", i, len(c.out.events))
 		}
 	}
 	want, _ := protocol.EncodeEvent(nil, &e)
@@ -52,7 +60,7 @@ func TestDeliverEncodesOnce(t *testing.T) {
 		t.Fatalf("frame %s, want %s", first, want)
 	}
 	allocs := func(r *router, conns []*conn) float64 {
-		next := conns[0].focus.next
+		next := conns[0].out.focus.next
 		events := make([]protocol.Envelope, 201) // AllocsPerRun runs it once more to warm up
 		for i := range events {
 			events[i] = tokenEnvelope(next + uint64(i))
@@ -60,7 +68,7 @@ func TestDeliverEncodesOnce(t *testing.T) {
 		i := 0
 		return testing.AllocsPerRun(200, func() {
 			for _, c := range conns {
-				c.events = c.events[:0]
+				c.out.events = c.out.events[:0]
 			}
 			r.deliver("s_1", &events[i])
 			i++
@@ -91,9 +99,9 @@ func TestStatusEncodedOnce(t *testing.T) {
 		synctest.Wait()
 		var first []byte
 		for i, c := range tabs {
-			c.mu.Lock()
-			frame := c.statuses["s_1"]
-			c.mu.Unlock()
+			c.out.mu.Lock()
+			frame := c.out.statuses["s_1"]
+			c.out.mu.Unlock()
 			if !bytes.Contains(frame, []byte(`"status":"running"`)) {
 				t.Fatalf("tab %d: status %s, want running", i, frame)
 			}
@@ -112,20 +120,20 @@ func TestStatusEncodedOnce(t *testing.T) {
 func TestTakeOneFramePerFlush(t *testing.T) {
 	h := &Hub{}
 	h.cfg.defaults()
-	c := &conn{h: h, wake: make(chan struct{}, 1), wstop: true}
-	c.msgs = [][]byte{[]byte(`{"type":"pong","id":"p1"}`)}
+	c := writerless(&socketEnv{cfg: &h.cfg})
+	c.out.msgs = [][]byte{[]byte(`{"type":"pong","id":"p1"}`)}
 	c.offerStatuses([]statusOffer{{sid: "s_1", frame: []byte(`{"type":"status","n":1}`)}, {sid: "s_2", frame: []byte(`{"type":"status","n":2}`)}})
 	c.offerStatus("s_1", []byte(`{"type":"status","n":3}`)) // replaces s_1's unsent one
 	for i := range 3 {
-		c.events = append(c.events, []byte(`{"type":"event","i":`+string(rune('0'+i))+`}`))
+		c.out.events = append(c.out.events, []byte(`{"type":"event","i":`+string(rune('0'+i))+`}`))
 	}
-	frame, done := c.take(nil)
+	frame, done := c.out.take(nil, h.cfg.MaxBatchBytes)
 	want := `{"type":"pong","id":"p1"}` + "\n" + `{"type":"status","n":3}` + "\n" + `{"type":"status","n":2}` + "\n" +
 		`{"type":"event","i":0}` + "\n" + `{"type":"event","i":1}` + "\n" + `{"type":"event","i":2}`
 	if done || string(frame) != want {
 		t.Fatalf("frame (done %v):\n%s\nwant:\n%s", done, frame, want)
 	}
-	if rest, _ := c.take(nil); len(rest) != 0 {
+	if rest, _ := c.out.take(nil, h.cfg.MaxBatchBytes); len(rest) != 0 {
 		t.Fatalf("a second frame: %s", rest)
 	}
 }

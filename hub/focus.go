@@ -13,6 +13,10 @@ import (
 // invariant: the socket has sent every event of the session's runs up to
 // (runID, next-1), in order, and accepts only (runID, next) — or seq 1 of a
 // later run once runID's terminal event was sent.
+//
+// It lives in the socket's outbox, under out.mu (see outbox for why).
+// setFocus (the reader) replaces it; offerEvent and kick (the router) and
+// catchUp (the writer) advance it.
 type focusState struct {
 	gen           uint64 // bumped on every focus change; stale catch-up reads are discarded
 	sid           string // "" = no focus
@@ -30,16 +34,13 @@ type focusState struct {
 // setFocus handles a focus message.
 func (c *conn) setFocus(f *protocol.Focus) {
 	if f.SessionID == nil {
-		c.h.router.unfocus(c)
-		c.h.presence.focus(c, "")
-		c.mu.Lock()
-		c.focus = focusState{gen: c.focus.gen + 1}
-		c.events = c.events[:0]
-		c.mu.Unlock()
+		c.router.unfocus(c)
+		c.presence.focus(c, "")
+		c.out.setFocus(focusState{})
 		return
 	}
 	sid := *f.SessionID
-	meta, err := c.h.store.Session(c.ctx, sid)
+	meta, err := c.store.Session(c.ctx, sid)
 	if err != nil || !c.mayRead(meta.Owner) {
 		if err != nil && !errors.Is(err, journal.ErrNotFound) {
 			c.sendError(journalCode(err), "could not load the session", "focus")
@@ -48,8 +49,8 @@ func (c *conn) setFocus(f *protocol.Focus) {
 		c.sendError(protocol.CodeNotFound, "no such session: "+sid, "focus")
 		return // the previous focus stays in force
 	}
-	c.h.router.unfocus(c)
-	c.h.cfg.Metrics.ReplayRequested()
+	c.router.unfocus(c)
+	c.metrics.ReplayRequested()
 	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true}
 	if f.Cursor != "" {
 		if cur, run, ok := c.checkCursor(sid, f.Cursor, &meta); ok {
@@ -59,14 +60,9 @@ func (c *conn) setFocus(f *protocol.Focus) {
 			st.runDone = run.Terminal && cur.Seq == run.LastSeq
 		}
 	}
-	c.mu.Lock()
-	st.gen = c.focus.gen + 1
-	c.focus = st
-	clear(c.events)
-	c.events = c.events[:0] // the previous focus's undelivered events are void
-	c.mu.Unlock()
-	c.h.router.focus(c, sid)
-	c.h.presence.focus(c, sid)
+	c.out.setFocus(st) // the previous focus's undelivered events are void
+	c.router.focus(c, sid)
+	c.presence.focus(c, sid)
 	c.signal()
 }
 
@@ -83,7 +79,7 @@ func (c *conn) checkCursor(sid, raw string, meta *journal.SessionMeta) (protocol
 		c.sendError(protocol.CodeBadCursor, "cursor "+raw+" is not of session "+sid+"; replaying the latest run", "focus")
 		return cur, run, false
 	}
-	run, err = c.h.store.Run(c.ctx, cur.RunID)
+	run, err = c.store.Run(c.ctx, cur.RunID)
 	if err != nil || cur.Seq > run.LastSeq {
 		c.sendError(protocol.CodeBadCursor, "cursor "+raw+" is past the run's last event; replaying the latest run", "focus")
 		return cur, run, false
@@ -94,10 +90,11 @@ func (c *conn) checkCursor(sid, raw string, meta *journal.SessionMeta) (protocol
 // offerEvent is called by the router with a live event of a focused session
 // and its encoded frame (shared by every socket).
 func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f := &c.focus
-	if f.sid != e.SessionID || f.lagging || f.resolve || c.closing {
+	o := &c.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f := &o.focus
+	if f.sid != e.SessionID || f.lagging || f.resolve || o.closing {
 		return
 	}
 	if e.RunID != f.runID {
@@ -111,17 +108,17 @@ func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) {
 	switch {
 	case e.Seq < f.next:
 		return // already sent
-	case e.Seq > f.next || len(c.events) >= c.h.cfg.QueueEvents:
+	case e.Seq > f.next || len(o.events) >= c.cfg.QueueEvents:
 		if e.Seq == f.next {
 			f.slow = true
-			c.h.cfg.Metrics.SlowConsumerDropped()
+			c.metrics.SlowConsumerDropped()
 		}
 		f.lagging = true // a gap, or the tab is not keeping up: drop, catch up later
 		c.signal()
 		return
 	}
-	c.events = append(c.events, frame)
-	c.h.cfg.Metrics.EventDelivered(e.Type, false)
+	o.events = append(o.events, frame)
+	c.metrics.EventDelivered(e.Type, false)
 	f.next++
 	f.runDone = e.Terminal
 	c.signal()
@@ -130,30 +127,31 @@ func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) {
 // kick makes a socket focused on sid re-read the journal (the router calls
 // it when the session's tailed run changes).
 func (c *conn) kick(sid string) {
-	c.mu.Lock()
-	if c.focus.sid == sid {
-		c.focus.lagging = true
+	c.out.mu.Lock()
+	if c.out.focus.sid == sid {
+		c.out.focus.lagging = true
 	}
-	c.mu.Unlock()
+	c.out.mu.Unlock()
 	c.signal()
 }
 
 func (c *conn) needsCatchUp() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f := &c.focus
-	return f.sid != "" && (f.lagging || f.verify || f.resolve) && !c.closing
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
+	f := &c.out.focus
+	return f.sid != "" && (f.lagging || f.verify || f.resolve) && !c.out.closing
 }
 
 // catchUp does one step of reading the journal for the focus: resolve the
 // latest run, move to a later run, or read one page. It is called by the
 // writer only when the event queue is empty.
 func (c *conn) catchUp() error {
-	c.mu.Lock()
-	f := c.focus
-	c.mu.Unlock()
+	o := &c.out
+	o.mu.Lock()
+	f := o.focus
+	o.mu.Unlock()
 	if f.resolve || f.runDone || f.runID == "" {
-		meta, err := c.h.store.Session(c.ctx, f.sid)
+		meta, err := c.store.Session(c.ctx, f.sid)
 		if err != nil {
 			return err
 		}
@@ -167,9 +165,9 @@ func (c *conn) catchUp() error {
 				target = meta.Runs[i+1]
 			}
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		cur := &c.focus
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		cur := &o.focus
 		if cur.gen != f.gen || cur.runID != f.runID || cur.next != f.next {
 			return nil // focus moved meanwhile; look again
 		}
@@ -184,14 +182,14 @@ func (c *conn) catchUp() error {
 		}
 		return nil
 	}
-	page := c.h.cfg.ReplayPage
-	events, err := c.h.store.Read(c.ctx, f.runID, f.next-1, page)
+	page := c.cfg.ReplayPage
+	events, err := c.store.Read(c.ctx, f.runID, f.next-1, page)
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur := &c.focus
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	cur := &o.focus
 	if cur.gen != f.gen || cur.runID != f.runID {
 		return nil
 	}
@@ -200,7 +198,7 @@ func (c *conn) catchUp() error {
 		if e.Seq != cur.next {
 			continue
 		}
-		if len(c.events) >= c.h.cfg.QueueEvents {
+		if len(o.events) >= c.cfg.QueueEvents {
 			cur.lagging = true
 			return nil
 		}
@@ -208,8 +206,8 @@ func (c *conn) catchUp() error {
 		if err != nil {
 			return err
 		}
-		c.events = append(c.events, frame)
-		c.h.cfg.Metrics.EventDelivered(e.Type, true)
+		o.events = append(o.events, frame)
+		c.metrics.EventDelivered(e.Type, true)
 		cur.next++
 		cur.runDone = e.Terminal
 		if cur.replayPending {
@@ -226,12 +224,12 @@ func (c *conn) catchUp() error {
 // delivery back on and asks for one verifying read (an event journaled
 // before live delivery resumed but published while lagging would otherwise
 // be lost); the verifying pass ends catch-up. The replay marker goes out the
-// first time. Called with c.mu held.
+// first time. Called with out.mu held.
 func (c *conn) caughtUp(f *focusState) {
 	if f.lagging {
 		if f.slow {
 			f.slow = false
-			c.h.cfg.Metrics.SlowConsumerCaughtUp()
+			c.metrics.SlowConsumerCaughtUp()
 		}
 		f.lagging, f.verify = false, true
 	} else {
@@ -244,6 +242,6 @@ func (c *conn) caughtUp(f *focusState) {
 			cursor = protocol.EventID(f.runID, f.next-1)
 		}
 		b, _ := json.Marshal(protocol.Replayed{Type: protocol.MsgReplayed, SessionID: f.sid, Cursor: cursor, Count: f.replayed})
-		c.events = append(c.events, b)
+		c.out.events = append(c.out.events, b)
 	}
 }

@@ -160,6 +160,7 @@ type Hub struct {
 	tracker  *tracker
 	router   *router
 	presence *presence
+	env      socketEnv // what its sockets use of it
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -183,6 +184,8 @@ func New(cfg Config, store adapter.Store, runtime adapter.RuntimeAdapter) *Hub {
 	h.router = newRouter(h)
 	h.tracker = newTracker(h)
 	h.presence = newPresence(h)
+	h.env = socketEnv{cfg: &h.cfg, log: h.log, metrics: h.cfg.Metrics, store: store,
+		router: h.router, tracker: h.tracker, presence: h.presence, hub: h}
 	h.tracker.start()
 	h.router.start()
 	h.presence.start()
@@ -236,7 +239,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(h.cfg.MaxFrameBytes)
 	c := newConn(h, ws, pre)
-	c.cork = hj.cork
+	c.w.cork = hj.cork
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -256,10 +259,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		delete(h.conns, c)
 		h.mu.Unlock()
-		c.release()
-		h.tracker.unwatchAll(c)
-		h.router.unfocus(c)
-		h.presence.gone(c)
+		c.leave()
 	}()
 }
 
@@ -317,25 +317,7 @@ func (h *Hub) Stats() metrics.HubStats {
 	h.mu.Unlock()
 	s := metrics.HubStats{Sockets: len(conns)}
 	for _, c := range conns {
-		c.mu.Lock()
-		s.QueuedEvents += len(c.events)
-		s.MaxQueueEvents = max(s.MaxQueueEvents, len(c.events))
-		for _, b := range c.events {
-			s.QueuedBytes += len(b)
-		}
-		for _, b := range c.msgs {
-			s.QueuedBytes += len(b)
-		}
-		for _, b := range c.statuses {
-			s.QueuedBytes += len(b)
-		}
-		if c.focus.sid != "" {
-			s.FocusedSockets++
-		}
-		if c.focus.lagging {
-			s.Lagging++
-		}
-		c.mu.Unlock()
+		c.out.addStats(&s)
 	}
 	h.tracker.mu.Lock()
 	s.Watched = len(h.tracker.sessions)

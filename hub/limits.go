@@ -49,13 +49,13 @@ func (b *bucket) take(now time.Time) (ok, warn, flood bool) {
 // admit applies the socket's rate limit to one client message; false drops
 // it (the socket is told once per second, and closed with 1008 on a flood).
 func (c *conn) admit() bool {
-	ok, warn, flood := c.rate.take(time.Now())
+	ok, warn, flood := c.rd.rate.take(time.Now())
 	switch {
 	case flood:
 		c.sendError(protocol.CodeRateLimited, "message flood; closing", "")
 		c.closeWith(protocol.ClosePolicy, "message rate exceeded")
 	case warn:
-		c.sendError(protocol.CodeRateLimited, fmt.Sprintf("over %g messages per second; messages are dropped until the rate falls", c.rate.rate), "")
+		c.sendError(protocol.CodeRateLimited, fmt.Sprintf("over %g messages per second; messages are dropped until the rate falls", c.rd.rate.rate), "")
 	}
 	return ok
 }

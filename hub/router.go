@@ -9,11 +9,16 @@ import (
 // router tails the runs that sockets focus: one journal subscription per
 // focused session (on its latest run), each event encoded once and offered
 // to every focusing socket.
+//
+// Locking: mu guards feeds, focused and refresh. deliver holds mu (read)
+// while it offers an event to the sockets, so mu comes before a socket's
+// outbox lock; resubscribe kicks sockets after releasing it.
 type router struct {
 	h *Hub
 
 	mu      sync.RWMutex
 	feeds   map[string]*sessionFeed // by session id
+	focused map[*conn]string        // the session each registered socket is in (feeds[sid].conns)
 	refresh map[string]struct{}     // sessions whose tailed run must be re-resolved
 	wake    chan struct{}
 	quit    chan struct{}
@@ -28,7 +33,7 @@ type sessionFeed struct {
 }
 
 func newRouter(h *Hub) *router {
-	return &router{h: h, feeds: map[string]*sessionFeed{}, refresh: map[string]struct{}{},
+	return &router{h: h, feeds: map[string]*sessionFeed{}, focused: map[*conn]string{}, refresh: map[string]struct{}{},
 		wake: make(chan struct{}, 1), quit: make(chan struct{})}
 }
 
@@ -64,7 +69,7 @@ func (r *router) focus(c *conn, sid string) {
 		r.refresh[sid] = struct{}{}
 	}
 	f.conns[c] = struct{}{}
-	c.routerSID = sid
+	r.focused[c] = sid
 	r.mu.Unlock()
 	r.signal()
 }
@@ -73,8 +78,8 @@ func (r *router) focus(c *conn, sid string) {
 // tail.
 func (r *router) unfocus(c *conn) {
 	r.mu.Lock()
-	sid := c.routerSID
-	c.routerSID = ""
+	sid := r.focused[c]
+	delete(r.focused, c)
 	f := r.feeds[sid]
 	var cancel func()
 	if f != nil {

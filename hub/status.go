@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -465,18 +464,6 @@ func (t *tracker) unwatchOwner(c *conn, owner string) {
 				t.gc(s)
 			}
 		}
-	}
-}
-
-// unwatchAll forgets c entirely (socket closed).
-func (t *tracker) unwatchAll(c *conn) {
-	c.mu.Lock()
-	sids := slices.Clone(c.watched)
-	all := c.watchAll
-	c.mu.Unlock()
-	t.unwatch(c, sids)
-	if all {
-		t.unwatchOwner(c, c.subject)
 	}
 }
 

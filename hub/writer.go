@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -29,6 +29,70 @@ const maxPooledFrame = 320 << 10
 // header's separate write is noise next to the payload's, and copying the
 // frame would cost more than it saves.
 const maxCorkedFrame = 64 << 10
+
+// writer is the lifecycle of a socket's writer goroutine, which runs only
+// while the socket has something to send (and lingers writerLinger after).
+//
+// Locking: wake is a channel of capacity 1 (a token: the writer has work).
+// running is atomic: 1 from the signal that starts a writer until that
+// writer retires, so at most one runs. mu guards stopped and orders
+// startWriter's wg.Add before halt's wg.Wait. cork is set before serve and
+// then used by the writer goroutine alone.
+type writer struct {
+	wake    chan struct{}
+	running atomic.Int32
+	mu      sync.Mutex
+	stopped bool // serve has ended: no writer starts again
+	wg      sync.WaitGroup
+	cork    *corkWriter // sends each frame with one write (nil: plain writes)
+}
+
+// signal tells the writer there is work, starting one if none runs. It
+// may be called with out.mu held.
+func (c *conn) signal() {
+	select {
+	case c.w.wake <- struct{}{}:
+	default:
+	}
+	if c.w.running.Load() == 0 && c.w.running.CompareAndSwap(0, 1) {
+		c.startWriter()
+	}
+}
+
+func (c *conn) startWriter() {
+	w := &c.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return // the socket is done; running stays 1, so nothing starts again
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		c.writeLoop()
+	}()
+}
+
+// halt keeps any writer from starting and waits for the one running.
+func (w *writer) halt() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	w.wg.Wait()
+}
+
+// retire ends an idle writer: true when the goroutine may return. Work
+// signalled meanwhile either left a token in wake (seen here: the writer
+// carries on, unless a new one has already started) or found running 0
+// and started a new writer.
+func (c *conn) retire() bool {
+	c.out.shrink()
+	c.w.running.Store(0)
+	if len(c.w.wake) == 0 {
+		return true
+	}
+	return !c.w.running.CompareAndSwap(0, 1)
+}
 
 // writeLoop drains the socket's queues: everything waiting goes out as one
 // NDJSON frame (up to MaxBatchBytes); when nothing waits and the focus needs
@@ -53,7 +117,7 @@ func (c *conn) writeLoop() {
 	fails := 0    // catch-up reads failed in a row
 	for {
 		bp := framePool.Get().(*[]byte)
-		buf, done := c.take((*bp)[:0])
+		buf, done := c.out.take((*bp)[:0], c.cfg.MaxBatchBytes)
 		if len(buf) > 0 {
 			err := c.write(timeout, buf)
 			if cap(buf) <= maxPooledFrame {
@@ -82,7 +146,7 @@ func (c *conn) writeLoop() {
 				// with backoff; the focus resumes where it stopped.
 				fails++
 				if fails == 1 {
-					c.h.log.Warn("focus catch-up failed", "conn_id", c.id, "err", err)
+					c.log.Warn("focus catch-up failed", "conn_id", c.id, "err", err)
 					c.sendError(protocol.CodeUnavailable, "could not read the journal; retrying", "focus")
 				}
 				pause := time.NewTimer(min(time.Duration(100<<min(fails, 6))*time.Millisecond, 5*time.Second))
@@ -98,7 +162,7 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		select {
-		case <-c.wake:
+		case <-c.w.wake:
 		case <-c.ctx.Done():
 			return
 		case <-idle.C:
@@ -115,61 +179,6 @@ func (c *conn) writeLoop() {
 // its goroutine ends (at least half of it); the next signal starts a new
 // one. A tab that receives anything more often than this keeps its writer.
 const writerLinger = time.Second
-
-// take moves what is waiting into buf as NDJSON: messages, then statuses,
-// then events. done reports a requested close with nothing left to send.
-func (c *conn) take(buf []byte) ([]byte, bool) {
-	limit := c.h.cfg.MaxBatchBytes
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	buf = c.growFrame(buf, limit)
-	n := 0
-	for ; n < len(c.msgs) && (len(buf) == 0 || len(buf)+len(c.msgs[n]) < limit); n++ {
-		buf = appendLine(buf, c.msgs[n])
-		c.msgs[n] = nil
-	}
-	c.msgs = compact(c.msgs, n)
-	if c.closing {
-		// Closing: only the remaining messages (goaway, errors) matter.
-		return trimNL(buf), len(c.msgs) == 0 && len(buf) == 0
-	}
-	n = 0
-	for ; n < len(c.statusOrder) && (len(buf) == 0 || len(buf)+len(c.statuses[c.statusOrder[n]]) < limit); n++ {
-		sid := c.statusOrder[n]
-		buf = appendLine(buf, c.statuses[sid])
-		delete(c.statuses, sid)
-	}
-	c.statusOrder = compactStrings(c.statusOrder, n)
-	n = 0
-	for ; n < len(c.events) && (len(buf) == 0 || len(buf)+len(c.events[n]) < limit); n++ {
-		buf = appendLine(buf, c.events[n])
-		c.events[n] = nil
-	}
-	c.events = compact(c.events, n)
-	return trimNL(buf), false
-}
-
-// growFrame makes room in buf for what take will move into it (at most
-// about limit bytes), so a frame costs at most one allocation however many
-// messages it carries. Called with c.mu held.
-func (c *conn) growFrame(buf []byte, limit int) []byte {
-	need := 0
-	for _, b := range c.msgs {
-		need += len(b) + 1
-	}
-	if !c.closing {
-		for _, sid := range c.statusOrder {
-			need += len(c.statuses[sid]) + 1
-		}
-		for _, b := range c.events {
-			if need >= limit {
-				break
-			}
-			need += len(b) + 1
-		}
-	}
-	return slices.Grow(buf, min(need, limit+64<<10))
-}
 
 // eventEncoder encodes event frames; pooled so a frame costs one
 // allocation (the frame itself).
@@ -206,65 +215,34 @@ func encodeEventFrame(e *protocol.Envelope) ([]byte, error) {
 	return frame, nil
 }
 
-func appendLine(buf, line []byte) []byte {
-	buf = append(buf, line...)
-	return append(buf, '\n')
-}
-
-func trimNL(buf []byte) []byte {
-	if len(buf) > 0 && buf[len(buf)-1] == '\n' {
-		return buf[:len(buf)-1]
-	}
-	return buf
-}
-
-// compact drops the first n entries, reusing the backing array.
-func compact(q [][]byte, n int) [][]byte {
-	if n == 0 {
-		return q
-	}
-	m := copy(q, q[n:])
-	clear(q[m:])
-	return q[:m]
-}
-
-func compactStrings(q []string, n int) []string {
-	if n == 0 {
-		return q
-	}
-	m := copy(q, q[n:])
-	return q[:m]
-}
-
 // write sends one frame; timeout closes the socket if the write takes
 // longer than WriteTimeout.
 func (c *conn) write(timeout *time.Timer, frame []byte) error {
 	if c.ctx.Err() != nil {
 		return c.ctx.Err()
 	}
-	timeout.Reset(c.h.cfg.WriteTimeout)
-	cork := c.cork != nil && len(frame) <= maxCorkedFrame
+	timeout.Reset(c.cfg.WriteTimeout)
+	cw := c.w.cork
+	cork := cw != nil && len(frame) <= maxCorkedFrame
 	if cork {
-		c.cork.cork(len(frame))
+		cw.cork(len(frame))
 	}
 	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
 	if cork {
-		if uerr := c.cork.uncork(); err == nil {
+		if uerr := cw.uncork(); err == nil {
 			err = uerr
 		}
 	}
 	timeout.Stop()
 	if err == nil {
-		c.h.cfg.Metrics.FrameWritten(len(frame))
+		c.metrics.FrameWritten(len(frame))
 	}
 	return err
 }
 
 // finish closes the socket with the requested code.
 func (c *conn) finish() {
-	c.mu.Lock()
-	code, reason := c.closeCode, c.closeReason
-	c.mu.Unlock()
+	code, reason := c.out.closeStatus()
 	c.ws.Close(code, reason)
 	c.cancel()
 }

@@ -1,0 +1,272 @@
+package hub
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/coder/websocket"
+	"github.com/runhub/runhub/hub/metrics"
+)
+
+// outbox is what a socket has to send, its close request, and the focus
+// that decides which events it takes.
+//
+// Locking: mu guards every field. The reader queues messages, requests
+// closes and changes the focus; the writer goroutine takes frames and runs
+// catch-up; the router offers events (holding router.mu) and kicks; the
+// tracker offers statuses; the hello and expiry timers and Shutdown request
+// closes; Stats reads. Whoever queues something then calls signal, which
+// may be called with mu held (it may take w.mu: mu comes first).
+//
+// The focus shares mu with the queues on purpose: a focus change voids the
+// queued events, offerEvent checks the focus and queues an event, and
+// catch-up checks the focus's generation and queues a page, each as one
+// step. A lock of its own would put a second lock on the per-event path
+// and an order between the two.
+type outbox struct {
+	mu          sync.Mutex
+	msgs        [][]byte          // control results, errors, pongs, welcome
+	statuses    map[string][]byte // newest unsent status per session
+	statusOrder []string          // sessions with an unsent status, in arrival order
+	events      [][]byte          // focused events and replay markers, in order
+	closing     bool              // a close was requested: only msgs still go out
+	closeCode   websocket.StatusCode
+	closeReason string
+	focus       focusState // the focus state machine's (focus.go)
+}
+
+// pushResult is what push did with a message.
+type pushResult int
+
+const (
+	pushed     pushResult = iota
+	pushClosed            // the socket is closing: dropped
+	pushFull              // the queue is at its bound: dropped
+)
+
+// push queues a message unless the socket is closing or limit messages
+// wait already.
+func (o *outbox) push(b []byte, limit int) pushResult {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case o.closing:
+		return pushClosed
+	case len(o.msgs) >= limit:
+		return pushFull
+	}
+	o.msgs = append(o.msgs, b)
+	return pushed
+}
+
+// putStatus queues a session's status, replacing an unsent older one;
+// false: the socket is closing.
+func (o *outbox) putStatus(sid string, frame []byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closing {
+		return false
+	}
+	if o.statuses == nil {
+		o.statuses = map[string][]byte{}
+	}
+	if _, ok := o.statuses[sid]; !ok {
+		o.statusOrder = append(o.statusOrder, sid)
+	}
+	o.statuses[sid] = frame
+	return true
+}
+
+// putStatuses is putStatus for several sessions under one lock.
+func (o *outbox) putStatuses(offers []statusOffer) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closing {
+		return false
+	}
+	if o.statuses == nil {
+		o.statuses = make(map[string][]byte, len(offers))
+	}
+	for _, of := range offers {
+		if _, ok := o.statuses[of.sid]; !ok {
+			o.statusOrder = append(o.statusOrder, of.sid)
+		}
+		o.statuses[of.sid] = of.frame
+	}
+	return true
+}
+
+// dropStatuses voids the unsent statuses of sids (unwatched).
+func (o *outbox) dropStatuses(sids []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, sid := range sids {
+		delete(o.statuses, sid)
+	}
+}
+
+// requestClose makes the writer send the queued messages and msg (if not
+// nil), then close with code. False: a close was requested before, and
+// nothing changed.
+func (o *outbox) requestClose(msg []byte, code int, reason string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closing {
+		return false
+	}
+	if msg != nil {
+		o.msgs = append(o.msgs, msg)
+	}
+	o.closing, o.closeCode, o.closeReason = true, websocket.StatusCode(code), reason
+	return true
+}
+
+// closed reports whether a close was requested.
+func (o *outbox) closed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.closing
+}
+
+// closeStatus is the requested close's code and reason.
+func (o *outbox) closeStatus() (websocket.StatusCode, string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.closeCode, o.closeReason
+}
+
+// setFocus replaces the focus with st under a new generation: the
+// previous focus's undelivered events are void.
+func (o *outbox) setFocus(st focusState) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st.gen = o.focus.gen + 1
+	o.focus = st
+	clear(o.events)
+	o.events = o.events[:0]
+}
+
+// take moves what is waiting into buf as NDJSON, up to about limit bytes:
+// messages, then statuses, then events. done reports a requested close
+// with nothing left to send.
+func (o *outbox) take(buf []byte, limit int) ([]byte, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	buf = o.growFrame(buf, limit)
+	n := 0
+	for ; n < len(o.msgs) && (len(buf) == 0 || len(buf)+len(o.msgs[n]) < limit); n++ {
+		buf = appendLine(buf, o.msgs[n])
+		o.msgs[n] = nil
+	}
+	o.msgs = compact(o.msgs, n)
+	if o.closing {
+		// Closing: only the remaining messages (goaway, errors) matter.
+		return trimNL(buf), len(o.msgs) == 0 && len(buf) == 0
+	}
+	n = 0
+	for ; n < len(o.statusOrder) && (len(buf) == 0 || len(buf)+len(o.statuses[o.statusOrder[n]]) < limit); n++ {
+		sid := o.statusOrder[n]
+		buf = appendLine(buf, o.statuses[sid])
+		delete(o.statuses, sid)
+	}
+	o.statusOrder = compactStrings(o.statusOrder, n)
+	n = 0
+	for ; n < len(o.events) && (len(buf) == 0 || len(buf)+len(o.events[n]) < limit); n++ {
+		buf = appendLine(buf, o.events[n])
+		o.events[n] = nil
+	}
+	o.events = compact(o.events, n)
+	return trimNL(buf), false
+}
+
+// growFrame makes room in buf for what take will move into it (at most
+// about limit bytes), so a frame costs at most one allocation however many
+// messages it carries. Called with mu held.
+func (o *outbox) growFrame(buf []byte, limit int) []byte {
+	need := 0
+	for _, b := range o.msgs {
+		need += len(b) + 1
+	}
+	if !o.closing {
+		for _, sid := range o.statusOrder {
+			need += len(o.statuses[sid]) + 1
+		}
+		for _, b := range o.events {
+			if need >= limit {
+				break
+			}
+			need += len(b) + 1
+		}
+	}
+	return slices.Grow(buf, min(need, limit+64<<10))
+}
+
+// shrink lets an idle socket's empty queues go: they keep the capacity of
+// their busiest moment (a replay fills events up to QueueEvents), and the
+// status map its buckets. They are made again when needed.
+func (o *outbox) shrink() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.events) == 0 {
+		o.events = nil
+	}
+	if len(o.msgs) == 0 {
+		o.msgs = nil
+	}
+	if len(o.statusOrder) == 0 {
+		o.statuses, o.statusOrder = nil, nil
+	}
+}
+
+// addStats adds the socket's queues and focus to s.
+func (o *outbox) addStats(s *metrics.HubStats) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s.QueuedEvents += len(o.events)
+	s.MaxQueueEvents = max(s.MaxQueueEvents, len(o.events))
+	for _, b := range o.events {
+		s.QueuedBytes += len(b)
+	}
+	for _, b := range o.msgs {
+		s.QueuedBytes += len(b)
+	}
+	for _, b := range o.statuses {
+		s.QueuedBytes += len(b)
+	}
+	if o.focus.sid != "" {
+		s.FocusedSockets++
+	}
+	if o.focus.lagging {
+		s.Lagging++
+	}
+}
+
+func appendLine(buf, line []byte) []byte {
+	buf = append(buf, line...)
+	return append(buf, '\n')
+}
+
+func trimNL(buf []byte) []byte {
+	if len(buf) > 0 && buf[len(buf)-1] == '\n' {
+		return buf[:len(buf)-1]
+	}
+	return buf
+}
+
+// compact drops the first n entries, reusing the backing array.
+func compact(q [][]byte, n int) [][]byte {
+	if n == 0 {
+		return q
+	}
+	m := copy(q, q[n:])
+	clear(q[m:])
+	return q[:m]
+}
+
+func compactStrings(q []string, n int) []string {
+	if n == 0 {
+		return q
+	}
+	m := copy(q, q[n:])
+	return q[:m]
+}
