@@ -100,8 +100,17 @@ func (o *outbox) putStatuses(offers []statusOffer) bool {
 func (o *outbox) dropStatuses(sids []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	n := len(o.statuses)
 	for _, sid := range sids {
 		delete(o.statuses, sid)
+	}
+	if len(o.statuses) != n {
+		// The order must not keep a dropped session: take would write an
+		// empty line for it, and putStatus would queue it twice.
+		o.statusOrder = slices.DeleteFunc(o.statusOrder, func(sid string) bool {
+			_, ok := o.statuses[sid]
+			return !ok
+		})
 	}
 }
 
