@@ -1,4 +1,4 @@
-package adapter
+package driver
 
 import (
 	"context"
@@ -15,23 +15,13 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// Driver produces one run. Execute emits the run's events through x and
-// returns when the run has finished: nil for success (the executor writes
-// done with the returned usage), a *DriverError for a failure, or ctx's
-// error when the run was cancelled or the executor is stopping. Execute must
-// not emit terminal events (done, cancelled, terminal error).
-type Driver interface {
-	Execute(ctx context.Context, x *Execution) (*protocol.Usage, error)
-}
-
-// Validator is an optional Driver capability: checking a start request
-// before the run begins, so bad input is refused without creating a run.
-type Validator interface {
-	Validate(req protocol.StartRunRequest) error
-}
-
 // Execution is a run as its driver sees it: the request, an emitter that
 // journals events, and the prompts that wait on a user.
+//
+// A few methods are the executor's, not a driver's (NewExecution, Append,
+// Flush, BeginCancel, LastSeq, Steer): the executor builds the Execution,
+// journals the run's first and terminal events through it and delivers
+// the user's controls to it.
 type Execution struct {
 	RunID     string
 	SessionID string
@@ -43,7 +33,7 @@ type Execution struct {
 	keySeq   atomic.Uint64
 	streamed atomic.Bool
 
-	approvalTimeout time.Duration // expires an approval prompt (Options.ApprovalTimeout; 0: never)
+	approvalTimeout time.Duration // expires an approval prompt (ExecutionOptions.ApprovalTimeout; 0: never)
 
 	emitMu sync.Mutex // orders Emit's appends with the held-back text
 	held   *heldText  // the end of a text stream not yet journaled (holdback.go); guarded by emitMu
@@ -66,22 +56,70 @@ type Execution struct {
 	titled func(ctx context.Context, title string)
 }
 
+// ExecutionOptions are how an Execution journals, for the executor that
+// builds it.
+type ExecutionOptions struct {
+	// Log journals the run's events.
+	Log journal.Log
+	// Now is the clock of the events' created_at (default time.Now).
+	Now func() time.Time
+	// AppendRetry is how long a transient append error is retried with
+	// the same idempotency key (default DefaultAppendRetry).
+	AppendRetry time.Duration
+	// ApprovalTimeout, when positive, expires an approval prompt nobody
+	// answers in time (PendingApproval.Wait).
+	ApprovalTimeout time.Duration
+	// Titled, when set, is told the title of each title.updated journaled.
+	Titled func(ctx context.Context, title string)
+}
+
+// steerBuffer bounds the guidance waiting for a driver.
+const steerBuffer = 16
+
+// NewExecution is the executor's: the execution of run runID in sessionID
+// for req, journaling as o says.
+func NewExecution(runID, sessionID string, req protocol.StartRunRequest, o ExecutionOptions) *Execution {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Execution{RunID: runID, SessionID: sessionID, Request: req, log: o.Log, now: o.Now, retryFor: o.AppendRetry,
+		approvalTimeout: o.ApprovalTimeout, steer: make(chan string, steerBuffer), titled: o.Titled}
+}
+
 // Steering delivers guidance sent to the running run (queue mode steer) to
 // drivers that declare the Steerer capability.
 func (x *Execution) Steering() <-chan string { return x.steer }
 
-// prompt is the one pending approval or clarify of an execution: the driver
-// waits on answer; the first response wins, later ones are not-active.
-type prompt struct {
-	id      string
-	answer  chan string // capacity 1; written once
-	done    bool        // answered, expired or abandoned
-	expired bool
-	choices []string // the answers an approval accepts (empty: any)
+// Steer is the executor's: it hands guidance to the driver (Steering) and
+// reports false, delivering nothing, when too much guidance is waiting.
+func (x *Execution) Steer(text string) bool {
+	select {
+	case x.steer <- text:
+		return true
+	default:
+		return false
+	}
 }
 
-// maxClosedPrompts bounds the memory of finished prompt ids per execution.
-const maxClosedPrompts = 32
+// BeginCancel is the executor's: it marks the run cancelling, so that a
+// pending prompt answers not-active from then on, and reports false when
+// the run already was.
+func (x *Execution) BeginCancel() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cancelling {
+		return false
+	}
+	x.cancelling = true
+	return true
+}
+
+// LastSeq is the executor's: the highest seq journaled through x.
+func (x *Execution) LastSeq() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lastSeq
+}
 
 // Streamed reports whether any output (tokens, reasoning, tool activity)
 // was emitted.
@@ -115,7 +153,7 @@ func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload an
 	if err := x.flushHeld(ctx); err != nil {
 		return protocol.Envelope{}, err
 	}
-	out, err := x.append(ctx, e)
+	out, err := x.Append(ctx, e)
 	if err == nil && typ == protocol.EventTitleUpdated && x.titled != nil {
 		if p, perr := protocol.DecodePayload[protocol.TitleUpdatedPayload](&out); perr == nil && p.Title != "" {
 			x.titled(ctx, p.Title)
@@ -124,9 +162,11 @@ func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload an
 	return out, err
 }
 
-// append journals e, retrying a transient error with the same idempotency
-// key (pauses from 50 ms doubling to 800 ms) for up to x.retryFor.
-func (x *Execution) append(ctx context.Context, e protocol.Envelope) (protocol.Envelope, error) {
+// Append is the executor's: it journals e as it is (terminal events
+// included, nothing held back), retrying a transient error with the same
+// idempotency key (pauses from 50 ms doubling to 800 ms) for up to
+// ExecutionOptions.AppendRetry. Drivers use Emit.
+func (x *Execution) Append(ctx context.Context, e protocol.Envelope) (protocol.Envelope, error) {
 	e.CreatedAt = protocol.Timestamp(x.now())
 	key := x.RunID + "/" + strconv.FormatUint(x.keySeq.Add(1), 10)
 	retryFor := x.retryFor
@@ -145,7 +185,7 @@ func (x *Execution) append(ctx context.Context, e protocol.Envelope) (protocol.E
 			return out, nil
 		}
 		pause := time.Duration(50<<min(attempt, 4)) * time.Millisecond
-		if !transient(err) || time.Now().Add(pause).After(deadline) {
+		if !Transient(err) || time.Now().Add(pause).After(deadline) {
 			return out, err
 		}
 		if ctxsleep.Sleep(ctx, pause) != nil {
@@ -154,11 +194,13 @@ func (x *Execution) append(ctx context.Context, e protocol.Envelope) (protocol.E
 	}
 }
 
-// DefaultAppendRetry is Options.AppendRetry's default.
+// DefaultAppendRetry is ExecutionOptions.AppendRetry's default.
 const DefaultAppendRetry = 1600 * time.Millisecond
 
-// transient reports whether an append error may go away on retry.
-func transient(err error) bool {
+// Transient reports whether an append error may go away on retry (Append
+// retries those for a while; the executor retries a terminal event's for
+// longer).
+func Transient(err error) bool {
 	var pe *protocol.Error
 	switch {
 	case errors.As(err, &pe), errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrNotFound),
@@ -167,6 +209,19 @@ func transient(err error) bool {
 	}
 	return true
 }
+
+// prompt is the one pending approval or clarify of an execution: the driver
+// waits on answer; the first response wins, later ones are not-active.
+type prompt struct {
+	id      string
+	answer  chan string // capacity 1; written once
+	done    bool        // answered, expired or abandoned
+	expired bool
+	choices []string // the answers an approval accepts (empty: any)
+}
+
+// maxClosedPrompts bounds the memory of finished prompt ids per execution.
+const maxClosedPrompts = 32
 
 // Approval journals approval.requested, waits for the user's choice (or ctx),
 // journals approval.resolved once and returns the choice.
@@ -210,7 +265,7 @@ type PendingApproval struct {
 
 // Wait waits for the choice (or ctx), journals approval.resolved once and
 // returns the choice. The prompt is closed when Wait returns. With an
-// approval timeout (Options.ApprovalTimeout) a prompt nobody answers in
+// approval timeout (ExecutionOptions.ApprovalTimeout) a prompt nobody answers in
 // time expires: approval.resolved is journaled with status expired and
 // choice ApprovalExpiredChoice, which Wait returns (the driver goes on as
 // denied); an answer after that is answered expired.
@@ -317,7 +372,8 @@ func (c *PendingClarify) Wait(ctx context.Context, timeout time.Duration) (strin
 // prompt itself (answered from another of its clients, say). It is
 // delivered like a user's answer: the first answer wins and the waiting
 // Approval or Clarify journals the prompt's one resolution. It returns the
-// control status (accepted, not-active, expired).
+// control status (accepted, not-active, expired; not-active too once the
+// run is cancelling). The executor delivers a user's answer through it.
 func (x *Execution) Resolve(approval bool, id, answer string) (string, error) {
 	slot := &x.clarify
 	if approval {

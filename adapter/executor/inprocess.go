@@ -1,4 +1,4 @@
-package adapter
+package executor
 
 import (
 	"cmp"
@@ -6,36 +6,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
-// Store is what the in-process executor and the hub need of the journal:
-// the one definition both use (the hub imports it from here).
-type Store interface {
-	journal.Log
-	journal.Registry
-	journal.Bus
-}
-
-// Options configure an InProcess adapter.
+// Options configure an InProcess executor.
 type Options struct {
 	// Drivers by name; a start picks req.Provider, else DefaultDriver.
-	Drivers map[string]Driver
+	Drivers map[string]driver.Driver
 	// DefaultDriver names the driver of a start without a provider
 	// (default "sim").
 	DefaultDriver string
 	// Profiles are drivers by profile name (adapter/profile builds them):
 	// a start's profile picks one (before its provider), and an unknown
 	// profile is a bad_request.
-	Profiles map[string]ProfileDriver
+	Profiles map[string]driver.Profile
 	// DefaultProfile, when set, is the profile of a start that names
 	// neither a profile nor a provider; begin writes it into the request.
 	DefaultProfile string
@@ -48,7 +40,7 @@ type Options struct {
 	// denied (0: approvals wait as long as the run).
 	ApprovalTimeout time.Duration
 	// MaxRuns bounds the runs executing at once in this process (default
-	// 10,000); a start past it answers ErrBusy.
+	// 10,000); a start past it answers adapter.ErrBusy.
 	MaxRuns int
 	// MaxQueue bounds the messages queued per session (default 50).
 	MaxQueue int
@@ -60,9 +52,6 @@ type Options struct {
 	// runner queue) instead of executing it here; starts then answer status
 	// queued.
 	Dispatch func(ctx context.Context, run journal.RunMeta) error
-	// Remote routes controls of runs that do not execute in this process to
-	// their executor. Nil: such runs are treated as having no executor.
-	Remote Remote
 	// Claim is called before a run starts executing here (e.g. to take its
 	// lease); an error keeps the run from starting. Release is called once
 	// the run's terminal event is journaled (or its start failed).
@@ -70,7 +59,8 @@ type Options struct {
 	Release func(runID string)
 	// AppendRetry is how long an executing run keeps retrying an append
 	// that failed for a passing reason (journal unreachable), with the same
-	// idempotency key, before the run fails (default DefaultAppendRetry).
+	// idempotency key, before the run fails (default
+	// driver.DefaultAppendRetry).
 	// With a shared journal whose runs are leased (Redis), use the lease
 	// TTL: a journal outage shorter than the lease then only pauses runs.
 	AppendRetry time.Duration
@@ -80,20 +70,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// ProfileDriver is the driver of one profile.
-type ProfileDriver struct {
-	Driver Driver
-	Kind   string // the driver kind, journaled as run.started provider
-	Model  string // run.started model of a start that names none
-}
-
-// ErrBusy answers a start when MaxRuns runs are executing.
-var ErrBusy = errors.New("adapter: too many runs executing")
-
 // InProcess executes runs in goroutines it owns. Close cancels them, writes
 // each one terminal error (interrupted) and waits for them.
 type InProcess struct {
-	store Store
+	store adapter.Store
 	opts  Options
 
 	ctx    context.Context
@@ -108,16 +88,16 @@ type InProcess struct {
 }
 
 type live struct {
-	x      *Execution
-	drv    Driver
+	x      *driver.Execution
+	drv    driver.Driver
 	owner  string
 	cancel context.CancelCauseFunc
 }
 
 var errUserCancel = errors.New("cancelled by user")
 
-// NewInProcess returns an adapter executing runs in this process.
-func NewInProcess(store Store, opts Options) *InProcess {
+// New returns an executor of runs in this process over store.
+func New(store adapter.Store, opts Options) *InProcess {
 	if opts.DefaultDriver == "" {
 		opts.DefaultDriver = "sim"
 	}
@@ -147,17 +127,12 @@ func NewInProcess(store Store, opts Options) *InProcess {
 // ClarifyTimeout is the configured clarify expiry, for drivers.
 func (a *InProcess) ClarifyTimeout() time.Duration { return a.opts.ClarifyTimeout }
 
-// NewID returns a new time-ordered identifier with the given prefix.
-func NewID(prefix string) string {
-	return prefix + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")
-}
-
 // Recover ends every run a previous process left without a terminal event:
 // each gets exactly one terminal error with code interrupted and the last
 // journaled seq. Call it once at start-up, before serving. The journal's
 // single-terminal rule makes it exactly-once across restarts. A run whose
-// driver is an OrphanStopper then has its upstream work stopped, in the
-// background (Close stops and waits for that).
+// driver is a driver.OrphanStopper then has its upstream work stopped, in
+// the background (Close stops and waits for that).
 func (a *InProcess) Recover(ctx context.Context) (int, error) {
 	runs, err := a.store.ActiveRuns(ctx)
 	if err != nil {
@@ -194,7 +169,8 @@ func (a *InProcess) interrupt(ctx context.Context, r journal.RunMeta, why string
 	return err
 }
 
-// StartRun implements RuntimeAdapter.
+// StartRun implements adapter.Local: it begins the run and executes it
+// here, or dispatches it (Options.Dispatch).
 func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.StartRunRequest) (protocol.RunStartResult, error) {
 	return a.startRun(ctx, owner, req, nil)
 }
@@ -202,7 +178,7 @@ func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.Sta
 // startRun begins a run; before, when set, runs on the execution after
 // run.started and before the driver starts (e.g. to journal what made the
 // run).
-func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.StartRunRequest, before func(*Execution)) (protocol.RunStartResult, error) {
+func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.StartRunRequest, before func(*driver.Execution)) (protocol.RunStartResult, error) {
 	meta, drv, err := a.begin(ctx, owner, req)
 	if err != nil {
 		return protocol.RunStartResult{}, err
@@ -221,15 +197,15 @@ func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.Sta
 
 // begin validates a start and registers the run (and a new session when
 // req has none) in the journal.
-func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartRunRequest) (journal.RunMeta, Driver, error) {
+func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartRunRequest) (journal.RunMeta, driver.Driver, error) {
 	if req.Profile == "" && req.Provider == "" {
 		req.Profile = a.opts.DefaultProfile
 	}
-	_, drv, err := a.driver(req)
+	_, drv, err := a.pick(req)
 	if err != nil {
 		return journal.RunMeta{}, nil, err
 	}
-	if v, ok := drv.(Validator); ok {
+	if v, ok := drv.(driver.Validator); ok {
 		if err := v.Validate(req); err != nil {
 			return journal.RunMeta{}, nil, err
 		}
@@ -239,7 +215,7 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 	}
 	now := protocol.Timestamp(a.opts.Now())
 	if req.SessionID == "" {
-		req.SessionID = NewID("s_")
+		req.SessionID = adapter.NewID("s_")
 		title := firstLine(req.Message, 80)
 		if err := a.store.CreateSession(ctx, journal.SessionMeta{ID: req.SessionID, Owner: owner, Title: title, CreatedAt: now}); err != nil {
 			return journal.RunMeta{}, nil, err
@@ -250,7 +226,7 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 			return journal.RunMeta{}, nil, notFound(err, "session "+req.SessionID) // a journal fault is no "not found"
 		}
 		if meta.Owner != owner {
-			return journal.RunMeta{}, nil, fmt.Errorf("%w: session %s", ErrNotFound, req.SessionID)
+			return journal.RunMeta{}, nil, fmt.Errorf("%w: session %s", adapter.ErrNotFound, req.SessionID)
 		}
 	}
 	a.mu.Lock()
@@ -258,27 +234,27 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 	a.mu.Unlock()
 	switch {
 	case closed:
-		return journal.RunMeta{}, nil, ErrClosed
+		return journal.RunMeta{}, nil, adapter.ErrClosed
 	case busy && a.opts.Dispatch == nil:
-		return journal.RunMeta{}, nil, ErrBusy
+		return journal.RunMeta{}, nil, adapter.ErrBusy
 	}
 	reqJSON, err := marshalRequest(req)
 	if err != nil {
 		return journal.RunMeta{}, nil, err
 	}
-	meta := journal.RunMeta{ID: NewID("r_"), SessionID: req.SessionID, Owner: owner, CreatedAt: now, Request: reqJSON}
+	meta := journal.RunMeta{ID: adapter.NewID("r_"), SessionID: req.SessionID, Owner: owner, CreatedAt: now, Request: reqJSON}
 	if err := a.store.BeginRun(ctx, meta); err != nil {
 		if errors.Is(err, journal.ErrConflict) {
-			return meta, nil, fmt.Errorf("%w: %s", ErrConflict, req.SessionID)
+			return meta, nil, fmt.Errorf("%w: %s", adapter.ErrConflict, req.SessionID)
 		}
 		return meta, nil, err
 	}
 	return meta, drv, nil
 }
 
-// driver picks the driver of a request: its profile, else its provider,
+// pick picks the driver of a request: its profile, else its provider,
 // else the default. The name is the provider run.started records.
-func (a *InProcess) driver(req protocol.StartRunRequest) (string, Driver, error) {
+func (a *InProcess) pick(req protocol.StartRunRequest) (string, driver.Driver, error) {
 	if req.Profile != "" {
 		pd, ok := a.opts.Profiles[req.Profile]
 		if !ok || pd.Driver == nil {
@@ -298,12 +274,12 @@ func (a *InProcess) driver(req protocol.StartRunRequest) (string, Driver, error)
 }
 
 // ErrClaimed reports a run another executor already owns.
-var ErrClaimed = errors.New("adapter: run already claimed by another executor")
+var ErrClaimed = errors.New("executor: run already claimed by another executor")
 
 // Adopt executes a run that was begun elsewhere (a runner taking it from the
 // run queue). It claims the run first; a run that is already claimed,
-// started or ended is ErrClaimed. A closed adapter answers ErrClosed and
-// leaves the run untouched.
+// started or ended is ErrClaimed. A closed executor answers
+// adapter.ErrClosed and leaves the run untouched.
 func (a *InProcess) Adopt(ctx context.Context, meta journal.RunMeta) error {
 	if meta.Terminal || meta.LastSeq > 0 {
 		return ErrClaimed
@@ -312,24 +288,24 @@ func (a *InProcess) Adopt(ctx context.Context, meta journal.RunMeta) error {
 	closed := a.closed
 	a.mu.Unlock()
 	if closed {
-		return ErrClosed // not started: the run stays queued for another executor
+		return adapter.ErrClosed // not started: the run stays queued for another executor
 	}
 	var req protocol.StartRunRequest
 	if err := json.Unmarshal(meta.Request, &req); err != nil {
 		a.interrupt(ctx, meta, "the run's request could not be read")
-		return fmt.Errorf("adapter: run %s request: %w", meta.ID, err)
+		return fmt.Errorf("executor: run %s request: %w", meta.ID, err)
 	}
-	_, drv, err := a.driver(req)
+	_, drv, err := a.pick(req)
 	if err != nil {
 		a.interrupt(ctx, meta, "no runtime driver for the run's provider")
 		return err
 	}
-	var before func(*Execution)
+	var before func(*driver.Execution)
 	if req.Source == "queue" {
 		// Every run of a queued message begins run.started, queue.updated
 		// (the queue it leaves behind). Dispatched, it could not carry
 		// startRun's before: journal the session's queue as it is now.
-		before = func(x *Execution) {
+		before = func(x *driver.Execution) {
 			if sm, err := a.store.Session(ctx, meta.SessionID); err == nil {
 				x.Emit(ctx, protocol.EventQueueUpdated, queuePayload(sm.Queue))
 			}
@@ -340,7 +316,7 @@ func (a *InProcess) Adopt(ctx context.Context, meta journal.RunMeta) error {
 }
 
 // run claims a begun run, journals run.started and launches its executor.
-func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv Driver, before func(*Execution)) (protocol.RunStartResult, error) {
+func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv driver.Driver, before func(*driver.Execution)) (protocol.RunStartResult, error) {
 	var req protocol.StartRunRequest
 	if err := json.Unmarshal(meta.Request, &req); err != nil {
 		return protocol.RunStartResult{}, err
@@ -350,11 +326,11 @@ func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv Driver, b
 			return protocol.RunStartResult{}, err
 		}
 	}
-	driverName, _, _ := a.driver(req)
-	x := &Execution{RunID: meta.ID, SessionID: meta.SessionID, Request: req, log: a.store, now: a.opts.Now, retryFor: a.opts.AppendRetry,
-		approvalTimeout: a.opts.ApprovalTimeout, steer: make(chan string, 16),
-		titled: func(ctx context.Context, title string) { a.adoptTitle(ctx, meta.SessionID, title) }}
-	started, err := x.append(ctx, mustEvent(meta.ID, meta.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
+	driverName, _, _ := a.pick(req)
+	x := driver.NewExecution(meta.ID, meta.SessionID, req, driver.ExecutionOptions{Log: a.store, Now: a.opts.Now,
+		AppendRetry: a.opts.AppendRetry, ApprovalTimeout: a.opts.ApprovalTimeout,
+		Titled: func(ctx context.Context, title string) { a.adoptTitle(ctx, meta.SessionID, title) }})
+	started, err := x.Append(ctx, mustEvent(meta.ID, meta.SessionID, protocol.EventRunStarted, protocol.RunStartedPayload{
 		Message: req.Message, Profile: req.Profile, Model: cmp.Or(req.Model, a.opts.Profiles[req.Profile].Model), Provider: driverName,
 		Workspace: req.Workspace, Toolsets: nonNil(req.Toolsets), Source: req.Source}))
 	if err != nil {
@@ -372,11 +348,19 @@ func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv Driver, b
 		meta.LastSeq = started.Seq
 		a.interrupt(context.WithoutCancel(ctx), meta, "the hub is shutting down")
 		a.release(meta.ID)
-		return protocol.RunStartResult{}, ErrClosed
+		return protocol.RunStartResult{}, adapter.ErrClosed
 	}
 	return protocol.RunStartResult{RunID: meta.ID, SessionID: meta.SessionID, StreamID: meta.ID,
 		Status: protocol.StatusRunning, StartedAt: started.CreatedAt, Cursor: started.EventID,
 		ActiveControls: []string{protocol.OpCancel}}, nil
+}
+
+func marshalRequest(req protocol.StartRunRequest) (json.RawMessage, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return journal.RedactJSON(b), nil
 }
 
 // release tells the Release hook a run no longer executes here.
@@ -435,11 +419,6 @@ func (a *InProcess) Close() error {
 	return nil
 }
 
-// ObserveRun implements RuntimeAdapter from the journal: replay then live.
-func (a *InProcess) ObserveRun(ctx context.Context, runID string, afterSeq uint64) iter.Seq2[protocol.Envelope, error] {
-	return Observe(ctx, a.store, runID, afterSeq)
-}
-
 func mustEvent(runID, sessionID string, typ protocol.EventType, p any) protocol.Envelope {
 	e, err := protocol.NewEvent(runID, sessionID, typ, p)
 	if err != nil {
@@ -460,4 +439,11 @@ func firstLine(s string, n int) string {
 		s = s[:i]
 	}
 	return protocol.Truncate(strings.TrimSpace(s), n)
+}
+
+func notFound(err error, what string) error {
+	if errors.Is(err, journal.ErrNotFound) {
+		return fmt.Errorf("%w: %s", adapter.ErrNotFound, what)
+	}
+	return err
 }
