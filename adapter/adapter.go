@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strings"
 
+	"github.com/google/uuid"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -33,7 +36,17 @@ var (
 	ErrNotFound = errors.New("adapter: not found")
 	ErrConflict = errors.New("adapter: session has an active run")
 	ErrClosed   = errors.New("adapter: closed")
+	// ErrBusy answers a start when the executor runs as many runs as it may.
+	ErrBusy = errors.New("adapter: too many runs executing")
 )
+
+// Store is what the executor, the router and the hub need of the journal:
+// the one definition all use (the hub imports it from here).
+type Store interface {
+	journal.Log
+	journal.Registry
+	journal.Bus
+}
 
 // Result builds a ControlResult; Accepted follows status.
 func Result(status, message, runID, sessionID, eventID string) protocol.ControlResult {
@@ -41,24 +54,29 @@ func Result(status, message, runID, sessionID, eventID string) protocol.ControlR
 		Message: message, RunID: runID, SessionID: sessionID, EventID: eventID}
 }
 
-// DriverError is a run failure a driver reports: Code is an error event
-// code (provider_error, timeout, auth, …) and Message is safe for users.
-type DriverError struct {
-	Code    string
-	Message string
+// NewID returns a new time-ordered identifier with the given prefix.
+func NewID(prefix string) string {
+	return prefix + strings.ReplaceAll(uuid.Must(uuid.NewV7()).String(), "-", "")
 }
 
-func (e *DriverError) Error() string { return e.Code + ": " + e.Message }
-
-// Cancelled is the end a driver reports when the runtime it drives
-// cancelled the run on its own (stopped by another client of that runtime,
-// say): the executor writes the terminal cancelled event with Reason, as for
-// a user's cancel. Reason must be safe for users.
-type Cancelled struct {
-	Reason string
+// Local is the executor of this process as the Router drives it
+// (adapter/executor implements it). Its Control acts only on runs
+// executing in this process.
+type Local interface {
+	// StartRun begins a run and executes it here, or hands it to another
+	// process (then answers status queued).
+	StartRun(ctx context.Context, owner string, req protocol.StartRunRequest) (protocol.RunStartResult, error)
+	// Enqueue is QueueMessage in mode queue: the message joins the
+	// session's queue, or starts a run at once on an idle session.
+	Enqueue(ctx context.Context, sessionID, message, key string) (protocol.ControlResult, error)
+	// UpdateGoal is RuntimeAdapter.UpdateGoal.
+	UpdateGoal(ctx context.Context, sessionID string, req protocol.GoalRequest) (protocol.ControlResult, error)
+	// Control delivers c to run when the run executes in this process and
+	// returns its answer; executing is false, and nothing was done, when
+	// it does not. run is the run's meta as the caller read it (for a
+	// steer, its ID and SessionID). It reads no meta itself.
+	Control(ctx context.Context, run journal.RunMeta, c RemoteControl) (res protocol.ControlResult, executing bool, err error)
 }
-
-func (e *Cancelled) Error() string { return "cancelled: " + e.Reason }
 
 // Remote delivers controls to runs that execute in another process (a
 // runner, another hub replica).
@@ -74,4 +92,9 @@ type RemoteControl struct {
 	Op       string `json:"op"`                  // cancel, approve, clarify, steer
 	PromptID string `json:"prompt_id,omitempty"` // approval or clarify id
 	Answer   string `json:"answer,omitempty"`    // choice, response or steer text
+	// Key is a steer's idempotency key, for the executor of this process
+	// (Local), which remembers it in the session (RememberKey) before it
+	// delivers the text. It never travels: for another process's run the
+	// Router remembers it before sending.
+	Key string `json:"-"`
 }

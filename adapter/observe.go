@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"context"
-	"encoding/json"
 	"iter"
 	"sync"
 
@@ -99,12 +98,4 @@ func Observe(ctx context.Context, s interface {
 			}
 		}
 	}
-}
-
-func marshalRequest(req protocol.StartRunRequest) (json.RawMessage, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	return journal.RedactJSON(b), nil
 }

@@ -4,18 +4,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/protocol"
 )
 
-// An approval answered at the moment it expires (adapter.Options.
+// An approval answered at the moment it expires (executor.Options.
 // ApprovalTimeout) is resolved exactly once, and consistently: an answer
 // accepted is journaled as resolved with its choice; one answered expired
 // finds the prompt journaled expired with choice deny.
 func testApprovalRaceExpiry(t *testing.T, nt newTransport) {
 	const timeout = 40 * time.Millisecond
-	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Adapter: adapter.Options{ApprovalTimeout: timeout}})
+	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Adapter: executor.Options{ApprovalTimeout: timeout}})
 	tr := nt(t, th)
 	var sid string
 	outcomes := map[string]int{}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/client"
 	"github.com/runhub/runhub/hub"
@@ -1370,7 +1371,7 @@ func testGoalClearStatus(t *testing.T, nt newTransport) {
 // The continuation guard pauses a runaway goal after MaxGoalContinuations
 // runs, with a reason in goal.updated.
 func testGoalMaxContinuations(t *testing.T, nt newTransport) {
-	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Adapter: adapter.Options{MaxGoalContinuations: 2}})
+	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Adapter: executor.Options{MaxGoalContinuations: 2}})
 	tr := nt(t, th)
 	sid := goalSession(t, th, tr, `"tokens":2,"token_ms":0,"tools":0`)
 	want(t, goal(t, tr, sid, protocol.GoalSet, "turns=50"), protocol.ResultAccepted, "goal set")
@@ -1570,7 +1571,7 @@ func testReplayHistory(t *testing.T, nt newTransport) {
 // Every refusal and bounded outcome carries a safe message, including when
 // the journal has gone away underneath the hub.
 func testSafeResults(t *testing.T, nt newTransport) {
-	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Adapter: adapter.Options{MaxQueue: 1}, Faults: true})
+	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Adapter: executor.Options{MaxQueue: 1}, Faults: true})
 	tr := nt(t, th)
 	run := start(t, tr, "", `"tokens":3000,"token_ms":5,"tools":0`)
 	sid := run.SessionID

@@ -14,6 +14,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/client"
 	"github.com/runhub/runhub/hub"
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 type testHub struct {
 	t     testing.TB
 	hub   *hub.Hub
-	rt    *adapter.InProcess
+	rt    *executor.InProcess
 	store *bolt.Store
 	fault *faultStore // set when runtimeOpts.Faults
 	srv   *httptest.Server
@@ -53,7 +55,7 @@ func newTestHubListener(t testing.TB, cfg hub.Config, ln net.Listener) *testHub 
 // runtimeOpts tune the in-process runtime of a test hub.
 type runtimeOpts struct {
 	// Adapter are the runtime's options; Drivers defaults to the simulator.
-	Adapter adapter.Options
+	Adapter executor.Options
 	// ClarifyTimeout is the simulator's clarify expiry (0: none).
 	ClarifyTimeout time.Duration
 	// Faults puts a faultStore between the journal and the hub and runtime.
@@ -143,7 +145,7 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 	}
 	opts := ro.Adapter
 	if opts.Drivers == nil {
-		opts.Drivers = map[string]adapter.Driver{"sim": &sim.Driver{ClarifyTimeout: ro.ClarifyTimeout}}
+		opts.Drivers = map[string]driver.Driver{"sim": &sim.Driver{ClarifyTimeout: ro.ClarifyTimeout}}
 	}
 	var served interface {
 		adapter.Store
@@ -154,8 +156,8 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 		fault = &faultStore{Store: store}
 		served = fault
 	}
-	rt := adapter.NewInProcess(served, opts)
-	h := hub.New(cfg, served, rt)
+	rt := executor.New(served, opts)
+	h := hub.New(cfg, served, adapter.NewRouter(served, rt, nil))
 	e := echo.New()
 	e.HTTPErrorHandler = hub.ErrorHandler
 	h.Routes(e)

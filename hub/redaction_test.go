@@ -16,7 +16,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/auth"
@@ -76,7 +77,7 @@ type leakyDriver struct{ s secretSet }
 
 func (leakyDriver) Steers() bool { return true }
 
-func (d leakyDriver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+func (d leakyDriver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	emit := func(typ protocol.EventType, p any) error {
 		_, err := x.Emit(ctx, typ, p)
 		return err
@@ -127,7 +128,7 @@ func (d leakyDriver) Execute(ctx context.Context, x *adapter.Execution) (*protoc
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "upstream refused password: " + s.driverErr}
+	return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: "upstream refused password: " + s.driverErr}
 }
 
 // rawTab records every frame a socket receives.
@@ -210,8 +211,8 @@ func TestRedaction_EndToEnd(t *testing.T) {
 	s := newSecrets(t)
 	logs := &syncWriter{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	th := newTestHubRuntime(t, hub.Config{Logger: logger}, runtimeOpts{Adapter: adapter.Options{Logger: logger,
-		Drivers: map[string]adapter.Driver{"sim": &sim.Driver{}, "leaky": leakyDriver{s}}}})
+	th := newTestHubRuntime(t, hub.Config{Logger: logger}, runtimeOpts{Adapter: executor.Options{Logger: logger,
+		Drivers: map[string]driver.Driver{"sim": &sim.Driver{}, "leaky": leakyDriver{s}}}})
 	live := openRawTab(t, th, `{"type":"hello","client":"live"}`, `{"type":"watch","all":true}`)
 	ctl := th.dial(t)
 	ctx := ctxT(t, 60*time.Second)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/adapter"
+	rtdriver "github.com/runhub/runhub/adapter/driver" // this package has a driver of its own
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/journal/bolt"
@@ -28,9 +30,9 @@ func TestRunAgainstHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rt := adapter.NewInProcess(store, adapter.Options{Drivers: map[string]adapter.Driver{"sim": &sim.Driver{}}})
+	rt := executor.New(store, executor.Options{Drivers: map[string]rtdriver.Driver{"sim": &sim.Driver{}}})
 	defer rt.Close()
-	h := hub.New(hub.Config{}, store, rt)
+	h := hub.New(hub.Config{}, store, adapter.NewRouter(store, rt, nil))
 	e := echo.New()
 	e.HTTPErrorHandler = hub.ErrorHandler
 	h.Routes(e)

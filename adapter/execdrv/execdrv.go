@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -92,7 +92,7 @@ func New(cfg Config) (*Driver, error) {
 // FromProfile is the profile.Builder of driver kind exec: the command's
 // environment is InheritedEnv and the profile's inherit_env from the hub's
 // environment, then the profile's env, then its key under api_key_env.
-func FromProfile(p profile.Profile, env profile.Env) (adapter.Driver, error) {
+func FromProfile(p profile.Profile, env profile.Env) (driver.Driver, error) {
 	getenv := env.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -136,7 +136,7 @@ type StartLine struct {
 	Workspace    string          `json:"workspace,omitempty"`
 	Toolsets     []string        `json:"toolsets,omitempty"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
-	History      []adapter.Turn  `json:"history"`
+	History      []driver.Turn   `json:"history"`
 }
 
 // Control is a later line on the command's stdin.
@@ -156,8 +156,8 @@ type Line struct {
 	Payload json.RawMessage    `json:"payload"`
 }
 
-// Execute implements adapter.Driver.
-func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+// Execute implements driver.Driver.
+func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	begin := time.Now()
 	log := d.cfg.Logger.With("run_id", x.RunID, "session_id", x.SessionID)
 	history, err := x.Transcript(ctx)
@@ -169,12 +169,12 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 	}
 	p, err := d.start(x)
 	if err != nil {
-		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: d.safe("could not start the command: " + err.Error())}
+		return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: d.safe("could not start the command: " + err.Error())}
 	}
 	defer p.cleanup()
 	model := cmp.Or(x.Request.Model, d.cfg.Model)
 	if history == nil {
-		history = []adapter.Turn{}
+		history = []driver.Turn{}
 	}
 	p.send(log, StartLine{Op: "start", RunID: x.RunID, SessionID: x.SessionID, Message: x.Request.Message,
 		Profile: cmp.Or(x.Request.Profile, d.cfg.Profile), Model: model, Instructions: d.cfg.Instructions,
@@ -202,7 +202,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 			return nil, ctx.Err()
 		case <-timeout:
 			p.stop(log, true)
-			return nil, &adapter.DriverError{Code: protocol.ErrorTimeout, Message: fmt.Sprintf("the run exceeded its %s timeout", d.cfg.Timeout)}
+			return nil, &driver.Error{Code: protocol.ErrorTimeout, Message: fmt.Sprintf("the run exceeded its %s timeout", d.cfg.Timeout)}
 		case <-exited:
 			// Whatever it wrote is still in the pipe; stragglers of its
 			// process group that hold stdout open are killed.
@@ -244,7 +244,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 
 // handle maps one stdout line. end reports the command's done (with its
 // usage); a terminal error or cancelled line is returned as err.
-func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *adapter.Execution, p *proc, raw []byte, skipped *int) (*protocol.Usage, bool, error) {
+func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *driver.Execution, p *proc, raw []byte, skipped *int) (*protocol.Usage, bool, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return nil, false, nil
@@ -269,12 +269,12 @@ func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *adapter.Execut
 	case protocol.EventCancelled:
 		var cp protocol.CancelledPayload
 		json.Unmarshal(l.Payload, &cp)
-		return nil, false, &adapter.Cancelled{Reason: d.safe(cmp.Or(cp.Reason, "cancelled by the command"))}
+		return nil, false, &driver.Cancelled{Reason: d.safe(cmp.Or(cp.Reason, "cancelled by the command"))}
 	case protocol.EventError:
 		if protocol.IsTerminal(l.Type, l.Payload) {
 			var ep protocol.ErrorPayload
 			json.Unmarshal(l.Payload, &ep)
-			return nil, false, &adapter.DriverError{Code: cmp.Or(ep.Code, protocol.ErrorProviderError),
+			return nil, false, &driver.Error{Code: cmp.Or(ep.Code, protocol.ErrorProviderError),
 				Message: d.safe(cmp.Or(ep.Message, "the command reported an error"))}
 		}
 	case protocol.EventRunStarted, protocol.EventApprovalRes, protocol.EventClarifyRes:
@@ -349,7 +349,7 @@ func (d *Driver) ended(log *slog.Logger, p *proc) error {
 	if tail := p.stderrTail(); tail != "" {
 		msg += "; stderr: " + tail
 	}
-	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: d.safe(msg)}
+	return &driver.Error{Code: protocol.ErrorProviderError, Message: d.safe(msg)}
 }
 
 func exitStatus(err error) string {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/internal/drivertest"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/protocol"
@@ -56,7 +56,7 @@ func setup(t *testing.T, script string, mod func(*profile.Profile)) (*drivertest
 		t.Fatal(err)
 	}
 	h := drivertest.New(t, drivertest.Config{Log: log, Logs: logs,
-		Profiles: map[string]adapter.ProfileDriver{"cmd": {Driver: d, Kind: profile.KindExec, Model: p.Model}}})
+		Profiles: map[string]driver.Profile{"cmd": {Driver: d, Kind: profile.KindExec, Model: p.Model}}})
 	return h, out
 }
 
@@ -162,8 +162,8 @@ func TestFullRun_EventByEvent(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &sl); err != nil {
 		t.Fatal(err)
 	}
-	if got := sl.History; len(got) != 2 || got[0] != (adapter.Turn{Role: "user", Content: "hello there"}) ||
-		got[1] != (adapter.Turn{Role: "assistant", Content: "Hello"}) {
+	if got := sl.History; len(got) != 2 || got[0] != (driver.Turn{Role: "user", Content: "hello there"}) ||
+		got[1] != (driver.Turn{Role: "assistant", Content: "Hello"}) {
 		t.Errorf("history = %+v", got)
 	}
 }

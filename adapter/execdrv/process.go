@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/internal/lineread"
 	"github.com/runhub/runhub/protocol"
 )
@@ -43,7 +43,7 @@ type proc struct {
 	wg sync.WaitGroup
 }
 
-func (d *Driver) start(x *adapter.Execution) (*proc, error) {
+func (d *Driver) start(x *driver.Execution) (*proc, error) {
 	cmd := exec.Command(d.cfg.Command, d.cfg.Args...)
 	cmd.Dir = d.cfg.Dir
 	env := slices.Clone(d.cfg.Env)

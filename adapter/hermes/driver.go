@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -58,10 +58,10 @@ func (d *Driver) Steers() bool { return true }
 // errRunTimeout is the cause of a run's context when Config.Timeout ends it.
 var errRunTimeout = errors.New("run timeout")
 
-// Execute implements adapter.Driver.
-func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+// Execute implements driver.Driver.
+func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	if d.cfg.APIKeyEnv != "" && d.cfg.APIKey.Empty() {
-		return nil, &adapter.DriverError{Code: CodeAuth,
+		return nil, &driver.Error{Code: CodeAuth,
 			Message: "the API key variable " + d.cfg.APIKeyEnv + " is not set where this run executes"}
 	}
 	outer := ctx
@@ -72,13 +72,13 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 	}
 	u, err := d.execute(ctx, x)
 	if err != nil && outer.Err() == nil && errors.Is(context.Cause(ctx), errRunTimeout) {
-		return nil, &adapter.DriverError{Code: protocol.ErrorTimeout,
+		return nil, &driver.Error{Code: protocol.ErrorTimeout,
 			Message: fmt.Sprintf("the run exceeded its %v timeout; the Hermes run was stopped", d.cfg.Timeout)}
 	}
 	return u, err
 }
 
-func (d *Driver) execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+func (d *Driver) execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	r := &run{d: d, c: d.c, cfg: d.cfg, x: x, begin: time.Now(),
 		log:     d.cfg.Logger.With("driver", "hermes", "run_id", x.RunID),
 		tools:   map[string][]openTool{},
@@ -99,7 +99,7 @@ type run struct {
 	d     *Driver
 	c     *client
 	cfg   Config
-	x     *adapter.Execution
+	x     *driver.Execution
 	log   *slog.Logger
 	begin time.Time
 	id    string // the upstream run id
@@ -133,7 +133,7 @@ func (r *run) execute(ctx context.Context) (*protocol.Usage, error) {
 			return nil, ctx.Err()
 		}
 		r.log.Error("read the session's earlier turns", "err", err)
-		return nil, &adapter.DriverError{Code: protocol.ErrorInternal, Message: "could not read the session's earlier turns"}
+		return nil, &driver.Error{Code: protocol.ErrorInternal, Message: "could not read the session's earlier turns"}
 	}
 	if err := r.start(ctx, history); err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func (r *run) execute(ctx context.Context) (*protocol.Usage, error) {
 }
 
 // history is the session's earlier turns, at most MaxHistoryTurns.
-func (r *run) history(ctx context.Context) ([]adapter.Turn, error) {
+func (r *run) history(ctx context.Context) ([]driver.Turn, error) {
 	turns, err := r.x.Transcript(ctx)
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (r *run) stream(ctx context.Context, reconnected bool) outcome {
 	case resp.StatusCode == http.StatusNotFound:
 		return outcome{gone: true, broken: r.c.readError(resp).Error()}
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return finalErr(r.giveUp(ctx, &adapter.DriverError{Code: CodeAuth,
+		return finalErr(r.giveUp(ctx, &driver.Error{Code: CodeAuth,
 			Message: "Hermes refused the API key for the event stream (" + r.c.readError(resp).Error() + ")"}))
 	case resp.StatusCode != http.StatusOK:
 		return outcome{broken: "subscribing answered " + r.c.readError(resp).Error()}
@@ -280,7 +280,7 @@ func (r *run) stream(ctx context.Context, reconnected bool) outcome {
 		case <-streamIdle.C:
 			return outcome{broken: fmt.Sprintf("nothing from Hermes, not even a keepalive, for %v", r.cfg.StreamIdleTimeout)}
 		case <-idle:
-			return finalErr(r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorTimeout,
+			return finalErr(r.giveUp(ctx, &driver.Error{Code: protocol.ErrorTimeout,
 				Message: fmt.Sprintf("Hermes sent no event (only keepalives) for %v; the Hermes run was stopped", r.cfg.EventIdleTimeout)}))
 		case res := <-r.results:
 			if o := r.promptDone(ctx, res); o.final {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -132,7 +132,7 @@ func (r *run) handle(ctx context.Context, it item) outcome {
 		if ctx.Err() != nil {
 			return finalErr(ctx.Err())
 		}
-		return finalErr(&adapter.Cancelled{Reason: "the run was stopped in Hermes"})
+		return finalErr(&driver.Cancelled{Reason: "the run was stopped in Hermes"})
 	default:
 		r.log.Debug("ignored a Hermes event", "event", protocol.Truncate(name, 64))
 	}
@@ -340,7 +340,7 @@ func (r *run) failed(raw json.RawMessage) error {
 	if msg == "" {
 		msg = "no reason given"
 	}
-	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "the Hermes run failed: " + msg}
+	return &driver.Error{Code: protocol.ErrorProviderError, Message: "the Hermes run failed: " + msg}
 }
 
 // chunks splits text into pieces of at most maxChunk bytes on rune

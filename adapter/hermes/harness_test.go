@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/hermes"
 	"github.com/runhub/runhub/adapter/internal/drivertest"
 	"github.com/runhub/runhub/adapter/profile"
@@ -35,7 +37,8 @@ type harness struct {
 	t      *testing.T
 	fake   *fakeHermes
 	store  *bolt.Store
-	rt     *adapter.InProcess
+	rt     *adapter.Router     // the runtime as the hub uses it
+	exec   *executor.InProcess // its executor
 	logs   *drivertest.Buffer
 	dbPath string
 	runs   []string
@@ -64,8 +67,9 @@ func newHarness(t *testing.T, script func(fr *fakeRun, n, sub int, w *sseWriter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.rt = adapter.NewInProcess(store, adapter.Options{Drivers: map[string]adapter.Driver{"hermes": d},
+	h.exec = executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"hermes": d},
 		DefaultDriver: "hermes", Logger: logger, ClarifyTimeout: c.ClarifyTimeout})
+	h.rt = adapter.NewRouter(store, h.exec, nil)
 	t.Cleanup(h.close)
 	return h
 }
@@ -74,7 +78,7 @@ func newHarness(t *testing.T, script func(fr *fakeRun, n, sub int, w *sseWriter)
 // journaled event or run meta, not in the logs, not in the journal file.
 func (h *harness) close() {
 	t := h.t
-	h.rt.Close()
+	h.exec.Close()
 	ctx := context.Background()
 	for _, id := range h.runs {
 		meta, err := h.store.Run(ctx, id)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/hermes"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/protocol"
@@ -66,7 +68,7 @@ func TestFullRunMappedEventByEvent(t *testing.T) {
 	want := []ev{
 		{protocol.EventRunStarted, nil},
 		{protocol.EventProgress, protocol.ProgressPayload{Text: "started Hermes run run_00000000000000000000000000000002"}},
-		// Streamed text is re-cut at word ends (adapter.Execution holds back
+		// Streamed text is re-cut at word ends (driver.Execution holds back
 		// an unfinished word: it may be part of a secret).
 		{protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: "b1", Text: "thinking about "}},
 		{protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: "b1", Text: "it"}},
@@ -703,9 +705,10 @@ func TestFromProfile(t *testing.T) {
 	if !reflect.DeepEqual(read, []string{"HERMES_KEY"}) {
 		t.Errorf("read variables %v, want only HERMES_KEY", read)
 	}
-	h.rt.Close()
-	h.rt = adapter.NewInProcess(h.store, adapter.Options{Profiles: map[string]adapter.ProfileDriver{
+	h.exec.Close()
+	h.exec = executor.New(h.store, executor.Options{Profiles: map[string]driver.Profile{
 		"hermes": {Driver: d, Kind: profile.KindHermes, Model: p.Model}}, DefaultProfile: "hermes"})
+	h.rt = adapter.NewRouter(h.store, h.exec, nil)
 	evs := h.finish(h.start("", "hello").RunID)
 	if terminal(evs).Type != protocol.EventDone {
 		t.Fatalf("terminal %s %s", terminal(evs).Type, terminal(evs).Payload)

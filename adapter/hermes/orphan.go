@@ -7,20 +7,20 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/protocol"
 )
 
 // errFound ends the scan of an orphan's events.
 var errFound = errors.New("found")
 
-// StopOrphan implements adapter.OrphanStopper: a run a killed hub left
+// StopOrphan implements driver.OrphanStopper: a run a killed hub left
 // going (start-up recovery ended it as interrupted) has its Hermes run,
 // whose id start journaled, stopped with POST /v1/runs/{id}/stop within
 // StopTimeout. Hermes answers 404 run_not_found for a run that already
 // ended; that is no failure. Without a journaled id (the run never reached
 // Hermes) there is nothing to stop.
-func (d *Driver) StopOrphan(ctx context.Context, o adapter.Orphan) error {
+func (d *Driver) StopOrphan(ctx context.Context, o driver.Orphan) error {
 	log := d.cfg.Logger.With("driver", "hermes", "run_id", o.RunID)
 	var id string
 	err := o.Events(ctx, func(e protocol.Envelope) error {

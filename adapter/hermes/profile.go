@@ -1,7 +1,7 @@
 package hermes
 
 import (
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/profile"
 )
 
@@ -22,7 +22,7 @@ type Options struct {
 // model, api_key_env, instructions, timeout, idle_timeout (Hermes sending
 // only keepalives; default 30m), cancel_grace (the POST /stop of a
 // cancelled run; default 5s) and options (Options).
-func FromProfile(p profile.Profile, env profile.Env) (adapter.Driver, error) {
+func FromProfile(p profile.Profile, env profile.Env) (driver.Driver, error) {
 	var o Options
 	if err := p.DecodeOptions(&o); err != nil {
 		return nil, err

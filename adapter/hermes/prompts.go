@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
@@ -221,7 +221,7 @@ func (r *run) upstreamResolved(ctx context.Context, kind, upID, choice string) o
 }
 
 // awaitApproval waits for the user's choice and posts it to Hermes.
-func (r *run) awaitApproval(p *prompt, a *adapter.PendingApproval) error {
+func (r *run) awaitApproval(p *prompt, a *driver.PendingApproval) error {
 	choice, err := a.Wait(r.bgCtx)
 	if err != nil {
 		if r.bgCtx.Err() != nil {
@@ -242,7 +242,7 @@ func (r *run) awaitApproval(p *prompt, a *adapter.PendingApproval) error {
 // awaitClarify waits for the user (at most ClarifyTimeout) and posts the
 // response to Hermes; an expired question is answered with an empty
 // response so the Hermes agent goes on.
-func (r *run) awaitClarify(p *prompt, c *adapter.PendingClarify) error {
+func (r *run) awaitClarify(p *prompt, c *driver.PendingClarify) error {
 	resp, _, err := c.Wait(r.bgCtx, r.cfg.ClarifyTimeout)
 	if err != nil {
 		if r.bgCtx.Err() != nil {
@@ -289,7 +289,7 @@ func (r *run) deliver(p *prompt, suffix string, body any) error {
 		}
 		return err
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		return &adapter.DriverError{Code: CodeAuth, Message: fmt.Sprintf("Hermes refused the API key for the %s answer (%v)", p.kind, err)}
+		return &driver.Error{Code: CodeAuth, Message: fmt.Sprintf("Hermes refused the API key for the %s answer (%v)", p.kind, err)}
 	}
-	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: fmt.Sprintf("could not deliver the %s answer to Hermes: %v", p.kind, err)}
+	return &driver.Error{Code: protocol.ErrorProviderError, Message: fmt.Sprintf("could not deliver the %s answer to Hermes: %v", p.kind, err)}
 }

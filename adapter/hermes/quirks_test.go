@@ -312,7 +312,7 @@ func TestRecoveryStopsOrphanedHermesRun(t *testing.T) {
 	}
 	runs := []string{orphan(going.id), orphan(ended.id), orphan("")}
 
-	n, err := h.rt.Recover(ctx)
+	n, err := h.exec.Recover(ctx)
 	if err != nil || n != 3 {
 		t.Fatalf("Recover: %d, %v; want 3 runs", n, err)
 	}

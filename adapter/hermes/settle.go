@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
@@ -45,7 +45,7 @@ func (r *run) follow(ctx context.Context) (*protocol.Usage, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorInterrupted,
+			return nil, r.giveUp(ctx, &driver.Error{Code: protocol.ErrorInterrupted,
 				Message: "lost the Hermes event stream (" + o.broken + ") and Hermes cannot resume it; the Hermes run was stopped"})
 		}
 		breaks++
@@ -55,18 +55,18 @@ func (r *run) follow(ctx context.Context) (*protocol.Usage, error) {
 			return nil, ctx.Err()
 		}
 		if statusOf(err) == http.StatusNotFound {
-			return nil, &adapter.DriverError{Code: protocol.ErrorInterrupted,
+			return nil, &driver.Error{Code: protocol.ErrorInterrupted,
 				Message: "the Hermes run is gone (" + err.Error() + ") after its event stream broke (" + o.broken + ")"}
 		}
 		if err != nil {
-			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorProviderError,
+			return nil, r.giveUp(ctx, &driver.Error{Code: protocol.ErrorProviderError,
 				Message: "lost the Hermes event stream (" + o.broken + ") and cannot reach Hermes to check the run: " + err.Error()})
 		}
 		if s, ok := r.settle(ctx, st); ok {
 			return s.usage, s.err
 		}
 		if breaks > r.cfg.MaxReconnects {
-			return nil, r.giveUp(ctx, &adapter.DriverError{Code: protocol.ErrorInterrupted,
+			return nil, r.giveUp(ctx, &driver.Error{Code: protocol.ErrorInterrupted,
 				Message: fmt.Sprintf("the Hermes event stream broke %d times (last: %s); the Hermes run was stopped", breaks, o.broken)})
 		}
 		r.log.Info("the Hermes run is still going; resubscribing", "status", st.Status)
@@ -111,9 +111,9 @@ func (r *run) settle(ctx context.Context, st runStatus) (outcome, bool) {
 	case "failed":
 		return finalErr(r.failed(st.Error)), true
 	case "cancelled":
-		return finalErr(&adapter.Cancelled{Reason: "the run was stopped in Hermes"}), true
+		return finalErr(&driver.Cancelled{Reason: "the run was stopped in Hermes"}), true
 	case "interrupted":
-		return finalErr(&adapter.DriverError{Code: protocol.ErrorInterrupted,
+		return finalErr(&driver.Error{Code: protocol.ErrorInterrupted,
 			Message: "the Hermes server restarted before the run settled"}), true
 	}
 	return outcome{}, false

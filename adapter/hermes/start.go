@@ -9,18 +9,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
 
 // startBody is the body of POST /v1/runs.
 type startBody struct {
-	Input               string         `json:"input"`
-	SessionID           string         `json:"session_id,omitempty"`
-	Instructions        string         `json:"instructions,omitempty"`
-	ConversationHistory []adapter.Turn `json:"conversation_history,omitempty"`
-	Model               string         `json:"model,omitempty"`
+	Input               string        `json:"input"`
+	SessionID           string        `json:"session_id,omitempty"`
+	Instructions        string        `json:"instructions,omitempty"`
+	ConversationHistory []driver.Turn `json:"conversation_history,omitempty"`
+	Model               string        `json:"model,omitempty"`
 }
 
 // startedPrefix begins the progress event that journals the upstream run
@@ -38,7 +38,7 @@ const startedPrefix = "started Hermes run "
 // the request was sent, a timeout, a gateway's 502/503/504) ends the run
 // with a provider error naming the uncertainty, instead of risking a
 // second Hermes run that calls the model again.
-func (r *run) start(ctx context.Context, history []adapter.Turn) error {
+func (r *run) start(ctx context.Context, history []driver.Turn) error {
 	r.model = r.x.Request.Model
 	if r.model == "" {
 		r.model = r.cfg.Model
@@ -80,7 +80,7 @@ func (r *run) start(ctx context.Context, history []adapter.Turn) error {
 		return de
 	}
 	if ans.RunID == "" {
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes accepted the run without a run_id"}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: "Hermes accepted the run without a run_id"}
 	}
 	r.id = ans.RunID
 	r.log = r.log.With("hermes_run_id", r.id)
@@ -124,28 +124,28 @@ func retryable(err error) bool {
 // Hermes.
 const errStartUncertain = "the start request may have reached Hermes; it was not retried, to avoid a duplicate Hermes run"
 
-func (r *run) startError(err error) *adapter.DriverError {
+func (r *run) startError(err error) *driver.Error {
 	status := statusOf(err)
 	uncertain := !notSent(err) && retryable(err)
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return &adapter.DriverError{Code: CodeAuth, Message: "Hermes refused the API key (" + err.Error() + ")"}
+		return &driver.Error{Code: CodeAuth, Message: "Hermes refused the API key (" + err.Error() + ")"}
 	case status == http.StatusTooManyRequests:
-		return &adapter.DriverError{Code: CodeRateLimited, Message: "Hermes is rate limiting runs (" + err.Error() + ")"}
+		return &driver.Error{Code: CodeRateLimited, Message: "Hermes is rate limiting runs (" + err.Error() + ")"}
 	case status == http.StatusNotFound:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "no Hermes /v1/runs API at the configured base URL (" + err.Error() + ")"}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: "no Hermes /v1/runs API at the configured base URL (" + err.Error() + ")"}
 	case status >= 400 && status < 500:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes refused the run (" + err.Error() + ")"}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: "Hermes refused the run (" + err.Error() + ")"}
 	case uncertain && r.cfg.IdempotentStart:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "no answer from Hermes to the start after 3 attempts (" + r.c.scrub(err.Error()) + ")"}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: "no answer from Hermes to the start after 3 attempts (" + r.c.scrub(err.Error()) + ")"}
 	case uncertain && status != 0:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "a gateway in front of Hermes failed the start (" + err.Error() + "); " + errStartUncertain}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: "a gateway in front of Hermes failed the start (" + err.Error() + "); " + errStartUncertain}
 	case uncertain:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "lost the answer to the start (" + r.c.scrub(err.Error()) + "); " + errStartUncertain}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: "lost the answer to the start (" + r.c.scrub(err.Error()) + "); " + errStartUncertain}
 	case status >= 500:
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "Hermes failed to start the run (" + err.Error() + ")"}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: "Hermes failed to start the run (" + err.Error() + ")"}
 	}
-	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "cannot reach Hermes: " + r.c.scrub(err.Error())}
+	return &driver.Error{Code: protocol.ErrorProviderError, Message: "cannot reach Hermes: " + r.c.scrub(err.Error())}
 }
 
 // reRunID is what an upstream run id journaled for recovery may look like

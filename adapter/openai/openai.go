@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -90,7 +90,7 @@ func New(cfg Config) (*Driver, error) {
 }
 
 // FromProfile is the profile.Builder of driver kind openai.
-func FromProfile(p profile.Profile, env profile.Env) (adapter.Driver, error) {
+func FromProfile(p profile.Profile, env profile.Env) (driver.Driver, error) {
 	return New(Config{BaseURL: p.BaseURL, Model: p.Model, APIKey: p.APIKey(env.Getenv), APIKeyEnv: p.APIKeyEnv,
 		Instructions: p.Instructions, IdleTimeout: p.IdleTimeout.Or(DefaultIdleTimeout), Timeout: p.Timeout.D(),
 		Logger: env.Logger})
@@ -141,11 +141,11 @@ var (
 	errRunTimeout = errors.New("run timeout")
 )
 
-// Execute implements adapter.Driver.
-func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+// Execute implements driver.Driver.
+func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	begin := time.Now()
 	if d.cfg.APIKeyEnv != "" && d.cfg.APIKey.Empty() {
-		return nil, &adapter.DriverError{Code: CodeAuth,
+		return nil, &driver.Error{Code: CodeAuth,
 			Message: "the API key variable " + d.cfg.APIKeyEnv + " is not set where this run executes"}
 	}
 	model := cmp.Or(x.Request.Model, d.cfg.Model)
@@ -170,7 +170,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 	}
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, d.url, bytes.NewReader(raw))
 	if err != nil {
-		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "invalid upstream request: " + err.Error()}
+		return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: "invalid upstream request: " + err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -217,7 +217,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 
 // messages builds the conversation: instructions, the session's earlier
 // turns, the run's message.
-func (d *Driver) messages(ctx context.Context, x *adapter.Execution) ([]Message, error) {
+func (d *Driver) messages(ctx context.Context, x *driver.Execution) ([]Message, error) {
 	turns, err := x.Transcript(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -244,13 +244,13 @@ func (d *Driver) aborted(ctx, rctx context.Context, err error, what string) erro
 	}
 	switch cause := context.Cause(rctx); {
 	case errors.Is(cause, errIdle):
-		return &adapter.DriverError{Code: protocol.ErrorTimeout,
+		return &driver.Error{Code: protocol.ErrorTimeout,
 			Message: fmt.Sprintf("the upstream sent no data for %s", d.cfg.IdleTimeout)}
 	case errors.Is(cause, errRunTimeout):
-		return &adapter.DriverError{Code: protocol.ErrorTimeout,
+		return &driver.Error{Code: protocol.ErrorTimeout,
 			Message: fmt.Sprintf("the run exceeded its %s timeout", d.cfg.Timeout)}
 	}
-	return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: d.safe(what + ": " + err.Error())}
+	return &driver.Error{Code: protocol.ErrorProviderError, Message: d.safe(what + ": " + err.Error())}
 }
 
 // statusError maps a non-2xx answer to its error code with the upstream's
@@ -281,7 +281,7 @@ func (d *Driver) statusError(ctx, rctx context.Context, resp *http.Response, mod
 	if msg != "" {
 		text += ": " + msg
 	}
-	return &adapter.DriverError{Code: code, Message: d.safe(text)}
+	return &driver.Error{Code: code, Message: d.safe(text)}
 }
 
 // upstreamMessage reads the message of an error body: {error: {message}},

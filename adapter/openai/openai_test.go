@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/internal/drivertest"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/protocol"
@@ -114,9 +114,9 @@ func setup(t *testing.T, f *fake, mod func(*Config)) *drivertest.Harness {
 	return harness(t, d, log, logs)
 }
 
-func harness(t *testing.T, d adapter.Driver, log *slog.Logger, logs *drivertest.Buffer) *drivertest.Harness {
+func harness(t *testing.T, d driver.Driver, log *slog.Logger, logs *drivertest.Buffer) *drivertest.Harness {
 	return drivertest.New(t, drivertest.Config{Log: log, Logs: logs,
-		Profiles: map[string]adapter.ProfileDriver{"fake": {Driver: d, Kind: profile.KindOpenAI, Model: "m-test"}}})
+		Profiles: map[string]driver.Profile{"fake": {Driver: d, Kind: profile.KindOpenAI, Model: "m-test"}}})
 }
 
 func start(h *drivertest.Harness, sid, msg string) string {
@@ -159,7 +159,7 @@ func TestFullRun_EventByEvent(t *testing.T) {
 	h := setup(t, f, nil)
 	rid := start(h, "", "hi there")
 	ev := h.Events(rid, 10*time.Second)
-	// Streamed text is re-cut at word ends (adapter.Execution holds back an
+	// Streamed text is re-cut at word ends (driver.Execution holds back an
 	// unfinished word: it may be part of a secret): "Hel" "lo" "!" is one
 	// token.delta, let out when the usage comes.
 	want := "run.started reasoning.delta reasoning.delta reasoning.done token.delta usage.final done"

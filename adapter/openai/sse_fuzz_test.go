@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -63,7 +63,7 @@ func FuzzReadSSE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec, _, err := readBody(body)
-		var de *adapter.DriverError
+		var de *driver.Error
 		var re readError
 		if err != nil && !errors.As(err, &de) && !errors.As(err, &re) {
 			t.Fatalf("read stopped with %T %v", err, err)

@@ -12,12 +12,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/internal/lineread"
 	"github.com/runhub/runhub/protocol"
 )
 
-// emitter is what a stream emits into: the run's *adapter.Execution (a
+// emitter is what a stream emits into: the run's *driver.Execution (a
 // recorder in the fuzzer).
 type emitter interface {
 	Emit(ctx context.Context, typ protocol.EventType, payload any) (protocol.Envelope, error)
@@ -81,7 +81,7 @@ func (s *stream) read(ctx context.Context, body io.Reader) error {
 				if s.finish != "" {
 					return nil // finished, only the [DONE] line is missing
 				}
-				return &adapter.DriverError{Code: protocol.ErrorProviderError,
+				return &driver.Error{Code: protocol.ErrorProviderError,
 					Message: "the upstream closed the stream before the answer finished"}
 			}
 			return readError{rerr}
@@ -139,7 +139,7 @@ func (s *stream) dispatch(ctx context.Context, data []byte) (done bool, err erro
 
 func (s *stream) apply(ctx context.Context, c *chunk) error {
 	if msg := errorText(c.Error); msg != "" {
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: s.d.safe("the upstream failed mid-stream: " + msg)}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: s.d.safe("the upstream failed mid-stream: " + msg)}
 	}
 	if c.Model != "" {
 		s.upstreamModel = c.Model
@@ -201,7 +201,7 @@ func (s *stream) whole(ctx context.Context, body io.Reader) error {
 	}
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "the upstream answered with invalid JSON"}
+		return &driver.Error{Code: protocol.ErrorProviderError, Message: "the upstream answered with invalid JSON"}
 	}
 	return s.apply(ctx, &c)
 }

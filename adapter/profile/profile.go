@@ -1,6 +1,6 @@
 // Package profile loads runhub's runtime profiles: a JSON file that maps
 // profile names to a driver kind (sim, openai, exec, hermes) and its
-// settings. Each profile becomes one adapter.Driver with its own settings; a
+// settings. Each profile becomes one driver.Driver with its own settings; a
 // run's `profile` picks one (docs/profiles.md).
 //
 // Secrets never live in the file: a profile names the environment variable
@@ -37,7 +37,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 )
 
 // Driver kinds.
@@ -449,15 +449,15 @@ func (e Env) withDefaults() Env {
 
 // Builder builds the driver of one profile of its kind. It reads the key
 // with p.APIKey(env.Getenv) and nothing else of the environment's secrets.
-type Builder func(p Profile, env Env) (adapter.Driver, error)
+type Builder func(p Profile, env Env) (driver.Driver, error)
 
 // Build builds one driver per profile with the builder of its kind. A kind
 // without a builder is an error naming the profile. A profile whose
 // api_key_env names an unset variable builds (the key may only be set where
 // runs execute, e.g. in runners) and is logged as a warning by name.
-func (c *Config) Build(builders map[string]Builder, env Env) (map[string]adapter.ProfileDriver, error) {
+func (c *Config) Build(builders map[string]Builder, env Env) (map[string]driver.Profile, error) {
 	env = env.withDefaults()
-	out := make(map[string]adapter.ProfileDriver, len(c.Profiles))
+	out := make(map[string]driver.Profile, len(c.Profiles))
 	for _, name := range c.Names() {
 		p := c.Profiles[name]
 		b, ok := builders[p.Driver]
@@ -472,7 +472,7 @@ func (c *Config) Build(builders map[string]Builder, env Env) (map[string]adapter
 		if err != nil {
 			return nil, fmt.Errorf("profile %q: %w", name, err)
 		}
-		out[name] = adapter.ProfileDriver{Driver: d, Kind: p.Driver, Model: p.Model}
+		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model}
 	}
 	return out, nil
 }

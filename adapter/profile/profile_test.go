@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -152,7 +152,7 @@ func TestSecret_NeverFormats(t *testing.T) {
 
 type fakeDriver struct{ key Secret }
 
-func (fakeDriver) Execute(context.Context, *adapter.Execution) (*protocol.Usage, error) {
+func (fakeDriver) Execute(context.Context, *driver.Execution) (*protocol.Usage, error) {
 	return nil, nil
 }
 
@@ -164,7 +164,7 @@ func TestBuild_OwnKeyOnly(t *testing.T) {
 	env := map[string]string{"GPT_KEY": "gpt-secret", "HERMES_KEY": "hermes-secret"}
 	keys := map[string]string{}
 	var logBuf bytes.Buffer
-	b := func(p Profile, e Env) (adapter.Driver, error) {
+	b := func(p Profile, e Env) (driver.Driver, error) {
 		keys[p.Name] = p.APIKey(e.Getenv).Reveal()
 		return fakeDriver{key: p.APIKey(e.Getenv)}, nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/journal"
 )
 
@@ -172,7 +173,7 @@ func (n *Node) take(ctx context.Context, m goredis.XMessage) {
 		return
 	}
 	err = n.exec.Adopt(ctx, meta)
-	if err == nil || errors.Is(err, adapter.ErrClaimed) {
+	if err == nil || errors.Is(err, executor.ErrClaimed) {
 		ack()
 		return
 	}

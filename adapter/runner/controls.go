@@ -12,8 +12,8 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// Controls routes controls to the node that owns a run: plug it into
-// adapter.Options.Remote. A control is one entry on the owner's control
+// Controls routes controls to the node that owns a run: it is the Remote
+// of adapter.NewRouter. A control is one entry on the owner's control
 // stream (its inbox); the owner answers on a reply list the caller waits
 // on.
 type Controls struct{ cfg Config }

@@ -29,8 +29,9 @@
 // reaped it or will. A runner that stops consuming unblocks its queue read
 // and hands back to the queue whatever it read but will not start.
 //
-// A Node is the executor side (an adapter.InProcess plus its lease keeper,
+// A Node is the executor side (an executor.InProcess plus its lease keeper,
 // control listener, reaper and, in a runner, the queue consumer); Queue and
-// Controls are what a dispatching hub plugs into adapter.Options (Dispatch
-// and Remote). Every goroutine belongs to a Node and stops with it.
+// Controls are what a dispatching hub plugs into executor.Options.Dispatch
+// and adapter.NewRouter (its Remote). Every goroutine belongs to a Node and
+// stops with it.
 package runner

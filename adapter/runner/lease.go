@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/executor"
 )
 
 //go:embed lua/release_lease.lua
@@ -26,14 +26,14 @@ type leases struct {
 	owned map[string]struct{}
 }
 
-// claim takes a run's lease; another node's lease is adapter.ErrClaimed.
+// claim takes a run's lease; another node's lease is executor.ErrClaimed.
 func (l *leases) claim(ctx context.Context, runID string) error {
 	ok, err := l.cfg.Client.SetNX(ctx, l.cfg.lease(runID), l.node, l.cfg.LeaseTTL).Result()
 	if err != nil {
 		return fmt.Errorf("runner: lease %s: %w", runID, err)
 	}
 	if !ok {
-		return adapter.ErrClaimed
+		return executor.ErrClaimed
 	}
 	l.mu.Lock()
 	l.owned[runID] = struct{}{}

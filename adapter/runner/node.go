@@ -14,6 +14,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -41,7 +42,7 @@ type NodeOptions struct {
 type Node struct {
 	opts  NodeOptions
 	store journal.Store
-	exec  *adapter.InProcess
+	exec  *executor.InProcess
 	lease *leases
 	log   *slog.Logger
 	wakeC chan struct{}
@@ -61,10 +62,12 @@ type queueConn struct {
 	id     int64
 }
 
-// NewNode prepares a node. Build the executor with the node's hooks:
+// NewNode prepares a node. Build the executor with the node's hooks, and
+// the hub's router with the node's Controls:
 //
 //	n := runner.NewNode(store, opts)
-//	exec := adapter.NewInProcess(store, adapter.Options{Claim: n.Claim, Release: n.Release, Remote: runner.NewControls(opts.Config), …})
+//	exec := executor.New(store, executor.Options{Claim: n.Claim, Release: n.Release, …})
+//	rt := adapter.NewRouter(store, exec, runner.NewControls(opts.Config))
 //	n.Start(exec)
 func NewNode(store journal.Store, opts NodeOptions) *Node {
 	opts.Config.defaults()
@@ -88,10 +91,10 @@ func NewNode(store journal.Store, opts NodeOptions) *Node {
 // ID returns the node's id.
 func (n *Node) ID() string { return n.opts.ID }
 
-// Claim is the executor's adapter.Options.Claim: it takes the run's lease.
+// Claim is the executor's executor.Options.Claim: it takes the run's lease.
 func (n *Node) Claim(ctx context.Context, runID string) error { return n.lease.claim(ctx, runID) }
 
-// Release is the executor's adapter.Options.Release.
+// Release is the executor's executor.Options.Release.
 func (n *Node) Release(runID string) { n.lease.release(runID) }
 
 // Owned returns the runs whose lease this node holds.
@@ -114,7 +117,7 @@ func (n *Node) wake() {
 }
 
 // Start runs the node's loops for exec until Stop.
-func (n *Node) Start(exec *adapter.InProcess) {
+func (n *Node) Start(exec *executor.InProcess) {
 	n.exec = exec
 	n.inboxFrom = n.inboxHead() // before any lease: no control is missed
 	ctx, cancel := context.WithCancel(context.Background())
@@ -270,26 +273,30 @@ func (n *Node) listenLoop(ctx context.Context) {
 }
 
 // answer executes one control on the local executor and pushes its result.
+// The control came from another process, so it goes to the executor's
+// local-only Control, never back out; a run this node leases but does not
+// execute (between its claim and start, or its end and the lease's
+// release) is answered as no executor's (adapter.Unowned).
 func (n *Node) answer(ctx context.Context, runID string, m goredis.XMessage) {
 	str := func(k string) string { s, _ := m.Values[k].(string); return s }
 	reply := str("reply")
 	if reply == "" {
 		return
 	}
-	lctx := adapter.LocalOnly(ctx)
+	c := adapter.RemoteControl{Op: str("op"), PromptID: str("prompt_id"), Answer: str("answer")}
 	var res protocol.ControlResult
 	var err error
-	switch op := str("op"); op {
-	case protocol.OpCancel:
-		res, err = n.exec.CancelRun(lctx, runID)
-	case protocol.OpApprove:
-		res, err = n.exec.RespondApproval(lctx, runID, str("prompt_id"), str("answer"))
-	case protocol.OpClarify:
-		res, err = n.exec.RespondClarify(lctx, runID, str("prompt_id"), str("answer"))
-	case protocol.ModeSteer:
+	switch c.Op {
+	case protocol.OpCancel, protocol.OpApprove, protocol.OpClarify, protocol.ModeSteer:
 		var meta journal.RunMeta
 		if meta, err = n.store.Run(ctx, runID); err == nil {
-			res, err = n.exec.QueueMessage(lctx, meta.Owner, meta.SessionID, protocol.QueueRequest{Message: str("answer"), Mode: protocol.ModeSteer}, "")
+			executing := false
+			if !meta.Terminal {
+				res, executing, err = n.exec.Control(ctx, meta, c)
+			}
+			if !executing && err == nil {
+				res, err = adapter.Unowned(ctx, n.store, meta, c)
+			}
 		}
 	default:
 		res = adapter.Result(protocol.ResultUnsupported, "unknown control", runID, "", "")

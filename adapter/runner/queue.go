@@ -13,7 +13,7 @@ import (
 const maxQueueLen = 100000
 
 // Queue dispatches begun runs to the runners: plug Dispatch into
-// adapter.Options.Dispatch on a hub whose runs execute in runners.
+// executor.Options.Dispatch on a hub whose runs execute in runners.
 type Queue struct{ cfg Config }
 
 // NewQueue returns the run queue of cfg's Redis.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
@@ -99,15 +99,15 @@ func (d *Driver) Steers() bool { return true }
 // EvaluateGoal is the simulator's post-turn goal evaluation: a goal whose
 // text holds "turns=N" continues until N runs were made for it, then it is
 // done; any other goal does not continue on its own.
-func (d *Driver) EvaluateGoal(g protocol.GoalUpdatedPayload) adapter.GoalDecision {
+func (d *Driver) EvaluateGoal(g protocol.GoalUpdatedPayload) driver.GoalDecision {
 	n, ok := goalTurns(g.Text)
 	switch {
 	case !ok:
-		return adapter.GoalDecision{}
+		return driver.GoalDecision{}
 	case g.Turns >= n:
-		return adapter.GoalDecision{Done: true, Reason: fmt.Sprintf("made %d of %d runs", g.Turns, n)}
+		return driver.GoalDecision{Done: true, Reason: fmt.Sprintf("made %d of %d runs", g.Turns, n)}
 	}
-	return adapter.GoalDecision{Continue: true}
+	return driver.GoalDecision{Continue: true}
 }
 
 // goalTurns reads "turns=N" from a goal text.
@@ -134,11 +134,11 @@ func (d *Driver) Validate(req protocol.StartRunRequest) error {
 	return err
 }
 
-// Execute implements adapter.Driver.
-func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+// Execute implements driver.Driver.
+func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	s, err := ParseScript(x.Request.Metadata)
 	if err != nil {
-		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: err.Error()}
+		return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: err.Error()}
 	}
 	begin := time.Now()
 	pause := time.Duration(*s.TokenMS) * time.Millisecond
@@ -192,7 +192,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 	pace := newPacer(time.Now(), pause)
 	for i := 0; i < n; i++ {
 		if s.Fail == "error" && i == n/2 {
-			return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
+			return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
 		}
 		if err := steered(ctx, x); err != nil {
 			return nil, err
@@ -207,7 +207,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 		}
 	}
 	if s.Fail == "error" {
-		return nil, &adapter.DriverError{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
+		return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
 	}
 	if err := steered(ctx, x); err != nil { // guidance that came after the last token
 		return nil, err
@@ -220,7 +220,7 @@ func (d *Driver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.U
 	return u, nil
 }
 
-func (d *Driver) tool(ctx context.Context, x *adapter.Execution, i int, denied bool, pause time.Duration) error {
+func (d *Driver) tool(ctx context.Context, x *driver.Execution, i int, denied bool, pause time.Duration) error {
 	id := "t" + strconv.Itoa(i+1)
 	start := time.Now()
 	args, _ := json.Marshal(map[string]any{"step": i + 1})
@@ -247,7 +247,7 @@ func (d *Driver) tool(ctx context.Context, x *adapter.Execution, i int, denied b
 }
 
 // steered journals every guidance message waiting for the run.
-func steered(ctx context.Context, x *adapter.Execution) error {
+func steered(ctx context.Context, x *driver.Execution) error {
 	for {
 		select {
 		case text := <-x.Steering():

@@ -270,7 +270,7 @@ func processRegistry(t *testing.T) map[string]map[string]bool {
 		t.Fatal(err)
 	}
 	defer rt.close()
-	h := hub.New(hub.Config{Logger: quietLog(), Metrics: m}, rt.store, rt.exec)
+	h := hub.New(hub.Config{Logger: quietLog(), Metrics: m}, rt.store, rt.router)
 	defer h.Shutdown(context.Background())
 	hubGauges(m, h)
 	m.HTTPRequest(http.MethodGet, "/healthz", 200) // a labelled counter shows once it has a child

@@ -3,7 +3,7 @@ package main
 import (
 	"log/slog"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/execdrv"
 	"github.com/runhub/runhub/adapter/hermes"
 	"github.com/runhub/runhub/adapter/openai"
@@ -16,7 +16,7 @@ import (
 // a profile works in either execution mode.
 func driverBuilders() map[string]profile.Builder {
 	return map[string]profile.Builder{
-		profile.KindSim: func(p profile.Profile, env profile.Env) (adapter.Driver, error) {
+		profile.KindSim: func(p profile.Profile, env profile.Env) (driver.Driver, error) {
 			return &sim.Driver{ClarifyTimeout: env.ClarifyTimeout}, nil
 		},
 		profile.KindOpenAI: openai.FromProfile,
@@ -27,7 +27,7 @@ func driverBuilders() map[string]profile.Builder {
 
 // loadProfiles loads the profile file (RUNHUB_PROFILES) and builds one
 // driver per profile.
-func loadProfiles(cfg RuntimeConfig, log *slog.Logger) (*profile.Config, map[string]adapter.ProfileDriver, error) {
+func loadProfiles(cfg RuntimeConfig, log *slog.Logger) (*profile.Config, map[string]driver.Profile, error) {
 	profiles, err := profile.Load(cfg.Profiles)
 	if err != nil {
 		return nil, nil, err

@@ -27,7 +27,7 @@ func serveRoutes(t *testing.T) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hub.New(hub.Config{Logger: log}, rt.store, rt.exec)
+	h := hub.New(hub.Config{Logger: log}, rt.store, rt.router)
 	defer func() {
 		h.Shutdown(context.Background())
 		rt.close()

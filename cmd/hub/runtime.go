@@ -12,6 +12,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/adapter/runner"
 	"github.com/runhub/runhub/adapter/sim"
@@ -31,9 +33,12 @@ const (
 type procRuntime struct {
 	mode  string
 	store journal.Store
-	exec  *adapter.InProcess
-	node  *runner.Node            // Redis mode: leases, controls, reaper (and the queue in a runner)
-	rdb   goredis.UniversalClient // Redis mode: one server or a Cluster
+	exec  *executor.InProcess
+	// router is the RuntimeAdapter the hub serves: controls go to exec,
+	// or, in Redis mode, to the node that executes the run.
+	router *adapter.Router
+	node   *runner.Node            // Redis mode: leases, controls, reaper (and the queue in a runner)
+	rdb    goredis.UniversalClient // Redis mode: one server or a Cluster
 	// writes watches the journal's writes for /readyz.
 	writes *writeHealth
 	log    *slog.Logger
@@ -52,12 +57,12 @@ type procRuntime struct {
 //
 // m (nil: none) measures the journal, Redis and the executor.
 func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode string, consume bool, m *metrics.Metrics) (*procRuntime, error) {
-	drivers := map[string]adapter.Driver{"sim": &sim.Driver{ClarifyTimeout: cfg.ClarifyTimeout}}
+	drivers := map[string]driver.Driver{"sim": &sim.Driver{ClarifyTimeout: cfg.ClarifyTimeout}}
 	profiles, profileDrivers, err := loadProfiles(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	opts := adapter.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
+	opts := executor.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
 		Profiles: profileDrivers, DefaultProfile: profiles.Default}
 	rt := &procRuntime{log: log, profiles: profiles}
 	if cfg.RedisURL == "" {
@@ -76,7 +81,8 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		}
 		rt.writes = watchWrites(observe(store, m))
 		rt.mode, rt.store = RuntimeInProcess, rt.writes
-		rt.exec = adapter.NewInProcess(rt.store, opts)
+		rt.exec = executor.New(rt.store, opts)
+		rt.router = adapter.NewRouter(rt.store, rt.exec, nil)
 		rt.gauges(m)
 		n, err := rt.exec.Recover(ctx)
 		if err != nil {
@@ -124,7 +130,6 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		reaper = &reaperStore{Store: rt.store, m: m}
 	}
 	rt.node = runner.NewNode(reaper, runner.NodeOptions{Config: rcfg, ID: cfg.NodeID, Consume: consume, MaxRuns: cfg.MaxRuns, Logger: log})
-	opts.Remote = runner.NewControls(rcfg)
 	switch {
 	case consume || mode == RuntimeInProcess:
 		opts.Claim, opts.Release = rt.node.Claim, rt.node.Release
@@ -134,7 +139,8 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		rt.close()
 		return nil, fmt.Errorf("RUNHUB_RUNTIME %q: want inprocess or runners", mode)
 	}
-	rt.exec = adapter.NewInProcess(rt.store, opts)
+	rt.exec = executor.New(rt.store, opts)
+	rt.router = adapter.NewRouter(rt.store, rt.exec, runner.NewControls(rcfg))
 	rt.node.Start(rt.exec)
 	rt.gauges(m)
 	return rt, nil

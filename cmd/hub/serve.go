@@ -68,7 +68,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		hcfg.PresenceStore = ps
 	}
 
-	h := hub.New(hcfg, store, rt.exec)
+	h := hub.New(hcfg, store, rt.router)
 	hubGauges(m, h)
 	e := newEcho(log, m)
 	if cfg.MetricsAddr != "" {

@@ -1,6 +1,7 @@
 // Package drivertest runs drivers for tests the way the hub does: a real
-// InProcess executor over a real bolt journal, runs selected by profile,
-// logs captured so a test can search them.
+// executor (adapter/executor) behind the adapter's Router, over a real
+// bolt journal, runs selected by profile, logs captured so a test can
+// search them.
 package drivertest
 
 import (
@@ -17,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/protocol"
@@ -26,8 +29,9 @@ import (
 type Harness struct {
 	t     testing.TB
 	Store *bolt.Store
-	RT    *adapter.InProcess
-	Path  string // the journal file
+	RT    *adapter.Router     // the runtime as the hub uses it
+	Exec  *executor.InProcess // its executor
+	Path  string              // the journal file
 	Logs  *Buffer
 	Log   *slog.Logger
 }
@@ -58,7 +62,7 @@ func Logger() (*slog.Logger, *Buffer) {
 
 // Config configures a Harness.
 type Config struct {
-	Profiles       map[string]adapter.ProfileDriver
+	Profiles       map[string]driver.Profile
 	ClarifyTimeout time.Duration // default 5s
 	Log            *slog.Logger  // with Logs; default: Logger()
 	Logs           *Buffer
@@ -79,13 +83,13 @@ func New(t testing.TB, cfg Config) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := adapter.NewInProcess(store, adapter.Options{
-		Drivers:        map[string]adapter.Driver{"sim": &sim.Driver{}},
+	rt := executor.New(store, executor.Options{
+		Drivers:        map[string]driver.Driver{"sim": &sim.Driver{}},
 		Profiles:       cfg.Profiles,
 		ClarifyTimeout: cfg.ClarifyTimeout,
 		Logger:         cfg.Log,
 	})
-	h := &Harness{t: t, Store: store, RT: rt, Path: path, Logs: cfg.Logs, Log: cfg.Log}
+	h := &Harness{t: t, Store: store, RT: adapter.NewRouter(store, rt, nil), Exec: rt, Path: path, Logs: cfg.Logs, Log: cfg.Log}
 	t.Cleanup(func() {
 		rt.Close()
 		store.Close()

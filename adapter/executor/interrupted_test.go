@@ -1,4 +1,4 @@
-package adapter_test
+package executor_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/protocol"
@@ -18,7 +20,7 @@ import (
 // blocking runs until its context ends.
 type blocking struct{ started chan struct{} }
 
-func (b blocking) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+func (b blocking) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	close(b.started)
 	<-ctx.Done()
 	return nil, ctx.Err()
@@ -28,7 +30,7 @@ func (b blocking) Execute(ctx context.Context, x *adapter.Execution) (*protocol.
 // the run was going, and ended by Recover after a restart — are the ones
 // docs/protocol.md quotes.
 func TestInterruptedMessagesAsDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "protocol.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "protocol.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestInterruptedMessagesAsDocumented(t *testing.T) {
 	defer store.Close()
 	ctx := context.Background()
 	d := blocking{started: make(chan struct{})}
-	rt := adapter.NewInProcess(store, adapter.Options{Drivers: map[string]adapter.Driver{"block": d}, DefaultDriver: "block"})
+	rt := executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"block": d}, DefaultDriver: "block"})
 	stopped, err := rt.StartRun(ctx, "local", protocol.StartRunRequest{Message: "go"})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +59,7 @@ func TestInterruptedMessagesAsDocumented(t *testing.T) {
 	if err := store.BeginRun(ctx, left); err != nil {
 		t.Fatal(err)
 	}
-	rt2 := adapter.NewInProcess(store, adapter.Options{Drivers: map[string]adapter.Driver{"block": d}, DefaultDriver: "block"})
+	rt2 := executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"block": d}, DefaultDriver: "block"})
 	defer rt2.Close()
 	if n, err := rt2.Recover(ctx); err != nil || n != 1 {
 		t.Fatalf("Recover: %d, %v", n, err)

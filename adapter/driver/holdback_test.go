@@ -1,4 +1,4 @@
-package adapter_test
+package driver_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/internal/drivertest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -19,7 +19,7 @@ type chunkDriver struct {
 	pause  time.Duration // after the first chunk of the reasoning
 }
 
-func (d chunkDriver) Execute(ctx context.Context, x *adapter.Execution) (*protocol.Usage, error) {
+func (d chunkDriver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	streams := []struct {
 		typ protocol.EventType
 		p   func(string) any
@@ -54,8 +54,8 @@ func (d chunkDriver) Execute(ctx context.Context, x *adapter.Execution) (*protoc
 	return &protocol.Usage{Provider: "chunks"}, nil
 }
 
-func chunkHarness(t *testing.T, d adapter.Driver) *drivertest.Harness {
-	return drivertest.New(t, drivertest.Config{Profiles: map[string]adapter.ProfileDriver{"chunks": {Driver: d, Kind: "chunks"}}})
+func chunkHarness(t *testing.T, d driver.Driver) *drivertest.Harness {
+	return drivertest.New(t, drivertest.Config{Profiles: map[string]driver.Profile{"chunks": {Driver: d, Kind: "chunks"}}})
 }
 
 // A secret streamed in pieces of 1–5 bytes (none of which looks like a

@@ -1,4 +1,4 @@
-package adapter
+package driver
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func (x *Execution) Transcript(ctx context.Context) ([]Turn, error) {
 		Session(ctx context.Context, id string) (journal.SessionMeta, error)
 	})
 	if !ok {
-		return nil, errors.New("adapter: the journal cannot list a session's runs")
+		return nil, errors.New("driver: the journal cannot list a session's runs")
 	}
 	return SessionTranscript(ctx, x.log, reg, x.SessionID, x.RunID)
 }

@@ -1,4 +1,4 @@
-package adapter_test
+package executor_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/internal/drivertest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
@@ -32,7 +34,7 @@ func TestRecoverWarnsOrphanWithoutDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	log, logs := drivertest.Logger()
-	rt := adapter.NewInProcess(store, adapter.Options{Drivers: map[string]adapter.Driver{"block": blocking{started: make(chan struct{})}},
+	rt := executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"block": blocking{started: make(chan struct{})}},
 		DefaultDriver: "block", Logger: log})
 	defer rt.Close()
 	if n, err := rt.Recover(ctx); err != nil || n != 1 {

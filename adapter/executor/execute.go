@@ -1,4 +1,4 @@
-package adapter
+package executor
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
-// launch starts the executor goroutine; false when the adapter is closed.
-func (a *InProcess) launch(x *Execution, drv Driver, owner string) bool {
+// launch starts the executor goroutine; false when the executor is closed.
+func (a *InProcess) launch(x *driver.Execution, drv driver.Driver, owner string) bool {
 	ctx, cancel := context.WithCancelCause(a.ctx)
 	a.mu.Lock()
 	if a.closed {
@@ -37,7 +38,7 @@ func (a *InProcess) launch(x *Execution, drv Driver, owner string) bool {
 
 // execute runs the driver and writes the run's one terminal event; it
 // reports whether the session's goal wants another run.
-func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont bool) {
+func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver.Driver) (cont bool) {
 	usage, err := a.safeExecute(ctx, x, drv)
 	// The terminal append must happen even though ctx is cancelled.
 	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -48,14 +49,14 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont
 	}
 	var typ protocol.EventType
 	var payload any
-	var runtimeCancel *Cancelled
+	var runtimeCancel *driver.Cancelled
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errUserCancel):
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: x.Streamed()}
 	case ctx.Err() != nil:
 		// An append cut short by the stop may still have been journaled:
 		// the journal, not x, knows the last seq.
-		last := x.last()
+		last := x.LastSeq()
 		if meta, err := a.store.Run(tctx, x.RunID); err == nil && meta.LastSeq > last {
 			last = meta.LastSeq
 		}
@@ -67,17 +68,17 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont
 		cont = a.postTurn(tctx, x, drv)
 		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage}
 	default:
-		var de *DriverError
+		var de *driver.Error
 		if !errors.As(err, &de) {
 			a.opts.Logger.Error("run failed", "run_id", x.RunID, "session_id", x.SessionID, "err", journal.RedactString(err.Error()))
-			de = &DriverError{Code: protocol.ErrorInternal, Message: "the runtime failed"}
+			de = &driver.Error{Code: protocol.ErrorInternal, Message: "the runtime failed"}
 		}
 		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: de.Code, Message: journal.RedactString(de.Message), Terminal: true}
 	}
 	e := mustEvent(x.RunID, x.SessionID, typ, payload)
-	if _, err := x.append(tctx, e); err != nil && !errors.Is(err, journal.ErrTerminal) {
+	if _, err := x.Append(tctx, e); err != nil && !errors.Is(err, journal.ErrTerminal) {
 		a.opts.Logger.Error("terminal event not journaled; retrying until the journal takes it", "run_id", x.RunID, "err", err)
-		if transient(err) {
+		if driver.Transient(err) {
 			a.retryTerminal(x, e)
 		}
 	}
@@ -92,7 +93,7 @@ func (a *InProcess) execute(ctx context.Context, x *Execution, drv Driver) (cont
 // closes (the run is then left to Recover or the reaper, which end it as
 // interrupted). Without it a run outlived its failure as "running" in the
 // journal until the next restart.
-func (a *InProcess) retryTerminal(x *Execution, e protocol.Envelope) {
+func (a *InProcess) retryTerminal(x *driver.Execution, e protocol.Envelope) {
 	for attempt := 1; ; attempt++ {
 		pause := time.NewTimer(min(time.Second<<min(attempt-1, 4), 10*time.Second))
 		select {
@@ -103,13 +104,13 @@ func (a *InProcess) retryTerminal(x *Execution, e protocol.Envelope) {
 		case <-pause.C:
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
-		_, err := x.append(ctx, e)
+		_, err := x.Append(ctx, e)
 		cancel()
 		switch {
 		case err == nil:
 			a.opts.Logger.Info("terminal event journaled after the journal recovered", "run_id", x.RunID, "attempts", attempt+1)
 			return
-		case errors.Is(err, journal.ErrTerminal), !transient(err):
+		case errors.Is(err, journal.ErrTerminal), !driver.Transient(err):
 			return
 		}
 	}
@@ -132,18 +133,12 @@ func (a *InProcess) afterRun(sid string, cont bool) {
 	a.startGoalRun(ctx, sid)
 }
 
-func (a *InProcess) safeExecute(ctx context.Context, x *Execution, drv Driver) (u *protocol.Usage, err error) {
+func (a *InProcess) safeExecute(ctx context.Context, x *driver.Execution, drv driver.Driver) (u *protocol.Usage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.opts.Logger.Error("driver panicked", "run_id", x.RunID, "panic", fmt.Sprint(r))
-			err = &DriverError{Code: protocol.ErrorInternal, Message: "the runtime failed"}
+			err = &driver.Error{Code: protocol.ErrorInternal, Message: "the runtime failed"}
 		}
 	}()
 	return drv.Execute(ctx, x)
-}
-
-func (x *Execution) last() uint64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.lastSeq
 }

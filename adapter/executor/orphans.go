@@ -1,37 +1,14 @@
-package adapter
+package executor
 
 import (
 	"context"
 	"encoding/json"
 	"time"
 
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
-
-// OrphanStopper is an optional Driver capability: stopping the upstream
-// work of a run a previous process left executing (killed, it could not
-// stop it). Recover calls it for each run it ends as interrupted, in the
-// background: it never holds up start-up.
-type OrphanStopper interface {
-	// StopOrphan stops what the run started upstream, as far as the run's
-	// journal tells, best effort; ctx bounds it. It logs what it did.
-	StopOrphan(ctx context.Context, run Orphan) error
-}
-
-// Orphan is a run Recover ended as interrupted.
-type Orphan struct {
-	RunID     string
-	SessionID string
-	Request   protocol.StartRunRequest
-	log       journal.Log
-}
-
-// Events calls fn with the run's journaled events in seq order, until fn
-// returns an error (which Events returns).
-func (o Orphan) Events(ctx context.Context, fn func(protocol.Envelope) error) error {
-	return journal.ReadAll(ctx, o.log, o.RunID, 0, fn)
-}
 
 // Bounds of the orphan stops Recover starts.
 const (
@@ -47,14 +24,14 @@ func (a *InProcess) stopOrphan(r journal.RunMeta) {
 		a.opts.Logger.Warn("cannot stop the upstream work of an interrupted run: its request does not decode", "run_id", r.ID, "err", err)
 		return
 	}
-	_, drv, err := a.driver(req)
+	_, drv, err := a.pick(req)
 	if err != nil {
 		// The hub's drivers changed since the run started: whatever it
 		// started upstream is left going, and the operator should know.
 		a.opts.Logger.Warn("cannot stop the upstream work of an interrupted run: its driver is not configured any more", "run_id", r.ID, "err", err)
 		return
 	}
-	s, ok := drv.(OrphanStopper)
+	s, ok := drv.(driver.OrphanStopper)
 	if !ok {
 		return
 	}
@@ -75,7 +52,7 @@ func (a *InProcess) stopOrphan(r journal.RunMeta) {
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, orphanStopBudget)
 		defer cancel()
-		if err := s.StopOrphan(ctx, Orphan{RunID: r.ID, SessionID: r.SessionID, Request: req, log: a.store}); err != nil {
+		if err := s.StopOrphan(ctx, driver.NewOrphan(r, req, a.store)); err != nil {
 			a.opts.Logger.Warn("could not stop the upstream work of an interrupted run", "run_id", r.ID, "err", journal.RedactString(err.Error()))
 		}
 	}()

@@ -1,4 +1,4 @@
-package adapter
+package executor
 
 import (
 	"context"
@@ -6,38 +6,16 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
-// Steerer is an optional Driver capability: guidance for a running run
-// (queue mode steer) reaches it through Execution.Steering.
-type Steerer interface {
-	Steers() bool
-}
-
-// GoalEvaluator is an optional Driver capability: the post-turn evaluation
-// of a session's standing goal. The runtime, not the hub, decides whether a
-// goal continues.
-type GoalEvaluator interface {
-	EvaluateGoal(goal protocol.GoalUpdatedPayload) GoalDecision
-}
-
-// GoalDecision is the outcome of a post-turn goal evaluation.
-type GoalDecision struct {
-	Continue bool   // start another run for the goal
-	Done     bool   // the goal is reached
-	Reason   string // shown in goal.updated
-}
-
-// Queue and goal bounds.
-const (
-	maxRecentKeys = 64
-	maxPreview    = 80
-)
+// maxPreview bounds a queued message's preview in queue.updated.
+const maxPreview = 80
 
 var (
-	errDuplicate = errors.New("duplicate request")
 	errQueueFull = errors.New("queue full")
 	errNoGoal    = errors.New("no goal")
 )
@@ -48,24 +26,20 @@ func (a *InProcess) updater() (journal.SessionUpdater, bool) {
 	return u, ok
 }
 
-// QueueMessage implements RuntimeAdapter. Mode queue appends to the
-// session's FIFO (journaled as queue.updated on the active run), or starts a
-// run at once when the session is idle; mode steer hands the text to the
-// running executor when its driver supports it. A repeated key does not
-// enqueue twice.
-func (a *InProcess) QueueMessage(ctx context.Context, owner, sid string, req protocol.QueueRequest, key string) (protocol.ControlResult, error) {
+// Enqueue implements adapter.Local (QueueMessage in mode queue): the
+// message joins the session's FIFO (journaled as queue.updated on the
+// active run), or starts a run at once when the session is idle. A
+// repeated key does not enqueue twice.
+func (a *InProcess) Enqueue(ctx context.Context, sid, message, key string) (protocol.ControlResult, error) {
 	u, ok := a.updater()
 	if !ok {
-		return Result(protocol.ResultUnsupported, "this journal cannot hold a queue", "", sid, ""), nil
+		return adapter.Result(protocol.ResultUnsupported, "this journal cannot hold a queue", "", sid, ""), nil
 	}
-	if req.Mode == protocol.ModeSteer {
-		return a.steer(ctx, u, sid, req.Message, key)
-	}
-	id := NewID("q_")
+	id := adapter.NewID("q_")
 	startNow := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		startNow = false
-		if err := rememberKey(m, key); err != nil {
+		if err := adapter.RememberKey(m, key); err != nil {
 			return err
 		}
 		if m.ActiveRun == "" && len(m.Queue) == 0 {
@@ -75,30 +49,30 @@ func (a *InProcess) QueueMessage(ctx context.Context, owner, sid string, req pro
 		if len(m.Queue) >= a.opts.MaxQueue {
 			return errQueueFull
 		}
-		m.Queue = append(m.Queue, journal.QueuedMessage{ID: id, Message: req.Message, QueuedAt: protocol.Timestamp(a.opts.Now())})
+		m.Queue = append(m.Queue, journal.QueuedMessage{ID: id, Message: message, QueuedAt: protocol.Timestamp(a.opts.Now())})
 		return nil
 	})
 	switch {
-	case errors.Is(err, errDuplicate):
-		return Result(protocol.ResultNotActive, "duplicate request: already queued", "", sid, ""), nil
+	case errors.Is(err, adapter.ErrDuplicate):
+		return adapter.Result(protocol.ResultNotActive, "duplicate request: already queued", "", sid, ""), nil
 	case errors.Is(err, errQueueFull):
-		return Result(protocol.ResultConflict, "the session's queue is full", "", sid, ""), nil
+		return adapter.Result(protocol.ResultConflict, "the session's queue is full", "", sid, ""), nil
 	case err != nil:
 		return protocol.ControlResult{}, notFound(err, "session "+sid)
 	}
 	if startNow {
-		r, err := a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, req.Message, "queue"), func(x *Execution) {
+		r, err := a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, message, "queue"), func(x *driver.Execution) {
 			x.Emit(ctx, protocol.EventQueueUpdated, queuePayload(meta.Queue))
 		})
 		if err == nil {
-			return Result(protocol.ResultAccepted, "started", r.RunID, sid, r.Cursor), nil
+			return adapter.Result(protocol.ResultAccepted, "started", r.RunID, sid, r.Cursor), nil
 		}
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, adapter.ErrConflict) {
 			return protocol.ControlResult{}, err
 		}
 		// A run began meanwhile: queue behind it instead.
 		if meta, err = u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
-			m.Queue = append(m.Queue, journal.QueuedMessage{ID: id, Message: req.Message, QueuedAt: protocol.Timestamp(a.opts.Now())})
+			m.Queue = append(m.Queue, journal.QueuedMessage{ID: id, Message: message, QueuedAt: protocol.Timestamp(a.opts.Now())})
 			return nil
 		}); err != nil {
 			return protocol.ControlResult{}, err
@@ -113,55 +87,7 @@ func (a *InProcess) QueueMessage(ctx context.Context, owner, sid string, req pro
 	} else {
 		a.drain(ctx, sid) // idle with a backlog (e.g. after a crash): start it
 	}
-	return Result(protocol.ResultAccepted, "queued", meta.ActiveRun, sid, eventID), nil
-}
-
-func (a *InProcess) steer(ctx context.Context, u journal.SessionUpdater, sid, text, key string) (protocol.ControlResult, error) {
-	meta, err := a.store.Session(ctx, sid)
-	if err != nil {
-		return protocol.ControlResult{}, notFound(err, "session "+sid)
-	}
-	a.mu.Lock()
-	l := a.live[meta.ActiveRun]
-	a.mu.Unlock()
-	if meta.ActiveRun != "" && l == nil && a.remote(ctx) != nil {
-		if key != "" {
-			if _, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error { return rememberKey(m, key) }); errors.Is(err, errDuplicate) {
-				return Result(protocol.ResultNotActive, "duplicate request: already delivered", meta.ActiveRun, sid, ""), nil
-			} else if err != nil {
-				return protocol.ControlResult{}, err
-			}
-		}
-		res, owned, err := a.remote(ctx).Control(ctx, meta.ActiveRun, RemoteControl{Op: protocol.ModeSteer, Answer: text})
-		if err != nil || owned {
-			return res, err
-		}
-	}
-	if meta.ActiveRun == "" || l == nil {
-		return Result(protocol.ResultNotActive, "no active run to steer", "", sid, ""), nil
-	}
-	if s, ok := l.drv.(Steerer); !ok || !s.Steers() {
-		return Result(protocol.ResultUnsupported, "this runtime cannot be steered", meta.ActiveRun, sid, ""), nil
-	}
-	if key != "" {
-		if _, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error { return rememberKey(m, key) }); errors.Is(err, errDuplicate) {
-			return Result(protocol.ResultNotActive, "duplicate request: already delivered", meta.ActiveRun, sid, ""), nil
-		} else if err != nil {
-			return protocol.ControlResult{}, err
-		}
-	}
-	select {
-	case l.x.steer <- text:
-		// The guidance is the user's word in the run: journal it, so every
-		// tab shows it in the transcript, now and after a reload.
-		e, err := l.x.Emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: "guidance: " + text, Steer: text})
-		if err != nil {
-			a.opts.Logger.Warn("could not journal the steer message", "run_id", meta.ActiveRun, "err", journal.RedactString(err.Error()))
-		}
-		return Result(protocol.ResultAccepted, "delivered", meta.ActiveRun, sid, e.EventID), nil
-	default:
-		return Result(protocol.ResultConflict, "the run has too much guidance waiting", meta.ActiveRun, sid, ""), nil
-	}
+	return adapter.Result(protocol.ResultAccepted, "queued", meta.ActiveRun, sid, eventID), nil
 }
 
 // errTitled makes adoptTitle's update a no-op: the session has a title.
@@ -187,21 +113,6 @@ func (a *InProcess) adoptTitle(ctx context.Context, sid, title string) {
 	if err != nil && !errors.Is(err, errTitled) {
 		a.opts.Logger.Warn("could not keep the run's title as the session's", "session_id", sid, "err", err)
 	}
-}
-
-// rememberKey records an idempotency key; a key seen before is errDuplicate.
-func rememberKey(m *journal.SessionMeta, key string) error {
-	if key == "" {
-		return nil
-	}
-	if slices.Contains(m.RecentKeys, key) {
-		return errDuplicate
-	}
-	m.RecentKeys = append(m.RecentKeys, key)
-	if n := len(m.RecentKeys); n > maxRecentKeys {
-		m.RecentKeys = slices.Clone(m.RecentKeys[n-maxRecentKeys:])
-	}
-	return nil
 }
 
 func queuePayload(q []journal.QueuedMessage) protocol.QueueUpdatedPayload {
@@ -251,7 +162,7 @@ func (a *InProcess) appendTo(ctx context.Context, runID, sid string, typ protoco
 }
 
 // errNotStarted: the run has not started, so it takes no event yet.
-var errNotStarted = errors.New("adapter: the run has not started")
+var errNotStarted = errors.New("executor: the run has not started")
 
 // Drain starts the session's next queued message when the session is idle,
 // for a run of it that ended without its executor (reaped after its lease
@@ -281,13 +192,13 @@ func (a *InProcess) drain(ctx context.Context, sid string) bool {
 		return false
 	}
 	rest := queuePayload(meta.Queue)
-	_, err = a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, item.Message, "queue"), func(x *Execution) {
+	_, err = a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, item.Message, "queue"), func(x *driver.Execution) {
 		x.Emit(ctx, protocol.EventQueueUpdated, rest)
 	})
 	if err == nil {
 		return true
 	}
-	if !errors.Is(err, ErrConflict) {
+	if !errors.Is(err, adapter.ErrConflict) {
 		a.opts.Logger.Warn("start queued message", "session_id", sid, "err", err)
 	}
 	u.UpdateSession(context.WithoutCancel(ctx), sid, func(m *journal.SessionMeta) error {
@@ -297,13 +208,14 @@ func (a *InProcess) drain(ctx context.Context, sid string) bool {
 	return false
 }
 
-// UpdateGoal implements RuntimeAdapter: it changes the session's goal state
-// (journaled as goal.updated on the active run) and, when a goal is set or
-// resumed on an idle session, lets the runtime decide whether to continue.
+// UpdateGoal implements adapter.Local (RuntimeAdapter.UpdateGoal): it
+// changes the session's goal state (journaled as goal.updated on the active
+// run) and, when a goal is set or resumed on an idle session, lets the
+// runtime decide whether to continue.
 func (a *InProcess) UpdateGoal(ctx context.Context, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
 	u, ok := a.updater()
 	if !ok {
-		return Result(protocol.ResultUnsupported, "this journal cannot hold a goal", "", sid, ""), nil
+		return adapter.Result(protocol.ResultUnsupported, "this journal cannot hold a goal", "", sid, ""), nil
 	}
 	changed := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
@@ -348,7 +260,7 @@ func (a *InProcess) UpdateGoal(ctx context.Context, sid string, req protocol.Goa
 	var pe *protocol.Error
 	switch {
 	case errors.Is(err, errNoGoal):
-		return Result(protocol.ResultNotActive, "the session has no goal", "", sid, ""), nil
+		return adapter.Result(protocol.ResultNotActive, "the session has no goal", "", sid, ""), nil
 	case errors.As(err, &pe):
 		return protocol.ControlResult{}, pe
 	case err != nil:
@@ -383,23 +295,23 @@ func (a *InProcess) UpdateGoal(ctx context.Context, sid string, req protocol.Goa
 			}
 		}
 	}
-	return Result(protocol.ResultAccepted, msg, meta.ActiveRun, sid, eventID), nil
+	return adapter.Result(protocol.ResultAccepted, msg, meta.ActiveRun, sid, eventID), nil
 }
 
 // evaluate asks the default driver whether an active goal continues.
-func (a *InProcess) evaluate(g protocol.GoalUpdatedPayload) GoalDecision {
-	if ev, ok := a.opts.Drivers[a.opts.DefaultDriver].(GoalEvaluator); ok {
+func (a *InProcess) evaluate(g protocol.GoalUpdatedPayload) driver.GoalDecision {
+	if ev, ok := a.opts.Drivers[a.opts.DefaultDriver].(driver.GoalEvaluator); ok {
 		return ev.EvaluateGoal(g)
 	}
-	return GoalDecision{}
+	return driver.GoalDecision{}
 }
 
 // postTurn is the goal evaluation at the end of a successful run, before
 // its terminal event: it journals the goal's new state on the run and
 // reports whether the goal wants another run.
-func (a *InProcess) postTurn(ctx context.Context, x *Execution, drv Driver) bool {
+func (a *InProcess) postTurn(ctx context.Context, x *driver.Execution, drv driver.Driver) bool {
 	u, ok := a.updater()
-	ev, isEv := drv.(GoalEvaluator)
+	ev, isEv := drv.(driver.GoalEvaluator)
 	if !ok || !isEv {
 		return false
 	}
@@ -449,7 +361,7 @@ func (a *InProcess) startGoalRun(ctx context.Context, sid string) {
 		return
 	}
 	goal := *meta.Goal
-	_, err = a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, goal.Text, "goal"), func(x *Execution) {
+	_, err = a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, goal.Text, "goal"), func(x *driver.Execution) {
 		x.Emit(ctx, protocol.EventGoalUpdated, goal)
 	})
 	if err != nil {
@@ -459,7 +371,7 @@ func (a *InProcess) startGoalRun(ctx context.Context, sid string) {
 			}
 			return nil
 		})
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, adapter.ErrConflict) {
 			a.opts.Logger.Warn("start goal run", "session_id", sid, "err", err)
 		}
 	}

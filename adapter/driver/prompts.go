@@ -1,74 +1,13 @@
-package adapter
+package driver
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/runhub/runhub/internal/ctxsleep"
-	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
-
-// Driver produces one run. Execute emits the run's events through x and
-// returns when the run has finished: nil for success (the executor writes
-// done with the returned usage), a *DriverError for a failure, or ctx's
-// error when the run was cancelled or the executor is stopping. Execute must
-// not emit terminal events (done, cancelled, terminal error).
-type Driver interface {
-	Execute(ctx context.Context, x *Execution) (*protocol.Usage, error)
-}
-
-// Validator is an optional Driver capability: checking a start request
-// before the run begins, so bad input is refused without creating a run.
-type Validator interface {
-	Validate(req protocol.StartRunRequest) error
-}
-
-// Execution is a run as its driver sees it: the request, an emitter that
-// journals events, and the prompts that wait on a user.
-type Execution struct {
-	RunID     string
-	SessionID string
-	Request   protocol.StartRunRequest
-
-	log      journal.Log
-	now      func() time.Time
-	retryFor time.Duration // how long a transient append error is retried
-	keySeq   atomic.Uint64
-	streamed atomic.Bool
-
-	approvalTimeout time.Duration // expires an approval prompt (Options.ApprovalTimeout; 0: never)
-
-	emitMu sync.Mutex // orders Emit's appends with the held-back text
-	held   *heldText  // the end of a text stream not yet journaled (holdback.go); guarded by emitMu
-	// heldTimer lets held text out after holdFor; heldGen tells its firing
-	// whether it is stale. Guarded by emitMu.
-	heldTimer *time.Timer
-	heldGen   uint64
-
-	mu         sync.Mutex
-	approval   *prompt
-	clarify    *prompt
-	closed     []*prompt // recently finished prompts, newest last
-	cancelling bool
-	lastSeq    uint64
-
-	steer chan string // guidance for the running driver (queue mode steer)
-
-	// titled, when set, is told the title of each title.updated journaled
-	// (the runtime names an untitled session after it).
-	titled func(ctx context.Context, title string)
-}
-
-// Steering delivers guidance sent to the running run (queue mode steer) to
-// drivers that declare the Steerer capability.
-func (x *Execution) Steering() <-chan string { return x.steer }
 
 // prompt is the one pending approval or clarify of an execution: the driver
 // waits on answer; the first response wins, later ones are not-active.
@@ -82,91 +21,6 @@ type prompt struct {
 
 // maxClosedPrompts bounds the memory of finished prompt ids per execution.
 const maxClosedPrompts = 32
-
-// Streamed reports whether any output (tokens, reasoning, tool activity)
-// was emitted.
-func (x *Execution) Streamed() bool { return x.streamed.Load() }
-
-// Emit journals one event of the run. Transient journal errors are retried
-// with the same idempotency key, so a retry never duplicates an event.
-//
-// Streamed text (token.delta, reasoning.delta, tool.updated text) may be
-// held back in part, so that a secret split over several deltas is
-// redacted whole (holdback.go): its events are re-cut at word boundaries,
-// their concatenated text unchanged but for redactions. An event wholly
-// held back is returned with no seq.
-func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload any) (protocol.Envelope, error) {
-	e, err := protocol.NewEvent(x.RunID, x.SessionID, typ, payload)
-	if err != nil {
-		return e, err
-	}
-	if e.Terminal {
-		return e, protocol.Errorf(protocol.CodeBadRequest, "drivers must not emit terminal events (%s)", typ)
-	}
-	switch typ {
-	case protocol.EventTokenDelta, protocol.EventReasoningDelta, protocol.EventToolStarted, protocol.EventToolUpdated, protocol.EventToolDone:
-		x.streamed.Store(true)
-	}
-	x.emitMu.Lock()
-	defer x.emitMu.Unlock()
-	if id, stream, text, ok := streamKey(&e, payload); ok {
-		return x.emitStreamed(ctx, e, id, stream, text)
-	}
-	if err := x.flushHeld(ctx); err != nil {
-		return protocol.Envelope{}, err
-	}
-	out, err := x.append(ctx, e)
-	if err == nil && typ == protocol.EventTitleUpdated && x.titled != nil {
-		if p, perr := protocol.DecodePayload[protocol.TitleUpdatedPayload](&out); perr == nil && p.Title != "" {
-			x.titled(ctx, p.Title)
-		}
-	}
-	return out, err
-}
-
-// append journals e, retrying a transient error with the same idempotency
-// key (pauses from 50 ms doubling to 800 ms) for up to x.retryFor.
-func (x *Execution) append(ctx context.Context, e protocol.Envelope) (protocol.Envelope, error) {
-	e.CreatedAt = protocol.Timestamp(x.now())
-	key := x.RunID + "/" + strconv.FormatUint(x.keySeq.Add(1), 10)
-	retryFor := x.retryFor
-	if retryFor <= 0 {
-		retryFor = DefaultAppendRetry
-	}
-	deadline := time.Now().Add(retryFor)
-	for attempt := 0; ; attempt++ {
-		out, err := x.log.Append(ctx, e, key)
-		if err == nil {
-			x.mu.Lock()
-			if out.Seq > x.lastSeq {
-				x.lastSeq = out.Seq
-			}
-			x.mu.Unlock()
-			return out, nil
-		}
-		pause := time.Duration(50<<min(attempt, 4)) * time.Millisecond
-		if !transient(err) || time.Now().Add(pause).After(deadline) {
-			return out, err
-		}
-		if ctxsleep.Sleep(ctx, pause) != nil {
-			return out, err
-		}
-	}
-}
-
-// DefaultAppendRetry is Options.AppendRetry's default.
-const DefaultAppendRetry = 1600 * time.Millisecond
-
-// transient reports whether an append error may go away on retry.
-func transient(err error) bool {
-	var pe *protocol.Error
-	switch {
-	case errors.As(err, &pe), errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrNotFound),
-		errors.Is(err, journal.ErrClosed), errors.Is(err, context.Canceled):
-		return false
-	}
-	return true
-}
 
 // Approval journals approval.requested, waits for the user's choice (or ctx),
 // journals approval.resolved once and returns the choice.
@@ -210,7 +64,7 @@ type PendingApproval struct {
 
 // Wait waits for the choice (or ctx), journals approval.resolved once and
 // returns the choice. The prompt is closed when Wait returns. With an
-// approval timeout (Options.ApprovalTimeout) a prompt nobody answers in
+// approval timeout (ExecutionOptions.ApprovalTimeout) a prompt nobody answers in
 // time expires: approval.resolved is journaled with status expired and
 // choice ApprovalExpiredChoice, which Wait returns (the driver goes on as
 // denied); an answer after that is answered expired.
@@ -317,7 +171,8 @@ func (c *PendingClarify) Wait(ctx context.Context, timeout time.Duration) (strin
 // prompt itself (answered from another of its clients, say). It is
 // delivered like a user's answer: the first answer wins and the waiting
 // Approval or Clarify journals the prompt's one resolution. It returns the
-// control status (accepted, not-active, expired).
+// control status (accepted, not-active, expired; not-active too once the
+// run is cancelling). The executor delivers a user's answer through it.
 func (x *Execution) Resolve(approval bool, id, answer string) (string, error) {
 	slot := &x.clarify
 	if approval {

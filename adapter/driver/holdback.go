@@ -1,4 +1,4 @@
-package adapter
+package driver
 
 import (
 	"context"
@@ -146,7 +146,7 @@ func (x *Execution) emitStreamed(ctx context.Context, e protocol.Envelope, id, s
 		if _, rest := splitHeld(text); rest == "" {
 			// Nothing held, nothing to hold (text ending at a word's end,
 			// as most do): the event goes as it is; the journal redacts it.
-			return x.append(ctx, e)
+			return x.Append(ctx, e)
 		}
 		h = &heldText{typ: e.Type, id: id, stream: stream}
 	}
@@ -168,7 +168,7 @@ func (x *Execution) emitStreamed(ctx context.Context, e protocol.Envelope, id, s
 	if err != nil {
 		return ev, err
 	}
-	return x.append(ctx, ev)
+	return x.Append(ctx, ev)
 }
 
 // armHeld (re)starts the timer that lets held text out after holdFor
@@ -207,7 +207,7 @@ func (x *Execution) flushHeld(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = x.append(ctx, ev)
+	_, err = x.Append(ctx, ev)
 	return err
 }
 

@@ -1,0 +1,101 @@
+package driver
+
+import (
+	"context"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Driver produces one run. Execute emits the run's events through x and
+// returns when the run has finished: nil for success (the executor writes
+// done with the returned usage), an *Error for a failure, a *Cancelled when
+// the runtime cancelled the run on its own, or ctx's error when the run was
+// cancelled or the executor is stopping. Execute must not emit terminal
+// events (done, cancelled, terminal error).
+type Driver interface {
+	Execute(ctx context.Context, x *Execution) (*protocol.Usage, error)
+}
+
+// Validator is an optional Driver capability: checking a start request
+// before the run begins, so bad input is refused without creating a run.
+type Validator interface {
+	Validate(req protocol.StartRunRequest) error
+}
+
+// Steerer is an optional Driver capability: guidance for a running run
+// (queue mode steer) reaches it through Execution.Steering.
+type Steerer interface {
+	Steers() bool
+}
+
+// GoalEvaluator is an optional Driver capability: the post-turn evaluation
+// of a session's standing goal. The runtime, not the hub, decides whether a
+// goal continues.
+type GoalEvaluator interface {
+	EvaluateGoal(goal protocol.GoalUpdatedPayload) GoalDecision
+}
+
+// GoalDecision is the outcome of a post-turn goal evaluation.
+type GoalDecision struct {
+	Continue bool   // start another run for the goal
+	Done     bool   // the goal is reached
+	Reason   string // shown in goal.updated
+}
+
+// Error is a run failure a driver reports: Code is an error event code
+// (provider_error, timeout, auth, …) and Message is safe for users.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Cancelled is the end a driver reports when the runtime it drives
+// cancelled the run on its own (stopped by another client of that runtime,
+// say): the executor writes the terminal cancelled event with Reason, as for
+// a user's cancel. Reason must be safe for users.
+type Cancelled struct {
+	Reason string
+}
+
+func (e *Cancelled) Error() string { return "cancelled: " + e.Reason }
+
+// Profile is the driver of one runtime profile (adapter/profile builds
+// them; the executor picks one by a start's profile).
+type Profile struct {
+	Driver Driver
+	Kind   string // the driver kind, journaled as run.started provider
+	Model  string // run.started model of a start that names none
+}
+
+// OrphanStopper is an optional Driver capability: stopping the upstream
+// work of a run a previous process left executing (killed, it could not
+// stop it). The executor's Recover calls it for each run it ends as
+// interrupted, in the background: it never holds up start-up.
+type OrphanStopper interface {
+	// StopOrphan stops what the run started upstream, as far as the run's
+	// journal tells, best effort; ctx bounds it. It logs what it did.
+	StopOrphan(ctx context.Context, run Orphan) error
+}
+
+// Orphan is a run Recover ended as interrupted.
+type Orphan struct {
+	RunID     string
+	SessionID string
+	Request   protocol.StartRunRequest
+	log       journal.Log
+}
+
+// NewOrphan is the executor's: the orphan run of meta, whose request is req,
+// read from log.
+func NewOrphan(meta journal.RunMeta, req protocol.StartRunRequest, log journal.Log) Orphan {
+	return Orphan{RunID: meta.ID, SessionID: meta.SessionID, Request: req, log: log}
+}
+
+// Events calls fn with the run's journaled events in seq order, until fn
+// returns an error (which Events returns).
+func (o Orphan) Events(ctx context.Context, fn func(protocol.Envelope) error) error {
+	return journal.ReadAll(ctx, o.log, o.RunID, 0, fn)
+}

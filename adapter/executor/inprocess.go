@@ -1,0 +1,253 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Options configure an InProcess executor.
+type Options struct {
+	// Drivers by name; a start picks req.Provider, else DefaultDriver.
+	Drivers map[string]driver.Driver
+	// DefaultDriver names the driver of a start without a provider
+	// (default "sim").
+	DefaultDriver string
+	// Profiles are drivers by profile name (adapter/profile builds them):
+	// a start's profile picks one (before its provider), and an unknown
+	// profile is a bad_request.
+	Profiles map[string]driver.Profile
+	// DefaultProfile, when set, is the profile of a start that names
+	// neither a profile nor a provider; begin writes it into the request.
+	DefaultProfile string
+	// ClarifyTimeout is how long a clarify prompt waits before it expires
+	// (default 120 s).
+	ClarifyTimeout time.Duration
+	// ApprovalTimeout, when positive, is how long an approval prompt waits
+	// for a user: then it expires, journaled once as approval.resolved
+	// with status expired and choice deny, and the driver goes on as
+	// denied (0: approvals wait as long as the run).
+	ApprovalTimeout time.Duration
+	// MaxRuns bounds the runs executing at once in this process (default
+	// 10,000); a start past it answers adapter.ErrBusy.
+	MaxRuns int
+	// MaxQueue bounds the messages queued per session (default 50).
+	MaxQueue int
+	// MaxGoalContinuations stops a goal after this many runs it started
+	// (default 10): the goal is paused with a reason, so a runaway goal
+	// cannot loop forever.
+	MaxGoalContinuations int
+	// Dispatch, when set, hands every begun run to another process (the
+	// runner queue) instead of executing it here; starts then answer status
+	// queued.
+	Dispatch func(ctx context.Context, run journal.RunMeta) error
+	// Claim is called before a run starts executing here (e.g. to take its
+	// lease); an error keeps the run from starting. Release is called once
+	// the run's terminal event is journaled (or its start failed).
+	Claim   func(ctx context.Context, runID string) error
+	Release func(runID string)
+	// AppendRetry is how long an executing run keeps retrying an append
+	// that failed for a passing reason (journal unreachable), with the same
+	// idempotency key, before the run fails (default
+	// driver.DefaultAppendRetry).
+	// With a shared journal whose runs are leased (Redis), use the lease
+	// TTL: a journal outage shorter than the lease then only pauses runs.
+	AppendRetry time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// InProcess executes runs in goroutines it owns. Close cancels them, writes
+// each one terminal error (interrupted) and waits for them.
+type InProcess struct {
+	store adapter.Store
+	opts  Options
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	live   map[string]*live // executing runs
+	closed bool
+
+	orphans chan struct{} // a slot per orphan stop under way (orphans.go)
+}
+
+type live struct {
+	x      *driver.Execution
+	drv    driver.Driver
+	owner  string
+	cancel context.CancelCauseFunc
+}
+
+var errUserCancel = errors.New("cancelled by user")
+
+// New returns an executor of runs in this process over store.
+func New(store adapter.Store, opts Options) *InProcess {
+	if opts.DefaultDriver == "" {
+		opts.DefaultDriver = "sim"
+	}
+	if opts.ClarifyTimeout == 0 {
+		opts.ClarifyTimeout = 120 * time.Second
+	}
+	if opts.MaxRuns == 0 {
+		opts.MaxRuns = 10000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxQueue == 0 {
+		opts.MaxQueue = 50
+	}
+	if opts.MaxGoalContinuations == 0 {
+		opts.MaxGoalContinuations = 10
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &InProcess{store: store, opts: opts, ctx: ctx, cancel: cancel, live: map[string]*live{},
+		orphans: make(chan struct{}, maxOrphanStops)}
+}
+
+// ClarifyTimeout is the configured clarify expiry, for drivers.
+func (a *InProcess) ClarifyTimeout() time.Duration { return a.opts.ClarifyTimeout }
+
+// Recover ends every run a previous process left without a terminal event:
+// each gets exactly one terminal error with code interrupted and the last
+// journaled seq. Call it once at start-up, before serving. The journal's
+// single-terminal rule makes it exactly-once across restarts. A run whose
+// driver is a driver.OrphanStopper then has its upstream work stopped, in
+// the background (Close stops and waits for that).
+func (a *InProcess) Recover(ctx context.Context) (int, error) {
+	runs, err := a.store.ActiveRuns(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range runs {
+		a.mu.Lock()
+		_, mine := a.live[r.ID]
+		a.mu.Unlock()
+		if mine {
+			continue
+		}
+		if err := a.interrupt(ctx, r, "the hub restarted while the run was active"); err != nil {
+			return n, err
+		}
+		n++
+		a.stopOrphan(r)
+		a.drain(ctx, r.SessionID) // what was queued behind it goes on
+	}
+	return n, nil
+}
+
+func (a *InProcess) interrupt(ctx context.Context, r journal.RunMeta, why string) error {
+	e, err := protocol.NewEvent(r.ID, r.SessionID, protocol.EventError, protocol.ErrorPayload{
+		Code: protocol.ErrorInterrupted, Message: why, Terminal: true, LastSeq: r.LastSeq})
+	if err != nil {
+		return err
+	}
+	_, err = a.store.Append(ctx, e, r.ID+"/interrupted")
+	if errors.Is(err, journal.ErrTerminal) {
+		return nil
+	}
+	return err
+}
+
+// release tells the Release hook a run no longer executes here.
+func (a *InProcess) release(runID string) {
+	if a.opts.Release != nil {
+		a.opts.Release(runID)
+	}
+}
+
+// Abandon stops a run executing here that this process no longer owns (its
+// lease lapsed, so a reaper ends it as interrupted): the executor stops and
+// its terminal append, interrupted, lands only if no one ended the run
+// first. It reports whether the run was executing here.
+func (a *InProcess) Abandon(runID string) bool {
+	a.mu.Lock()
+	l := a.live[runID]
+	a.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	l.cancel(errAbandoned)
+	return true
+}
+
+var errAbandoned = errors.New("the executor lost the run")
+
+// Live returns the number of runs executing in this process.
+func (a *InProcess) Live() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.live)
+}
+
+// Wait blocks until no run executes in this process or ctx ends.
+func (a *InProcess) Wait(ctx context.Context) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for a.Live() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Close stops every executing run (each ends with one terminal interrupted
+// error) and waits for the executors.
+func (a *InProcess) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.cancel()
+	a.wg.Wait()
+	return nil
+}
+
+func mustEvent(runID, sessionID string, typ protocol.EventType, p any) protocol.Envelope {
+	e, err := protocol.NewEvent(runID, sessionID, typ, p)
+	if err != nil {
+		panic(err) // only fixed payload types reach here
+	}
+	return e
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return protocol.Truncate(strings.TrimSpace(s), n)
+}
+
+func notFound(err error, what string) error {
+	if errors.Is(err, journal.ErrNotFound) {
+		return fmt.Errorf("%w: %s", adapter.ErrNotFound, what)
+	}
+	return err
+}

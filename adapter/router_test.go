@@ -1,0 +1,233 @@
+package adapter_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/protocol"
+)
+
+// countingStore counts the run metas read.
+type countingStore struct {
+	*bolt.Store
+	runReads atomic.Int64
+}
+
+func (s *countingStore) Run(ctx context.Context, id string) (journal.RunMeta, error) {
+	s.runReads.Add(1)
+	return s.Store.Run(ctx, id)
+}
+
+// fakeLocal executes the runs in executing; it records every control it
+// is given.
+type fakeLocal struct {
+	executing map[string]bool
+	controls  []adapter.RemoteControl
+}
+
+func (l *fakeLocal) StartRun(context.Context, string, protocol.StartRunRequest) (protocol.RunStartResult, error) {
+	return protocol.RunStartResult{}, nil
+}
+
+func (l *fakeLocal) Enqueue(context.Context, string, string, string) (protocol.ControlResult, error) {
+	return adapter.Result(protocol.ResultAccepted, "queued", "", "", ""), nil
+}
+
+func (l *fakeLocal) UpdateGoal(context.Context, string, protocol.GoalRequest) (protocol.ControlResult, error) {
+	return adapter.Result(protocol.ResultAccepted, "goal", "", "", ""), nil
+}
+
+func (l *fakeLocal) Control(_ context.Context, run journal.RunMeta, c adapter.RemoteControl) (protocol.ControlResult, bool, error) {
+	if !l.executing[run.ID] {
+		return protocol.ControlResult{}, false, nil
+	}
+	l.controls = append(l.controls, c)
+	return adapter.Result(protocol.ResultAccepted, "local", run.ID, run.SessionID, ""), true, nil
+}
+
+// fakeRemote owns the runs in owned; it records every control it is given.
+type fakeRemote struct {
+	owned    map[string]bool
+	controls []adapter.RemoteControl
+}
+
+func (r *fakeRemote) Control(_ context.Context, runID string, c adapter.RemoteControl) (protocol.ControlResult, bool, error) {
+	r.controls = append(r.controls, c)
+	if !r.owned[runID] {
+		return protocol.ControlResult{}, false, nil
+	}
+	return adapter.Result(protocol.ResultAccepted, "remote", runID, "", ""), true, nil
+}
+
+type routerFixture struct {
+	t      *testing.T
+	store  *countingStore
+	local  *fakeLocal
+	remote *fakeRemote
+}
+
+func newRouterFixture(t *testing.T) *routerFixture {
+	t.Helper()
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &routerFixture{t: t, store: &countingStore{Store: s},
+		local: &fakeLocal{executing: map[string]bool{}}, remote: &fakeRemote{owned: map[string]bool{}}}
+}
+
+// run registers a run in a new session; started journals its run.started.
+func (f *routerFixture) run(started bool) journal.RunMeta {
+	f.t.Helper()
+	ctx := context.Background()
+	sid, rid := adapter.NewID("s_"), adapter.NewID("r_")
+	if err := f.store.CreateSession(ctx, journal.SessionMeta{ID: sid, Owner: "o", CreatedAt: 1}); err != nil {
+		f.t.Fatal(err)
+	}
+	meta := journal.RunMeta{ID: rid, SessionID: sid, Owner: "o", CreatedAt: 1}
+	if err := f.store.BeginRun(ctx, meta); err != nil {
+		f.t.Fatal(err)
+	}
+	if started {
+		e, err := protocol.NewEvent(rid, sid, protocol.EventRunStarted, protocol.RunStartedPayload{Message: "go", Toolsets: []string{}})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if _, err := f.store.Append(ctx, e, ""); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return meta
+}
+
+// cancel cancels runID through a router with (withRemote) or without a
+// Remote and checks the run's meta was read exactly once.
+func (f *routerFixture) cancel(runID string, withRemote bool) protocol.ControlResult {
+	f.t.Helper()
+	var remote adapter.Remote
+	if withRemote {
+		remote = f.remote
+	}
+	f.store.runReads.Store(0)
+	res, err := adapter.NewRouter(f.store, f.local, remote).CancelRun(context.Background(), runID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if n := f.store.runReads.Load(); n != 1 {
+		f.t.Errorf("cancel read the run's meta %d times, want once", n)
+	}
+	return res
+}
+
+func TestRouter_CancelPicksTheRunsExecutor(t *testing.T) {
+	f := newRouterFixture(t)
+
+	// Executing here: the local executor answers; no remote round trip.
+	here := f.run(true)
+	f.local.executing[here.ID] = true
+	if res := f.cancel(here.ID, true); res.Message != "local" || len(f.remote.controls) != 0 {
+		t.Fatalf("a run executing here: %+v, remote controls %v", res, f.remote.controls)
+	}
+
+	// Executing in another process: the remote answers.
+	there := f.run(true)
+	f.remote.owned[there.ID] = true
+	if res := f.cancel(there.ID, true); res.Message != "remote" {
+		t.Fatalf("a run executing elsewhere: %+v", res)
+	}
+
+	// Started, its executor gone: left to the reaper.
+	gone := f.run(true)
+	if res := f.cancel(gone.ID, true); res.Status != protocol.ResultNotActive || res.Message != "the run's executor is gone; it will end as interrupted" {
+		t.Fatalf("a started run without an executor: %+v", res)
+	}
+	if m, _ := f.store.Store.Run(context.Background(), gone.ID); m.Terminal {
+		t.Fatal("the router ended a started run whose executor is gone; the reaper does")
+	}
+
+	// Never started: ended at once with one cancelled event.
+	queued := f.run(false)
+	res := f.cancel(queued.ID, true)
+	m, _ := f.store.Store.Run(context.Background(), queued.ID)
+	if !res.Accepted || res.Message != "cancelled" || !m.Terminal || m.TerminalType != protocol.EventCancelled || m.LastSeq != 1 {
+		t.Fatalf("a run never started: %+v, meta %+v", res, m)
+	}
+	// Ended: not active, and nobody is asked.
+	before := len(f.remote.controls)
+	if res := f.cancel(queued.ID, true); res.Status != protocol.ResultNotActive || res.Message != "the run has already ended" || len(f.remote.controls) != before {
+		t.Fatalf("an ended run: %+v", res)
+	}
+
+	// No Remote (one process): a started run not executing here ends at once.
+	alone := f.run(true)
+	if res := f.cancel(alone.ID, false); !res.Accepted || res.Message != "cancelled" {
+		t.Fatalf("a started run without executor or remote: %+v", res)
+	}
+}
+
+func TestRouter_RespondGoesWhereTheRunExecutes(t *testing.T) {
+	f := newRouterFixture(t)
+	rt := adapter.NewRouter(f.store, f.local, f.remote)
+	ctx := context.Background()
+	here, there, nowhere := f.run(true), f.run(true), f.run(true)
+	f.local.executing[here.ID], f.remote.owned[there.ID] = true, true
+	for _, c := range []struct {
+		run  string
+		want string
+	}{{here.ID, "local"}, {there.ID, "remote"}, {nowhere.ID, "the run is not active"}} {
+		f.store.runReads.Store(0)
+		res, err := rt.RespondApproval(ctx, c.run, "a1", "once")
+		if err != nil || res.Message != c.want {
+			t.Errorf("approval of %s: %+v, %v; want %q", c.run, res, err, c.want)
+		}
+		if n := f.store.runReads.Load(); n != 1 {
+			t.Errorf("the approval read the run's meta %d times, want once", n)
+		}
+	}
+	if len(f.local.controls) != 1 || f.local.controls[0] != (adapter.RemoteControl{Op: protocol.OpApprove, PromptID: "a1", Answer: "once"}) {
+		t.Errorf("local controls %+v", f.local.controls)
+	}
+}
+
+// A steer goes to the session's active run's executor; a key is
+// remembered before a remote delivery, so a repeat is not sent twice, and
+// handed to the local executor (which remembers it itself).
+func TestRouter_SteerRoutesToTheActiveRun(t *testing.T) {
+	f := newRouterFixture(t)
+	rt := adapter.NewRouter(f.store, f.local, f.remote)
+	ctx := context.Background()
+	steer := protocol.QueueRequest{Message: "left", Mode: protocol.ModeSteer}
+
+	there := f.run(true)
+	f.remote.owned[there.ID] = true
+	if res, err := rt.QueueMessage(ctx, "o", there.SessionID, steer, "k1"); err != nil || res.Message != "remote" {
+		t.Fatalf("steer elsewhere: %+v, %v", res, err)
+	}
+	if res, err := rt.QueueMessage(ctx, "o", there.SessionID, steer, "k1"); err != nil || res.Status != protocol.ResultNotActive || len(f.remote.controls) != 1 {
+		t.Fatalf("repeated steer: %+v, %v; remote controls %+v", res, err, f.remote.controls)
+	}
+	if c := f.remote.controls[0]; c.Op != protocol.ModeSteer || c.Answer != "left" || c.Key != "" {
+		t.Errorf("remote control %+v", c)
+	}
+
+	here := f.run(true)
+	f.local.executing[here.ID] = true
+	if res, err := rt.QueueMessage(ctx, "o", here.SessionID, steer, "k2"); err != nil || res.Message != "local" {
+		t.Fatalf("steer here: %+v, %v", res, err)
+	}
+	if c := f.local.controls[0]; c != (adapter.RemoteControl{Op: protocol.ModeSteer, Answer: "left", Key: "k2"}) {
+		t.Errorf("local control %+v", c)
+	}
+
+	idle := f.run(false)
+	res, err := rt.QueueMessage(ctx, "o", idle.SessionID, steer, "")
+	if err != nil || res.Status != protocol.ResultNotActive || res.Message != "no active run to steer" {
+		t.Fatalf("steer a run nobody executes: %+v, %v", res, err)
+	}
+}
