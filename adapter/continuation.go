@@ -133,8 +133,14 @@ func (a *InProcess) steer(ctx context.Context, u journal.SessionUpdater, sid, te
 			}
 		}
 		res, owned, err := a.remote(ctx).Control(ctx, meta.ActiveRun, RemoteControl{Op: protocol.ModeSteer, Answer: text})
-		if err != nil || owned {
-			return res, err
+		if err != nil {
+			return res, err // perhaps delivered: the key stays used
+		}
+		if !owned || !res.Accepted {
+			a.forgetKey(ctx, u, sid, key)
+		}
+		if owned {
+			return res, nil
 		}
 	}
 	if meta.ActiveRun == "" || l == nil {
@@ -160,7 +166,31 @@ func (a *InProcess) steer(ctx context.Context, u journal.SessionUpdater, sid, te
 		}
 		return Result(protocol.ResultAccepted, "delivered", meta.ActiveRun, sid, e.EventID), nil
 	default:
+		a.forgetKey(ctx, u, sid, key)
 		return Result(protocol.ResultConflict, "the run has too much guidance waiting", meta.ActiveRun, sid, ""), nil
+	}
+}
+
+// errNoKey makes forgetKey's update a no-op: the key is not remembered.
+var errNoKey = errors.New("no such key")
+
+// forgetKey drops the key of a steer that was not delivered (answered
+// conflict, unsupported or not-active), so that its retry is answered
+// afresh instead of as a duplicate.
+func (a *InProcess) forgetKey(ctx context.Context, u journal.SessionUpdater, sid, key string) {
+	if key == "" {
+		return
+	}
+	_, err := u.UpdateSession(context.WithoutCancel(ctx), sid, func(m *journal.SessionMeta) error {
+		i := slices.Index(m.RecentKeys, key)
+		if i < 0 {
+			return errNoKey
+		}
+		m.RecentKeys = slices.Delete(slices.Clone(m.RecentKeys), i, i+1)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNoKey) {
+		a.opts.Logger.Warn("could not forget the key of a steer not delivered", "session_id", sid, "err", err)
 	}
 }
 
