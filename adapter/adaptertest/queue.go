@@ -145,8 +145,12 @@ var steerTests = []subtest{
 		e.waitEvent(r.RunID, isReady)
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "left", Mode: protocol.ModeSteer}, "")
-		e.wantResult("steer a driver that cannot steer", res, err, protocol.ResultUnsupported, r.RunID, r.SessionID)
+		// A steer that was not delivered does not use up its key: the
+		// same request gets the same answer.
+		for range 2 {
+			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "left", Mode: protocol.ModeSteer}, "s1")
+			e.wantResult("steer a driver that cannot steer", res, err, protocol.ResultUnsupported, r.RunID, r.SessionID)
+		}
 		e.cancelAndEnd(r.RunID)
 	}},
 	{"BufferFull", func(e *env) {
@@ -158,8 +162,10 @@ var steerTests = []subtest{
 			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: fmt.Sprint(i), Mode: protocol.ModeSteer}, "")
 			e.wantResult("steer within the buffer", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		}
-		res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "over", Mode: protocol.ModeSteer}, "")
-		e.wantResult("steer past the buffer", res, err, protocol.ResultConflict, r.RunID, r.SessionID)
+		for range 2 { // not delivered: its key is not used up
+			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "over", Mode: protocol.ModeSteer}, "s-over")
+			e.wantResult("steer past the buffer", res, err, protocol.ResultConflict, r.RunID, r.SessionID)
+		}
 		e.cancelAndEnd(r.RunID)
 	}},
 }

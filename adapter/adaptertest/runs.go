@@ -1,12 +1,14 @@
 package adaptertest
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -158,6 +160,40 @@ var observeTests = []subtest{
 			if !sameEvents(got[i], evs[from:]) {
 				e.t.Fatalf("live observer from %d saw %s; want %s", from, types(got[i]), types(evs[from:]))
 			}
+		}
+	}},
+	{"ContextEnds", func(e *env) {
+		r := e.startReady("", ScriptBlock)
+		ctx, cancel := e.ctx()
+		var errs []error
+		n := 0
+		for _, err := range e.a.ObserveRun(ctx, r.RunID, 0) {
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if n++; n == 2 { // run.started, ready: then the observer leaves
+				cancel()
+			}
+		}
+		cancel()
+		if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+			e.t.Errorf("ObserveRun after its context ended yielded %v; want one context.Canceled", errs)
+		}
+		e.cancelAndEnd(r.RunID)
+	}},
+	{"UnknownRun", func(e *env) {
+		ctx, cancel := e.ctx()
+		defer cancel()
+		var errs []error
+		for ev, err := range e.a.ObserveRun(ctx, "r_missing", 0) {
+			if err == nil {
+				e.t.Fatalf("ObserveRun of an unknown run yielded %s", ev.Type)
+			}
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 || !errors.Is(errs[0], journal.ErrNotFound) {
+			e.t.Errorf("ObserveRun of an unknown run yielded %v; want one journal.ErrNotFound", errs)
 		}
 	}},
 }
