@@ -1,6 +1,8 @@
 package adaptertest
 
 import (
+	"slices"
+
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -77,23 +79,72 @@ var goalTests = []subtest{
 		const text = "done goal-once"
 		res, err := e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
 		e.wantResult("UpdateGoal set that continues", res, err, protocol.ResultAccepted, "", r.SessionID)
-		s := e.waitRun(r.SessionID, text)
-		evs := e.events(s.RunID)
-		e.wantRun(s.RunID, evs, protocol.EventDone)
-		if st := payload[protocol.RunStartedPayload](e.t, evs[0]); st.Source != "goal" || st.Message != text {
-			e.t.Errorf("goal run.started = %+v; want source goal, message %q", st, text)
-		}
-		if len(evs) < 2 || evs[1].Type != protocol.EventGoalUpdated {
-			e.t.Fatalf("goal run: seq 2 is not goal.updated: %s", types(evs))
-		}
-		if g := payload[protocol.GoalUpdatedPayload](e.t, evs[1]); g.State != protocol.GoalActive || g.Turns != 1 || g.Text != text {
-			e.t.Errorf("goal run seq 2 goal.updated = %+v; want active, turns 1", g)
-		}
-		end := evs[len(evs)-2]
-		if g := payload[protocol.GoalUpdatedPayload](e.t, end); end.Type != protocol.EventGoalUpdated || g.State != protocol.GoalDone || g.Reason != "one run made" {
-			e.t.Errorf("goal run: before done %s %+v; want goal.updated done", end.Type, g)
+		e.wantGoalRun(e.waitRun(r.SessionID, text), text)
+	}},
+	{"AfterRunQueueFirst", func(e *env) {
+		// A goal set while a run is active is evaluated when the run
+		// succeeds; the queue is served first, then the goal's run starts.
+		r := e.startReady("", ScriptApproval)
+		ctx, cancel := e.ctx()
+		defer cancel()
+		const text = "done goal-once"
+		res, err := e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
+		e.wantResult("UpdateGoal set with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+		res, err = e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "done queued"}, "")
+		e.wantResult("QueueMessage with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+		id := approval.id(e, e.waitEvent(r.RunID, ofType(protocol.EventApprovalReq)))
+		res, err = e.a.RespondApproval(ctx, r.RunID, id, "allow")
+		e.wantResult("RespondApproval", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+		e.wantRun(r.RunID, e.events(r.RunID), protocol.EventDone)
+		queued := e.waitRun(r.SessionID, "done queued")
+		e.wantFromQueue(e.events(queued.RunID), "done queued")
+		e.wantGoalRun(e.waitRun(r.SessionID, text), text)
+		e.rec.mu.Lock()
+		order := slices.Clone(e.rec.runs)
+		e.rec.mu.Unlock()
+		if len(order) != 3 || order[1].Source != "queue" || order[2].Source != "goal" {
+			e.t.Errorf("runs in the session: %+v; want the user's, the queued one, then the goal's", order)
 		}
 	}},
+	{"ResumeAfterCancel", func(e *env) {
+		// A cancelled run is not evaluated; the goal it leaves active goes
+		// on with resume.
+		r := e.startReady("", ScriptBlock)
+		ctx, cancel := e.ctx()
+		defer cancel()
+		const text = "done goal-once"
+		res, err := e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
+		e.wantResult("UpdateGoal set with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+		evs := e.cancelAndEnd(r.RunID)
+		if n := count(evs, ofType(protocol.EventGoalUpdated)); n != 1 {
+			e.t.Errorf("the cancelled run has %d goal.updated; want 1 (the set): %s", n, types(evs))
+		}
+		res, err = e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalResume})
+		e.wantResult("UpdateGoal resume on an idle session", res, err, protocol.ResultAccepted, "", r.SessionID)
+		e.wantGoalRun(e.waitRun(r.SessionID, text), text)
+	}},
+}
+
+// wantGoalRun checks a goal's one continuation run: source goal, the goal
+// text as message, seq 2 goal.updated active with turns 1, and the goal
+// done before the run's done.
+func (e *env) wantGoalRun(s Started, text string) {
+	e.t.Helper()
+	evs := e.events(s.RunID)
+	e.wantRun(s.RunID, evs, protocol.EventDone)
+	if st := payload[protocol.RunStartedPayload](e.t, evs[0]); st.Source != "goal" || st.Message != text {
+		e.t.Errorf("goal run.started = %+v; want source goal, message %q", st, text)
+	}
+	if len(evs) < 2 || evs[1].Type != protocol.EventGoalUpdated {
+		e.t.Fatalf("goal run: seq 2 is not goal.updated: %s", types(evs))
+	}
+	if g := payload[protocol.GoalUpdatedPayload](e.t, evs[1]); g.State != protocol.GoalActive || g.Turns != 1 || g.Text != text {
+		e.t.Errorf("goal run seq 2 goal.updated = %+v; want active, turns 1", g)
+	}
+	end := evs[len(evs)-2]
+	if g := payload[protocol.GoalUpdatedPayload](e.t, end); end.Type != protocol.EventGoalUpdated || g.State != protocol.GoalDone || g.Reason != "one run made" {
+		e.t.Errorf("goal run: before done %s %+v; want goal.updated done", end.Type, g)
+	}
 }
 
 // wantGoalEvent checks that eventID is a goal.updated of the run with state
