@@ -75,6 +75,7 @@ var respondTests = []subtest{
 		defer cancel()
 		out, err := e.a.RespondClarify(ctx, r.RunID, id, "late")
 		e.wantResult("RespondClarify to an expired prompt", out, err, protocol.ResultExpired, r.RunID, r.SessionID)
+		e.wantMessage(out, "the prompt has expired")
 		evs := e.cancelAndEnd(r.RunID)
 		if n := count(evs, ofType(protocol.EventClarifyRes)); n != 1 {
 			e.t.Errorf("%d clarify.resolved events; want 1: %s", n, types(evs))
@@ -92,6 +93,7 @@ var respondTests = []subtest{
 		defer cancel()
 		res, err := e.a.RespondApproval(ctx, r.RunID, id, "allow")
 		e.wantResult("RespondApproval after a cancel", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
+		e.wantMessage(res, "the run is not active")
 	}},
 	{"UnknownRun", func(e *env) {
 		ctx, cancel := e.ctx()
@@ -119,8 +121,10 @@ func (e *env) respondCases(p prompt) {
 	}
 	res, err := respond(ctx, r.RunID, id+"x", p.answer)
 	e.wantResult("respond to a wrong prompt id", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
+	e.wantMessage(res, "no such pending prompt")
 	res, err = respond(ctx, r.RunID, id, p.answer)
 	e.wantResult("respond to the pending prompt", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+	e.wantMessage(res, "delivered")
 	res, err = respond(ctx, r.RunID, id, p.other)
 	e.wantResult("a second answer", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
 	evs := e.events(r.RunID)
@@ -137,6 +141,7 @@ func (e *env) respondCases(p prompt) {
 	}
 	res, err = respond(ctx, r.RunID, id, p.answer)
 	e.wantResult("respond after the run ended", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
+	e.wantMessage(res, "the run is not active")
 }
 
 // tokens is the text of a run's token.delta events (the executor may re-cut

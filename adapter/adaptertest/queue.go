@@ -16,9 +16,11 @@ var queueTests = []subtest{
 		}
 		res, err := q("done first", "k1")
 		e.wantResult("QueueMessage while a run is active", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+		e.wantMessage(res, "queued")
 		e.wantQueueEvent(r.RunID, res.EventID, "done first")
 		res, err = q("done first", "k1")
 		e.wantResult("QueueMessage with a repeated key", res, err, protocol.ResultNotActive, "", r.SessionID)
+		e.wantMessage(res, "duplicate request: already queued")
 		res, err = q("done second", "k2")
 		e.wantResult("a second QueueMessage", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantQueueEvent(r.RunID, res.EventID, "done first", "done second") // the repeat was not enqueued
@@ -43,6 +45,7 @@ var queueTests = []subtest{
 		defer cancel()
 		res, err := e.a.QueueMessage(ctx, Owner, first.SessionID, protocol.QueueRequest{Message: "done queued", Mode: protocol.ModeQueue}, "k1")
 		e.wantResult("QueueMessage on an idle session", res, err, protocol.ResultAccepted, "-", first.SessionID)
+		e.wantMessage(res, "started")
 		if res.RunID == "" || res.RunID == first.RunID {
 			e.t.Fatalf("QueueMessage on an idle session = %+v; want a new run", res)
 		}
@@ -70,6 +73,7 @@ var queueTests = []subtest{
 		}
 		res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "done over"}, "")
 		e.wantResult("QueueMessage on a full queue", res, err, protocol.ResultConflict, "", r.SessionID)
+		e.wantMessage(res, "the session's queue is full")
 		e.cancelAndEnd(r.RunID)
 	}},
 	{"UnknownSession", func(e *env) {
@@ -126,6 +130,7 @@ var steerTests = []subtest{
 		}
 		res, err := steer("left", "s1")
 		e.wantResult("steer", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+		e.wantMessage(res, "delivered")
 		ev := e.waitEvent(r.RunID, func(ev protocol.Envelope) bool { return ev.EventID == res.EventID })
 		if p := payload[protocol.ProgressPayload](e.t, ev); ev.Type != protocol.EventProgress || p.Steer != "left" {
 			e.t.Fatalf("steer event_id %s is %s %+v; want progress with steer %q", res.EventID, ev.Type, p, "left")
@@ -133,12 +138,14 @@ var steerTests = []subtest{
 		e.waitEvent(r.RunID, func(ev protocol.Envelope) bool { return progressText(ev) == "steered: left" })
 		res, err = steer("left", "s1")
 		e.wantResult("steer with a repeated key", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
+		e.wantMessage(res, "duplicate request: already delivered")
 		evs := e.cancelAndEnd(r.RunID)
 		if n := count(evs, func(ev protocol.Envelope) bool { return progressText(ev) == "steered: left" }); n != 1 {
 			e.t.Errorf("the driver got the steer %d times; want 1: %s", n, types(evs))
 		}
 		res, err = steer("right", "s2")
 		e.wantResult("steer on an idle session", res, err, protocol.ResultNotActive, "", r.SessionID)
+		e.wantMessage(res, "no active run to steer")
 	}},
 	{"Unsupported", func(e *env) {
 		r := e.startReq(protocol.StartRunRequest{Message: ScriptBlock, Provider: DriverNameNoSteer})
@@ -165,6 +172,7 @@ var steerTests = []subtest{
 		for range 2 { // not delivered: its key is not used up
 			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "over", Mode: protocol.ModeSteer}, "s-over")
 			e.wantResult("steer past the buffer", res, err, protocol.ResultConflict, r.RunID, r.SessionID)
+			e.wantMessage(res, "the run has too much guidance waiting")
 		}
 		e.cancelAndEnd(r.RunID)
 	}},

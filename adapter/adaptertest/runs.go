@@ -231,6 +231,7 @@ var cancelTests = []subtest{
 		defer cancel()
 		res, err := e.a.CancelRun(ctx, r.RunID)
 		e.wantResult("CancelRun of an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+		e.wantMessage(res, "cancelling")
 		evs := e.events(r.RunID)
 		e.wantRun(r.RunID, evs, protocol.EventCancelled)
 		st, ok := find(evs, func(ev protocol.Envelope) bool { return ev.EventID == res.EventID })
@@ -242,6 +243,7 @@ var cancelTests = []subtest{
 		}
 		res, err = e.a.CancelRun(ctx, r.RunID)
 		e.wantResult("CancelRun after the end", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
+		e.wantMessage(res, "the run has already ended")
 	}},
 	{"Twice", func(e *env) {
 		r := e.startReady("", "block")
@@ -249,6 +251,7 @@ var cancelTests = []subtest{
 		defer cancel()
 		res, err := e.a.CancelRun(ctx, r.RunID)
 		e.wantResult("first CancelRun", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
+		e.wantMessage(res, "cancelling")
 		res, err = e.a.CancelRun(ctx, r.RunID)
 		e.wantResult("second CancelRun", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
 		evs := e.events(r.RunID)
@@ -295,6 +298,7 @@ var cancelTests = []subtest{
 		defer cancel()
 		res, err := e.a.CancelRun(ctx, r.RunID)
 		e.wantResult("CancelRun of a completed run", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
+		e.wantMessage(res, "the run has already ended")
 		if evs := e.events(r.RunID); evs[len(evs)-1].Type != protocol.EventDone {
 			e.t.Errorf("a cancel after the end changed the run: %s", types(evs))
 		}

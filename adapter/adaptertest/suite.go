@@ -203,6 +203,14 @@ func (e *env) wantResult(what string, res protocol.ControlResult, err error, sta
 	}
 }
 
+// wantMessage checks a ControlResult's message (protocol.md lists them).
+func (e *env) wantMessage(res protocol.ControlResult, message string) {
+	e.t.Helper()
+	if res.Message != message {
+		e.t.Errorf("%s result message %q; want %q", res.Status, res.Message, message)
+	}
+}
+
 // wantCode checks that err is a *protocol.Error with code.
 func (e *env) wantCode(what string, err error, code protocol.Code) {
 	e.t.Helper()
