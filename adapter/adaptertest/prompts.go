@@ -81,8 +81,8 @@ var respondTests = []subtest{
 			e.t.Errorf("%d clarify.resolved events; want 1: %s", n, types(evs))
 		}
 	}},
-	{"WhileCancelling", func(e *env) {
-		// A prompt of a run being cancelled takes no answer.
+	{"AfterCancel", func(e *env) {
+		// A cancel closes the pending prompt unresolved; it takes no answer.
 		r := e.start("", ScriptApproval)
 		id := approval.id(e, e.waitEvent(r.RunID, ofType(protocol.EventApprovalReq)))
 		evs := e.cancelAndEnd(r.RunID)
