@@ -98,8 +98,18 @@ func (r *Router) control(ctx context.Context, run journal.RunMeta, c RemoteContr
 				remote.Key = ""
 			}
 			res, owned, err := r.remote.Control(ctx, run.ID, remote)
-			if err != nil || owned {
-				return res, err
+			if err != nil {
+				return res, err // perhaps delivered: the key stays used
+			}
+			if c.Op == protocol.ModeSteer && c.Key != "" && (!owned || !res.Accepted) {
+				// Not delivered: the retry must be answered afresh. Should
+				// the key stay (the journal failed), the retry is answered
+				// as a duplicate, which is what a lost answer would get.
+				u, _ := r.store.(journal.SessionUpdater)
+				_ = ForgetKey(ctx, u, run.SessionID, c.Key)
+			}
+			if owned {
+				return res, nil
 			}
 			if c.Op == protocol.OpCancel && run.LastSeq > 0 {
 				// Started, but its executor is gone: the lease reaper ends it.
@@ -190,6 +200,31 @@ func RememberKey(m *journal.SessionMeta, key string) error {
 		m.RecentKeys = slices.Clone(m.RecentKeys[n-maxRecentKeys:])
 	}
 	return nil
+}
+
+// errNoKey makes ForgetKey's update a no-op: the key is not remembered.
+var errNoKey = errors.New("adapter: no such key")
+
+// ForgetKey drops key from the session's remembered keys: a steer that was
+// definitely not delivered (answered not-active, unsupported or conflict)
+// must not use up its key, so that its retry is answered afresh. It goes on
+// when ctx has ended: the key was recorded under the same request.
+func ForgetKey(ctx context.Context, u journal.SessionUpdater, sid, key string) error {
+	if key == "" {
+		return nil
+	}
+	_, err := u.UpdateSession(context.WithoutCancel(ctx), sid, func(m *journal.SessionMeta) error {
+		i := slices.Index(m.RecentKeys, key)
+		if i < 0 {
+			return errNoKey
+		}
+		m.RecentKeys = slices.Delete(slices.Clone(m.RecentKeys), i, i+1)
+		return nil
+	})
+	if errors.Is(err, errNoKey) {
+		return nil
+	}
+	return err
 }
 
 func notFound(err error, what string) error {

@@ -83,6 +83,9 @@ func (a *InProcess) steer(ctx context.Context, l *live, run journal.RunMeta, tex
 		}
 	}
 	if !l.x.Steer(text) {
+		if err := adapter.ForgetKey(ctx, u, run.SessionID, key); err != nil {
+			a.opts.Logger.Warn("could not forget the key of a steer not delivered", "session_id", run.SessionID, "err", err)
+		}
 		return adapter.Result(protocol.ResultConflict, "the run has too much guidance waiting", run.ID, run.SessionID, ""), nil
 	}
 	// The guidance is the user's word in the run: journal it, so every tab

@@ -145,13 +145,22 @@ func (a *InProcess) Adopt(ctx context.Context, meta journal.RunMeta) error {
 		return err
 	}
 	var before func(*driver.Execution)
-	if req.Source == "queue" {
+	switch req.Source {
+	case "queue":
 		// Every run of a queued message begins run.started, queue.updated
 		// (the queue it leaves behind). Dispatched, it could not carry
 		// startRun's before: journal the session's queue as it is now.
 		before = func(x *driver.Execution) {
 			if sm, err := a.store.Session(ctx, meta.SessionID); err == nil {
 				x.Emit(ctx, protocol.EventQueueUpdated, queuePayload(sm.Queue))
+			}
+		}
+	case "goal":
+		// Likewise every goal run begins run.started, goal.updated (the
+		// goal with this run's turn counted, as startGoalRun left it).
+		before = func(x *driver.Execution) {
+			if sm, err := a.store.Session(ctx, meta.SessionID); err == nil && sm.Goal != nil {
+				x.Emit(ctx, protocol.EventGoalUpdated, *sm.Goal)
 			}
 		}
 	}
