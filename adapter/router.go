@@ -36,8 +36,18 @@ func (r *Router) StartRun(ctx context.Context, owner string, req protocol.StartR
 }
 
 // ObserveRun implements RuntimeAdapter from the journal: replay then live.
+// An unknown run yields ErrNotFound (which also matches journal.ErrNotFound).
 func (r *Router) ObserveRun(ctx context.Context, runID string, afterSeq uint64) iter.Seq2[protocol.Envelope, error] {
-	return Observe(ctx, r.store, runID, afterSeq)
+	return func(yield func(protocol.Envelope, error) bool) {
+		for e, err := range Observe(ctx, r.store, runID, afterSeq) {
+			if errors.Is(err, journal.ErrNotFound) {
+				err = fmt.Errorf("%w: run %s: %w", ErrNotFound, runID, err)
+			}
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
 }
 
 // GetRun implements RuntimeAdapter.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
-	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -192,8 +191,8 @@ var observeTests = []subtest{
 			}
 			errs = append(errs, err)
 		}
-		if len(errs) != 1 || !errors.Is(errs[0], journal.ErrNotFound) {
-			e.t.Errorf("ObserveRun of an unknown run yielded %v; want one journal.ErrNotFound", errs)
+		if len(errs) != 1 || !errors.Is(errs[0], adapter.ErrNotFound) {
+			e.t.Errorf("ObserveRun of an unknown run yielded %v; want one adapter.ErrNotFound", errs)
 		}
 	}},
 }
