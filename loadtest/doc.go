@@ -10,5 +10,6 @@
 //
 // See loadtest/README.md for the flags, the scenarios and how to read the
 // report; `make loadtest` runs the standard scenario against a hub it
-// spawns.
+// spawns. -floor spawns loadtest/floorhub instead: a server that only
+// writes each event to its sockets, the floor the hub is compared with.
 package main

@@ -31,6 +31,8 @@ type config struct {
 	SpawnRedis    bool          `json:"spawn_redis"`
 	Hubs          int           `json:"hubs"`
 	HubBin        string        `json:"-"`
+	Floor         bool          `json:"floor,omitempty"`
+	FloorWrite    string        `json:"floor_write,omitempty"`
 	HubEnv        []string      `json:"hub_env,omitempty"`
 	HubPID        int           `json:"hub_pid,omitempty"`
 	DataDir       string        `json:"data_dir,omitempty"`
@@ -71,6 +73,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.SpawnRedis, "spawn-redis", false, "start redis-server, -hubs hubs (RUNHUB_RUNTIME=runners) and one runner, and measure them")
 	fs.IntVar(&c.Hubs, "hubs", 2, "hub replicas with -spawn-redis")
 	fs.StringVar(&c.HubBin, "hub-bin", "", "hub binary for -spawn/-spawn-redis (default: go build ./cmd/hub)")
+	fs.BoolVar(&c.Floor, "floor", false, "with -spawn: measure loadtest/floorhub (one write per delivery, no journal) instead of the hub")
+	fs.StringVar(&c.FloorWrite, "floor-write", "raw", "with -floor: how floorhub writes a frame: raw (one net.Conn.Write) or lib (coder/websocket)")
 	hubEnv := listFlag{}
 	fs.Var(&hubEnv, "hub-env", "KEY=VALUE for spawned hubs (repeatable), e.g. RUNHUB_STATUS_INTERVAL=200ms")
 	fs.StringVar(&c.DataDir, "data", "", "with -spawn: the directory under which the hub's journal goes (default $TMPDIR; /dev/shm takes the disk's fsync out of the figures)")
@@ -131,6 +135,10 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("rates and concurrency must be positive")
 	case c.Spawn && c.SpawnRedis:
 		return c, fmt.Errorf("-spawn and -spawn-redis exclude each other")
+	case c.Floor && !c.Spawn:
+		return c, fmt.Errorf("-floor needs -spawn (the centrifugo scenario sets it)")
+	case c.FloorWrite != "raw" && c.FloorWrite != "lib":
+		return c, fmt.Errorf("-floor-write %q: want raw or lib", c.FloorWrite)
 	case c.SpawnRedis && (c.Hubs < 1 || c.Hubs > 8):
 		return c, fmt.Errorf("-hubs must be 1..8")
 	case c.ReplayFocuses < 1 || c.ReplayFocuses > 1000:

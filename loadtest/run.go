@@ -31,12 +31,16 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		bin, err := hubBinary(cfg.HubBin, dir)
+		pkg, env := "./cmd/hub", cfg.HubEnv
+		if cfg.Floor {
+			pkg, env = "./loadtest/floorhub", append([]string{"FLOORHUB_WRITE=" + cfg.FloorWrite}, env...)
+		}
+		bin, err := hubBinary(cfg.HubBin, dir, pkg)
 		if err != nil {
 			return nil, err
 		}
 		if cfg.Spawn {
-			cl, err = spawnEmbedded(bin, cfg.DataDir, cfg.HubEnv)
+			cl, err = spawnEmbedded(bin, cfg.DataDir, env)
 		} else {
 			cl, err = spawnRedis(bin, cfg.Hubs, max(2*cfg.Runs, 100), cfg.HubEnv)
 		}
@@ -50,6 +54,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		g.pids = cl.pids()
 		g.pprofBase = "http://" + g.targets[0]
 		rep.Mode = map[bool]string{true: "embedded (spawned, journal in " + cl.dir + ")", false: fmt.Sprintf("redis, %d hubs + 1 runner (spawned)", cfg.Hubs)}[cfg.Spawn]
+		if cfg.Floor {
+			rep.Mode = "floor (spawned loadtest/floorhub, write " + cfg.FloorWrite + ", no journal)"
+		}
 	} else {
 		g.targets = strings.Split(cfg.Target, ",")
 		if cfg.HubPID > 0 {

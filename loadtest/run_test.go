@@ -84,6 +84,9 @@ func TestParseFlagsBounds(t *testing.T) {
 		{"-runs", "10", "-sessions", "5"},
 		{"-duration", "2h"},
 		{"-spawn", "-spawn-redis"},
+		{"-floor"},
+		{"-floor", "-spawn-redis"},
+		{"-scenario", "centrifugo", "-floor", "-floor-write", "nope"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("%v accepted", args)
@@ -91,6 +94,10 @@ func TestParseFlagsBounds(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"-target", "localhost:8080"}); err != nil {
 		t.Error(err)
+	}
+	c, err := parseFlags([]string{"-scenario", "centrifugo", "-floor", "-floor-write", "lib"})
+	if err != nil || !c.Floor || !c.Spawn || c.FloorWrite != "lib" {
+		t.Errorf("-scenario centrifugo -floor -floor-write lib: %+v, %v", c, err)
 	}
 }
 

@@ -62,26 +62,26 @@ func freeLoopbackAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// hubBinary returns -hub-bin, or builds ./cmd/hub of the module the
-// generator runs in.
-func hubBinary(path, dir string) (string, error) {
+// hubBinary returns -hub-bin, or builds pkg (./cmd/hub, or
+// ./loadtest/floorhub with -floor) of the module the generator runs in.
+func hubBinary(path, dir, pkg string) (string, error) {
 	if path != "" {
 		return path, nil
 	}
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", fmt.Errorf("locate the module to build the hub (or pass -hub-bin): %v", err)
+		return "", fmt.Errorf("locate the module to build %s (or pass -hub-bin): %v", pkg, err)
 	}
 	mod := strings.TrimSpace(string(out))
 	if mod == "" || mod == os.DevNull {
 		return "", errors.New("not inside the runhub module: pass -hub-bin")
 	}
-	bin := filepath.Join(dir, "hub")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/hub")
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = filepath.Dir(mod)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/hub: %v\n%s", err, b)
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 	}
 	return bin, nil
 }
