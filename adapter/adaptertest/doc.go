@@ -10,9 +10,9 @@
 //	func TestConformance(t *testing.T) {
 //		adaptertest.Run(t, func(t *testing.T, s adaptertest.Setup) adaptertest.Harness {
 //			store := openJournal(t)
-//			a := adapter.NewInProcess(store, adapter.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver})
-//			t.Cleanup(func() { a.Close() })
-//			return adaptertest.Harness{Adapter: a}
+//			exec := executor.New(store, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver})
+//			t.Cleanup(func() { exec.Close() })
+//			return adaptertest.Harness{Adapter: adapter.NewRouter(store, exec, nil)}
 //		})
 //	}
 //

@@ -66,7 +66,7 @@ var queueTests = []subtest{
 		r := e.startReady("", ScriptBlock)
 		ctx, cancel := e.ctx()
 		defer cancel()
-		const maxQueue = 50 // adapter.Options.MaxQueue's default
+		const maxQueue = 50 // executor.Options.MaxQueue's default
 		for i := range maxQueue {
 			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: fmt.Sprintf("done %d", i)}, "")
 			e.wantResult("QueueMessage below the bound", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)

@@ -15,10 +15,10 @@ import (
 
 // Setup is what every executor a harness builds must carry.
 type Setup struct {
-	// Drivers are registered in every executor (adapter.Options.Drivers),
+	// Drivers are registered in every executor (executor.Options.Drivers),
 	// the hub's and the runners' alike.
 	Drivers map[string]driver.Driver
-	// DefaultDriver is every executor's adapter.Options.DefaultDriver.
+	// DefaultDriver is every executor's executor.Options.DefaultDriver.
 	DefaultDriver string
 }
 
@@ -27,7 +27,7 @@ type Setup struct {
 type Harness struct {
 	Adapter adapter.RuntimeAdapter
 	// Dispatched says starts are handed to another executor
-	// (adapter.Options.Dispatch): StartRun answers status queued with the
+	// (executor.Options.Dispatch): StartRun answers status queued with the
 	// cursor <run>:0 instead of running with the run.started cursor
 	// <run>:1, and so does a queue control that starts a run.
 	Dispatched bool
