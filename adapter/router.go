@@ -122,7 +122,13 @@ func (r *Router) control(ctx context.Context, run journal.RunMeta, c RemoteContr
 				return res, nil
 			}
 			if c.Op == protocol.OpCancel && run.LastSeq > 0 {
-				// Started, but its executor is gone: the lease reaper ends it.
+				// Started, and no executor holds it: it ended meanwhile (its
+				// executor let go of the lease after its terminal event), or
+				// its executor is gone and the lease reaper ends it. Only
+				// here is the meta read again, to tell the two apart.
+				if now, err := r.store.Run(ctx, run.ID); err == nil && now.Terminal {
+					return Result(protocol.ResultNotActive, "the run has already ended", run.ID, run.SessionID, ""), nil
+				}
 				return Result(protocol.ResultNotActive, "the run's executor is gone; it will end as interrupted", run.ID, run.SessionID, ""), nil
 			}
 		}

@@ -51,13 +51,18 @@ func (l *fakeLocal) Control(_ context.Context, run journal.RunMeta, c adapter.Re
 }
 
 // fakeRemote owns the runs in owned; it records every control it is given.
+// before, when set, runs before it answers.
 type fakeRemote struct {
 	owned    map[string]bool
 	controls []adapter.RemoteControl
+	before   func(runID string)
 }
 
 func (r *fakeRemote) Control(_ context.Context, runID string, c adapter.RemoteControl) (protocol.ControlResult, bool, error) {
 	r.controls = append(r.controls, c)
+	if r.before != nil {
+		r.before(runID)
+	}
 	if !r.owned[runID] {
 		return protocol.ControlResult{}, false, nil
 	}
@@ -110,6 +115,12 @@ func (f *routerFixture) run(started bool) journal.RunMeta {
 // Remote and checks the run's meta was read exactly once.
 func (f *routerFixture) cancel(runID string, withRemote bool) protocol.ControlResult {
 	f.t.Helper()
+	return f.cancelReading(runID, withRemote, 1)
+}
+
+// cancelReading is cancel, the run's meta read reads times.
+func (f *routerFixture) cancelReading(runID string, withRemote bool, reads int64) protocol.ControlResult {
+	f.t.Helper()
 	var remote adapter.Remote
 	if withRemote {
 		remote = f.remote
@@ -119,8 +130,8 @@ func (f *routerFixture) cancel(runID string, withRemote bool) protocol.ControlRe
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if n := f.store.runReads.Load(); n != 1 {
-		f.t.Errorf("cancel read the run's meta %d times, want once", n)
+	if n := f.store.runReads.Load(); n != reads {
+		f.t.Errorf("cancel read the run's meta %d times, want %d", n, reads)
 	}
 	return res
 }
@@ -142,9 +153,10 @@ func TestRouter_CancelPicksTheRunsExecutor(t *testing.T) {
 		t.Fatalf("a run executing elsewhere: %+v", res)
 	}
 
-	// Started, its executor gone: left to the reaper.
+	// Started, its executor gone: left to the reaper. Telling this from a
+	// run that ended meanwhile takes a second read.
 	gone := f.run(true)
-	if res := f.cancel(gone.ID, true); res.Status != protocol.ResultNotActive || res.Message != "the run's executor is gone; it will end as interrupted" {
+	if res := f.cancelReading(gone.ID, true, 2); res.Status != protocol.ResultNotActive || res.Message != "the run's executor is gone; it will end as interrupted" {
 		t.Fatalf("a started run without an executor: %+v", res)
 	}
 	if m, _ := f.store.Store.Run(context.Background(), gone.ID); m.Terminal {
@@ -229,5 +241,26 @@ func TestRouter_SteerRoutesToTheActiveRun(t *testing.T) {
 	res, err := rt.QueueMessage(ctx, "o", idle.SessionID, steer, "")
 	if err != nil || res.Status != protocol.ResultNotActive || res.Message != "no active run to steer" {
 		t.Fatalf("steer a run nobody executes: %+v, %v", res, err)
+	}
+}
+
+// A run that ends while its cancel is on the way to its executor (which
+// then holds no lease) is answered as ended, not as a run whose executor
+// is gone.
+func TestRouter_CancelRacingTheRunsEnd(t *testing.T) {
+	f := newRouterFixture(t)
+	run := f.run(true)
+	f.remote.before = func(runID string) {
+		e, err := protocol.NewEvent(runID, run.SessionID, protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.Append(context.Background(), e, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := f.cancelReading(run.ID, true, 2)
+	if res.Status != protocol.ResultNotActive || res.Message != "the run has already ended" {
+		t.Fatalf("a cancel racing the run's end: %+v", res)
 	}
 }
