@@ -92,9 +92,4 @@ type RemoteControl struct {
 	Op       string `json:"op"`                  // cancel, approve, clarify, steer
 	PromptID string `json:"prompt_id,omitempty"` // approval or clarify id
 	Answer   string `json:"answer,omitempty"`    // choice, response or steer text
-	// Key is a steer's idempotency key, for the executor of this process
-	// (Local), which remembers it in the session (RememberKey) before it
-	// delivers the text. It never travels: for another process's run the
-	// Router remembers it before sending.
-	Key string `json:"-"`
 }

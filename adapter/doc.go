@@ -17,7 +17,8 @@
 //     else to Unowned: a cancel of a run that never started ends it with one
 //     cancelled event; a started run whose executor is gone is left to the
 //     lease reaper ("will end as interrupted"). A steer (QueueMessage mode
-//     steer) is routed the same way, to the session's active run.
+//     steer) is routed the same way, to the session's active run; the
+//     Router alone keeps its idempotency key, whichever executor runs it.
 //
 // Drivers do not import this package: what they use is adapter/driver; the
 // executor is adapter/executor; the runner (adapter/runner) moves

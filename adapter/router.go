@@ -97,29 +97,9 @@ func (r *Router) control(ctx context.Context, run journal.RunMeta, c RemoteContr
 			return res, err
 		}
 		if r.remote != nil {
-			remote := c
-			if c.Op == protocol.ModeSteer && c.Key != "" {
-				u, _ := r.store.(journal.SessionUpdater) // QueueMessage checked
-				if _, err := u.UpdateSession(ctx, run.SessionID, func(m *journal.SessionMeta) error { return RememberKey(m, c.Key) }); errors.Is(err, ErrDuplicate) {
-					return Result(protocol.ResultNotActive, "duplicate request: already delivered", run.ID, run.SessionID, ""), nil
-				} else if err != nil {
-					return protocol.ControlResult{}, err
-				}
-				remote.Key = ""
-			}
-			res, owned, err := r.remote.Control(ctx, run.ID, remote)
-			if err != nil {
-				return res, err // perhaps delivered: the key stays used
-			}
-			if c.Op == protocol.ModeSteer && c.Key != "" && (!owned || !res.Accepted) {
-				// Not delivered: the retry must be answered afresh. Should
-				// the key stay (the journal failed), the retry is answered
-				// as a duplicate, which is what a lost answer would get.
-				u, _ := r.store.(journal.SessionUpdater)
-				_ = ForgetKey(ctx, u, run.SessionID, c.Key)
-			}
-			if owned {
-				return res, nil
+			res, owned, err := r.remote.Control(ctx, run.ID, c)
+			if err != nil || owned {
+				return res, err
 			}
 			if c.Op == protocol.OpCancel && run.LastSeq > 0 {
 				// Started, and no executor holds it: it ended meanwhile (its
@@ -134,6 +114,33 @@ func (r *Router) control(ctx context.Context, run journal.RunMeta, c RemoteContr
 		}
 	}
 	return Unowned(ctx, r.store, run, c)
+}
+
+// steer routes guidance to run like any control, delivering it at most
+// once per key whichever executor runs it: the key is remembered in the
+// session before the steer is routed, and forgotten when the steer was
+// answered but not delivered (not-active, unsupported, conflict), so that
+// its retry is answered afresh. On an error the key stays used: the steer
+// may have been delivered.
+func (r *Router) steer(ctx context.Context, run journal.RunMeta, text, key string) (protocol.ControlResult, error) {
+	c := RemoteControl{Op: protocol.ModeSteer, Answer: text}
+	if key == "" {
+		return r.control(ctx, run, c)
+	}
+	u, _ := r.store.(journal.SessionUpdater) // QueueMessage checked
+	if _, err := u.UpdateSession(ctx, run.SessionID, func(m *journal.SessionMeta) error { return RememberKey(m, key) }); errors.Is(err, ErrDuplicate) {
+		return Result(protocol.ResultNotActive, "duplicate request: already delivered", run.ID, run.SessionID, ""), nil
+	} else if err != nil {
+		return protocol.ControlResult{}, err
+	}
+	res, err := r.control(ctx, run, c)
+	if err == nil && !res.Accepted {
+		// Should the key stay (the journal failed), the retry is answered
+		// as a duplicate, which is what a lost answer would get: the answer
+		// given here is still the right one.
+		_ = forgetKey(ctx, u, run.SessionID, key)
+	}
+	return res, err
 }
 
 // Unowned answers c for a run that no executor holds (not started, ended,
@@ -185,7 +192,7 @@ func (r *Router) QueueMessage(ctx context.Context, owner, sid string, req protoc
 	if meta.ActiveRun == "" {
 		return Result(protocol.ResultNotActive, "no active run to steer", "", sid, ""), nil
 	}
-	return r.control(ctx, journal.RunMeta{ID: meta.ActiveRun, SessionID: sid}, RemoteControl{Op: protocol.ModeSteer, Answer: req.Message, Key: key})
+	return r.steer(ctx, journal.RunMeta{ID: meta.ActiveRun, SessionID: sid}, req.Message, key)
 }
 
 // UpdateGoal implements RuntimeAdapter: the local executor, which starts
@@ -218,14 +225,14 @@ func RememberKey(m *journal.SessionMeta, key string) error {
 	return nil
 }
 
-// errNoKey makes ForgetKey's update a no-op: the key is not remembered.
+// errNoKey makes forgetKey's update a no-op: the key is not remembered.
 var errNoKey = errors.New("adapter: no such key")
 
-// ForgetKey drops key from the session's remembered keys: a steer that was
+// forgetKey drops key from the session's remembered keys: a steer that was
 // definitely not delivered (answered not-active, unsupported or conflict)
 // must not use up its key, so that its retry is answered afresh. It goes on
 // when ctx has ended: the key was recorded under the same request.
-func ForgetKey(ctx context.Context, u journal.SessionUpdater, sid, key string) error {
+func forgetKey(ctx context.Context, u journal.SessionUpdater, sid, key string) error {
 	if key == "" {
 		return nil
 	}

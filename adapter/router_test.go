@@ -207,9 +207,9 @@ func TestRouter_RespondGoesWhereTheRunExecutes(t *testing.T) {
 	}
 }
 
-// A steer goes to the session's active run's executor; a key is
-// remembered before a remote delivery, so a repeat is not sent twice, and
-// handed to the local executor (which remembers it itself).
+// A steer goes to the session's active run's executor; its key is
+// remembered before it is routed, here or elsewhere, so a repeat is not
+// delivered twice.
 func TestRouter_SteerRoutesToTheActiveRun(t *testing.T) {
 	f := newRouterFixture(t)
 	rt := adapter.NewRouter(f.store, f.local, f.remote)
@@ -224,7 +224,7 @@ func TestRouter_SteerRoutesToTheActiveRun(t *testing.T) {
 	if res, err := rt.QueueMessage(ctx, "o", there.SessionID, steer, "k1"); err != nil || res.Status != protocol.ResultNotActive || len(f.remote.controls) != 1 {
 		t.Fatalf("repeated steer: %+v, %v; remote controls %+v", res, err, f.remote.controls)
 	}
-	if c := f.remote.controls[0]; c.Op != protocol.ModeSteer || c.Answer != "left" || c.Key != "" {
+	if c := f.remote.controls[0]; c != (adapter.RemoteControl{Op: protocol.ModeSteer, Answer: "left"}) {
 		t.Errorf("remote control %+v", c)
 	}
 
@@ -233,8 +233,11 @@ func TestRouter_SteerRoutesToTheActiveRun(t *testing.T) {
 	if res, err := rt.QueueMessage(ctx, "o", here.SessionID, steer, "k2"); err != nil || res.Message != "local" {
 		t.Fatalf("steer here: %+v, %v", res, err)
 	}
-	if c := f.local.controls[0]; c != (adapter.RemoteControl{Op: protocol.ModeSteer, Answer: "left", Key: "k2"}) {
+	if c := f.local.controls[0]; c != (adapter.RemoteControl{Op: protocol.ModeSteer, Answer: "left"}) {
 		t.Errorf("local control %+v", c)
+	}
+	if res, err := rt.QueueMessage(ctx, "o", here.SessionID, steer, "k2"); err != nil || res.Message != "duplicate request: already delivered" || len(f.local.controls) != 1 {
+		t.Fatalf("repeated steer here: %+v, %v; local controls %+v", res, err, f.local.controls)
 	}
 
 	idle := f.run(false)

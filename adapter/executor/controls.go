@@ -33,7 +33,7 @@ func (a *InProcess) Control(ctx context.Context, run journal.RunMeta, c adapter.
 	case protocol.OpApprove, protocol.OpClarify:
 		res, err = a.respond(l, run, c.PromptID, c.Answer, c.Op == protocol.OpApprove)
 	case protocol.ModeSteer:
-		res, err = a.steer(ctx, l, run, c.Answer, c.Key)
+		res, err = a.steer(ctx, l, run, c.Answer)
 	default:
 		res = adapter.Result(protocol.ResultUnsupported, "unknown control", run.ID, run.SessionID, "")
 	}
@@ -65,27 +65,13 @@ func (a *InProcess) respond(l *live, run journal.RunMeta, promptID, answer strin
 	return adapter.Result(status, msg, run.ID, run.SessionID, ""), nil
 }
 
-// steer hands guidance to the run's driver when it steers, remembering
-// key in the session first (a repeated key is not delivered twice).
-func (a *InProcess) steer(ctx context.Context, l *live, run journal.RunMeta, text, key string) (protocol.ControlResult, error) {
-	u, ok := a.updater()
-	if !ok {
-		return adapter.Result(protocol.ResultUnsupported, "this journal cannot hold a queue", "", run.SessionID, ""), nil
-	}
+// steer hands guidance to the run's driver when it steers. Its
+// idempotency key is the Router's: the executor delivers what reaches it.
+func (a *InProcess) steer(ctx context.Context, l *live, run journal.RunMeta, text string) (protocol.ControlResult, error) {
 	if s, ok := l.drv.(driver.Steerer); !ok || !s.Steers() {
 		return adapter.Result(protocol.ResultUnsupported, "this runtime cannot be steered", run.ID, run.SessionID, ""), nil
 	}
-	if key != "" {
-		if _, err := u.UpdateSession(ctx, run.SessionID, func(m *journal.SessionMeta) error { return adapter.RememberKey(m, key) }); errors.Is(err, adapter.ErrDuplicate) {
-			return adapter.Result(protocol.ResultNotActive, "duplicate request: already delivered", run.ID, run.SessionID, ""), nil
-		} else if err != nil {
-			return protocol.ControlResult{}, err
-		}
-	}
 	if !l.x.Steer(text) {
-		if err := adapter.ForgetKey(ctx, u, run.SessionID, key); err != nil {
-			a.opts.Logger.Warn("could not forget the key of a steer not delivered", "session_id", run.SessionID, "err", err)
-		}
 		return adapter.Result(protocol.ResultConflict, "the run has too much guidance waiting", run.ID, run.SessionID, ""), nil
 	}
 	// The guidance is the user's word in the run: journal it, so every tab
