@@ -54,20 +54,7 @@ func BenchmarkAppendLoad(b *testing.B) {
 	cpu0 := serverCPU(b, c)
 	b.ResetTimer()
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for i := range runs {
-		wg.Go(func() {
-			sid, rid := fmt.Sprint("s", i), fmt.Sprint("r", i)
-			for next.Add(1) <= int64(b.N) {
-				if _, err := s.Append(ctx, token(sid, rid, " the quick brown fox jumps"), ""); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	appendAcross(b, s, runs)
 	b.StopTimer()
 	elapsed := time.Since(start)
 	_, scripts := commandUsec(b, c, "evalsha")
@@ -122,4 +109,25 @@ func BenchmarkRunTailFanout(b *testing.B) {
 			b.ReportMetric(float64(calls)/float64(b.N), "xreads/event")
 		})
 	}
+}
+
+// appendAcross appends b.N token deltas in all to runs r0…r<runs-1> (of
+// sessions s0…), one writer goroutine per run, and returns when all are
+// appended.
+func appendAcross(b *testing.B, s *Store, runs int) {
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			sid, rid := fmt.Sprint("s", i), fmt.Sprint("r", i)
+			for next.Add(1) <= int64(b.N) {
+				if _, err := s.Append(ctx, token(sid, rid, " the quick brown fox jumps"), ""); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -3,13 +3,24 @@ package redis
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/runhub/runhub/protocol"
 )
+
+// topologies are the deployments the benchmarks compare: one Redis, a
+// Cluster, and a Cluster whose batches wait for one replica.
+var topologies = []struct {
+	name string
+	url  func(testing.TB) string
+	wait int
+}{
+	{"single", single, 0},
+	{"cluster", clusterURL, 0},
+	{"cluster-wait=1", clusterURL, 1},
+}
 
 // BenchmarkTopology compares one Redis with a Redis Cluster of 3 masters
 // (and 3 replicas), on the same machine: 100 runs of 100 sessions (spread
@@ -19,18 +30,9 @@ import (
 // delivered/s (run-tail deliveries, until the last one arrives); with
 // wait=1 every batch also waits for one replica (WaitReplicas).
 func BenchmarkTopology(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		url  func(testing.TB) string
-		wait int
-	}{
-		{"single", single, 0},
-		{"cluster", clusterURL, 0},
-		{"cluster-wait=1", clusterURL, 1},
-	} {
+	for _, tc := range topologies {
 		b.Run(tc.name, func(b *testing.B) {
 			s := openStore(b, Options{URL: tc.url(b), WaitReplicas: tc.wait})
-			ctx := context.Background()
 			const runs = 100
 			var delivered, fed atomic.Int64
 			for i := range runs {
@@ -44,20 +46,7 @@ func BenchmarkTopology(b *testing.B) {
 			}))
 			b.ResetTimer()
 			start := time.Now()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for i := range runs {
-				wg.Go(func() {
-					sid, rid := fmt.Sprint("s", i), fmt.Sprint("r", i)
-					for next.Add(1) <= int64(b.N) {
-						if _, err := s.Append(ctx, token(sid, rid, " the quick brown fox jumps"), ""); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			appendAcross(b, s, runs)
 			appended := time.Since(start)
 			for delivered.Load() < int64(b.N) || fed.Load() < int64(b.N) {
 				time.Sleep(time.Millisecond)
@@ -75,15 +64,7 @@ func BenchmarkTopology(b *testing.B) {
 // a Cluster, and on a Cluster with WaitReplicas 1 (a replica round trip
 // more).
 func BenchmarkTopologyLoneAppend(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		url  func(testing.TB) string
-		wait int
-	}{
-		{"single", single, 0},
-		{"cluster", clusterURL, 0},
-		{"cluster-wait=1", clusterURL, 1},
-	} {
+	for _, tc := range topologies {
 		b.Run(tc.name, func(b *testing.B) {
 			s := openStore(b, Options{URL: tc.url(b), WaitReplicas: tc.wait})
 			mkRun(b, s, "s1", "r1")
