@@ -40,14 +40,6 @@ var (
 	ErrBusy = errors.New("adapter: too many runs executing")
 )
 
-// Store is what the executor, the router and the hub need of the journal:
-// the one definition all use (the hub imports it from here).
-type Store interface {
-	journal.Log
-	journal.Registry
-	journal.Bus
-}
-
 // Result builds a ControlResult; Accepted follows status.
 func Result(status, message, runID, sessionID, eventID string) protocol.ControlResult {
 	return protocol.ControlResult{Accepted: status == protocol.ResultAccepted, Status: status,

@@ -17,7 +17,7 @@ import (
 // else to the Remote (when the run executes in another process), else to
 // Unowned, which answers for a run no executor holds.
 type Router struct {
-	store  Store
+	store  journal.Store
 	local  Local
 	remote Remote
 }
@@ -25,7 +25,7 @@ type Router struct {
 // NewRouter routes over store to local, the executor of this process, and
 // to remote for runs executing elsewhere (nil: no other process executes
 // runs of this journal).
-func NewRouter(store Store, local Local, remote Remote) *Router {
+func NewRouter(store journal.Store, local Local, remote Remote) *Router {
 	return &Router{store: store, local: local, remote: remote}
 }
 
@@ -127,7 +127,7 @@ func (r *Router) steer(ctx context.Context, run journal.RunMeta, text, key strin
 	if key == "" {
 		return r.control(ctx, run, c)
 	}
-	u, _ := r.store.(journal.SessionUpdater) // QueueMessage checked
+	u := r.store
 	if _, err := u.UpdateSession(ctx, run.SessionID, func(m *journal.SessionMeta) error { return RememberKey(m, key) }); errors.Is(err, ErrDuplicate) {
 		return Result(protocol.ResultNotActive, "duplicate request: already delivered", run.ID, run.SessionID, ""), nil
 	} else if err != nil {
@@ -181,9 +181,6 @@ func Unowned(ctx context.Context, log journal.Log, run journal.RunMeta, c Remote
 func (r *Router) QueueMessage(ctx context.Context, owner, sid string, req protocol.QueueRequest, key string) (protocol.ControlResult, error) {
 	if req.Mode != protocol.ModeSteer {
 		return r.local.Enqueue(ctx, sid, req.Message, key)
-	}
-	if _, ok := r.store.(journal.SessionUpdater); !ok {
-		return Result(protocol.ResultUnsupported, "this journal cannot hold a queue", "", sid, ""), nil
 	}
 	meta, err := r.store.Session(ctx, sid)
 	if err != nil {

@@ -147,10 +147,7 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 	if opts.Drivers == nil {
 		opts.Drivers = map[string]driver.Driver{"sim": &sim.Driver{ClarifyTimeout: ro.ClarifyTimeout}}
 	}
-	var served interface {
-		adapter.Store
-		journal.SessionUpdater
-	} = store
+	var served journal.Store = store
 	var fault *faultStore
 	if ro.Faults {
 		fault = &faultStore{Store: store}

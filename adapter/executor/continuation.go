@@ -20,21 +20,12 @@ var (
 	errNoGoal    = errors.New("no goal")
 )
 
-// updater returns the journal's session updater, if it has one.
-func (a *InProcess) updater() (journal.SessionUpdater, bool) {
-	u, ok := a.store.(journal.SessionUpdater)
-	return u, ok
-}
-
 // Enqueue implements adapter.Local (QueueMessage in mode queue): the
 // message joins the session's FIFO (journaled as queue.updated on the
 // active run), or starts a run at once when the session is idle. A
 // repeated key does not enqueue twice.
 func (a *InProcess) Enqueue(ctx context.Context, sid, message, key string) (protocol.ControlResult, error) {
-	u, ok := a.updater()
-	if !ok {
-		return adapter.Result(protocol.ResultUnsupported, "this journal cannot hold a queue", "", sid, ""), nil
-	}
+	u := a.store
 	id := adapter.NewID("q_")
 	startNow := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
@@ -99,10 +90,7 @@ var errTitled = errors.New("the session has a title")
 // rule). A failure only logs: the run goes on, and its title still shows
 // while it is the latest.
 func (a *InProcess) adoptTitle(ctx context.Context, sid, title string) {
-	u, ok := a.updater()
-	if !ok {
-		return
-	}
+	u := a.store
 	_, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		if m.Title != "" {
 			return errTitled
@@ -173,10 +161,7 @@ func (a *InProcess) Drain(ctx context.Context, sid string) bool { return a.drain
 // reports whether a run started. A start that loses a race puts the message
 // back at the head, so order holds.
 func (a *InProcess) drain(ctx context.Context, sid string) bool {
-	u, ok := a.updater()
-	if !ok {
-		return false
-	}
+	u := a.store
 	var item *journal.QueuedMessage
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		item = nil
@@ -213,10 +198,7 @@ func (a *InProcess) drain(ctx context.Context, sid string) bool {
 // run) and, when a goal is set or resumed on an idle session, lets the
 // runtime decide whether to continue.
 func (a *InProcess) UpdateGoal(ctx context.Context, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
-	u, ok := a.updater()
-	if !ok {
-		return adapter.Result(protocol.ResultUnsupported, "this journal cannot hold a goal", "", sid, ""), nil
-	}
+	u := a.store
 	changed := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		changed = false
@@ -310,9 +292,9 @@ func (a *InProcess) evaluate(g protocol.GoalUpdatedPayload) driver.GoalDecision 
 // its terminal event: it journals the goal's new state on the run and
 // reports whether the goal wants another run.
 func (a *InProcess) postTurn(ctx context.Context, x *driver.Execution, drv driver.Driver) bool {
-	u, ok := a.updater()
+	u := a.store
 	ev, isEv := drv.(driver.GoalEvaluator)
-	if !ok || !isEv {
+	if !isEv {
 		return false
 	}
 	cont := false
@@ -345,10 +327,7 @@ func (a *InProcess) postTurn(ctx context.Context, x *driver.Execution, drv drive
 
 // startGoalRun starts the next run of an active goal, counting its turn.
 func (a *InProcess) startGoalRun(ctx context.Context, sid string) {
-	u, ok := a.updater()
-	if !ok {
-		return
-	}
+	u := a.store
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		g := m.Goal
 		if g == nil || g.State != protocol.GoalActive || m.ActiveRun != "" {
