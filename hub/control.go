@@ -121,104 +121,32 @@ func (c *conn) control(m *protocol.Control) {
 
 // Control executes one control for subject through the runtime. Errors are
 // *protocol.Error values safe to show; a ControlResult carries every bounded
-// outcome (accepted, not-active, expired, conflict, unsupported).
+// outcome (accepted, not-active, expired, conflict, unsupported). The hub
+// applies its limit of runs to a control that may start one; the runtime
+// checks the caller owns the run or session, on the one meta it reads.
 func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, key string) (res protocol.ControlResult, err error) {
 	defer func() { h.cfg.Metrics.Control(m.Op, res.Status, err) }()
-	switch m.Op {
-	case protocol.OpStart:
-		if m.SessionID != "" {
-			if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
-				return h.notActive(err, m)
-			}
-		}
+	c := adapter.NewControl(m, subject, key)
+	if c.MayStartRun() {
 		release, err := h.runGate(ctx, subject, m.SessionID)
 		if err != nil {
 			return protocol.ControlResult{}, err
 		}
 		defer release()
-		r, err := h.runtime.StartRun(ctx, subject, m.StartRequest())
-		switch {
-		case errors.Is(err, adapter.ErrConflict):
-			return adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""), nil
-		case err != nil:
-			return protocol.ControlResult{}, h.publicError(err)
-		}
-		return protocol.ControlResult{Accepted: true, Status: protocol.ResultAccepted, EventID: r.Cursor,
-			RunID: r.RunID, SessionID: r.SessionID, Message: "started"}, nil
-	case protocol.OpCancel:
-		runID, err := h.runOf(ctx, subject, m.RunID, m.SessionID)
-		if err != nil {
-			return h.notActive(err, m)
-		}
-		res, err := h.runtime.CancelRun(ctx, runID)
-		return res, h.publicError(err)
-	case protocol.OpApprove:
-		if _, err := h.ownRun(ctx, subject, m.RunID); err != nil {
-			return h.notActive(err, m)
-		}
-		res, err := h.runtime.RespondApproval(ctx, m.RunID, m.ApprovalID, m.Choice)
-		return res, h.publicError(err)
-	case protocol.OpClarify:
-		if _, err := h.ownRun(ctx, subject, m.RunID); err != nil {
-			return h.notActive(err, m)
-		}
-		res, err := h.runtime.RespondClarify(ctx, m.RunID, m.ClarifyID, m.Response)
-		return res, h.publicError(err)
-	case protocol.OpQueue:
-		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
-			return h.notActive(err, m)
-		}
-		if m.Mode != protocol.ModeSteer {
-			release, err := h.runGate(ctx, subject, m.SessionID)
-			if err != nil {
-				return protocol.ControlResult{}, err
-			}
-			defer release()
-		}
-		// The journal announces the session's new queue on every hub's feed
-		// (journal.SessionChanged), so its status follows.
-		res, err := h.runtime.QueueMessage(ctx, subject, m.SessionID, protocol.QueueRequest{Message: m.Message, Mode: m.Mode}, key)
-		return res, h.publicError(err)
-	case protocol.OpGoal:
-		if _, err := h.ownSession(ctx, subject, m.SessionID); err != nil {
-			return h.notActive(err, m)
-		}
-		if m.Action == protocol.GoalSet || m.Action == protocol.GoalEdit || m.Action == protocol.GoalResume {
-			release, err := h.runGate(ctx, subject, m.SessionID)
-			if err != nil {
-				return protocol.ControlResult{}, err
-			}
-			defer release()
-		}
-		res, err := h.runtime.UpdateGoal(ctx, m.SessionID, protocol.GoalRequest{Action: m.Action, Text: m.Text})
-		return res, h.publicError(err)
 	}
-	return adapter.Result(protocol.ResultUnsupported, "unknown op", m.RunID, m.SessionID, ""), nil
+	// A queue or goal changes the session: the journal announces it on
+	// every hub's feed (journal.SessionChanged), so its status follows.
+	res, err = h.runtime.Control(ctx, c)
+	return res, h.publicError(err)
 }
 
 // errUnknown is the one answer for a run or session that does not exist or
 // is not the caller's: it never tells which.
 var errUnknown = protocol.Errorf(protocol.CodeNotFound, "no such run or session")
 
-func (h *Hub) notActive(err error, m *protocol.Control) (protocol.ControlResult, error) {
-	if errors.Is(err, errUnknown) {
-		return protocol.ControlResult{}, errUnknown
-	}
-	return protocol.ControlResult{}, h.publicError(err)
-}
-
 // ownSession loads a session the subject owns.
 func (h *Hub) ownSession(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
 	meta, err := h.store.Session(ctx, sid)
-	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
-		return meta, errUnknown
-	}
-	return meta, err
-}
-
-// ownRun loads a run the subject owns.
-func (h *Hub) ownRun(ctx context.Context, subject, runID string) (journal.RunMeta, error) {
-	meta, err := h.store.Run(ctx, runID)
 	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
 		return meta, errUnknown
 	}
@@ -245,25 +173,6 @@ func (h *Hub) readRun(ctx context.Context, p Principal, runID string) (journal.R
 
 // mayRead reports whether the socket's caller may read a session of owner.
 func (c *conn) mayRead(owner string) bool { return owner == c.subject || c.rd.admin }
-
-// runOf resolves a control's run: the run id, or the session's active run.
-func (h *Hub) runOf(ctx context.Context, subject, runID, sid string) (string, error) {
-	if runID != "" {
-		_, err := h.ownRun(ctx, subject, runID)
-		return runID, err
-	}
-	meta, err := h.ownSession(ctx, subject, sid)
-	if err != nil {
-		return "", err
-	}
-	if meta.ActiveRun == "" {
-		if latest := meta.LatestRun(); latest != "" {
-			return latest, nil // answered not-active by the runtime
-		}
-		return "", protocol.Errorf(protocol.CodeNotActive, "the session has no run")
-	}
-	return meta.ActiveRun, nil
-}
 
 // errJournalUnavailable answers a request the journal (or Redis) could not
 // serve for now: HTTP 503 with Retry-After, WebSocket error unavailable.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/adaptertest"
 	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
@@ -21,6 +22,7 @@ import (
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 	"go.uber.org/goleak"
 )
@@ -35,11 +37,16 @@ type testHub struct {
 	t     testing.TB
 	hub   *hub.Hub
 	rt    *executor.InProcess
-	store *bolt.Store
+	store journal.Store
+	// path is the journal's file; set when runtimeOpts.Bolt.
+	path  string
 	fault *faultStore // set when runtimeOpts.Faults
-	srv   *httptest.Server
-	URL   string // http://127.0.0.1:port
-	WSURL string // ws://…/v1/ws
+	// counted counts the metas the hub and runtime read; set when
+	// runtimeOpts.Counted.
+	counted *adaptertest.CountingStore
+	srv     *httptest.Server
+	URL     string // http://127.0.0.1:port
+	WSURL   string // ws://…/v1/ws
 }
 
 func newTestHub(t testing.TB, cfg hub.Config) *testHub {
@@ -60,13 +67,18 @@ type runtimeOpts struct {
 	ClarifyTimeout time.Duration
 	// Faults puts a faultStore between the journal and the hub and runtime.
 	Faults bool
+	// Counted puts a counting store between the journal and the hub and
+	// runtime (testHub.counted).
+	Counted bool
+	// Bolt journals to a bbolt file (testHub.path) instead of memory.
+	Bolt bool
 }
 
 // faultStore is the journal with a switch: while failing, its reads and
 // writes answer an internal error (the kind of text that must never reach
 // a client).
 type faultStore struct {
-	*bolt.Store
+	journal.Store
 	failing atomic.Bool
 }
 
@@ -136,12 +148,17 @@ func newTestHubRuntime(t testing.TB, cfg hub.Config, ro runtimeOpts) *testHub {
 
 func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpts) *testHub {
 	t.Helper()
-	store, err := // NoSync: these tests are about delivery, not durability (the journal
-		// suite and the process tests cover that), and a sim run emits its
-		// events one after another, each waiting for its commit.
-		bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
+	var store journal.Store = mem.New(mem.Options{})
+	path := ""
+	if ro.Bolt {
+		// NoSync: these tests are about delivery, not durability (the
+		// journal suite and the process tests cover that).
+		path = filepath.Join(t.TempDir(), "journal.db")
+		b, err := bolt.Open(path, bolt.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = b
 	}
 	opts := ro.Adapter
 	if opts.Drivers == nil {
@@ -152,6 +169,11 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 	if ro.Faults {
 		fault = &faultStore{Store: store}
 		served = fault
+	}
+	var counted *adaptertest.CountingStore
+	if ro.Counted {
+		counted = &adaptertest.CountingStore{Store: served}
+		served = counted
 	}
 	rt := executor.New(served, opts)
 	h := hub.New(cfg, served, adapter.NewRouter(served, rt, nil))
@@ -164,7 +186,7 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 		srv.Listener = ln
 	}
 	srv.Start()
-	th := &testHub{t: t, hub: h, rt: rt, store: store, fault: fault, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+	th := &testHub{t: t, hub: h, rt: rt, store: store, path: path, fault: fault, counted: counted, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
 	t.Cleanup(th.close)
 	return th
 }

@@ -20,16 +20,19 @@ var (
 	errNoGoal    = errors.New("no goal")
 )
 
-// Enqueue implements adapter.Local (QueueMessage in mode queue): the
+// enqueue executes a queue control (mode queue) for owner: the
 // message joins the session's FIFO (journaled as queue.updated on the
 // active run), or starts a run at once when the session is idle. A
 // repeated key does not enqueue twice.
-func (a *InProcess) Enqueue(ctx context.Context, sid, message, key string) (protocol.ControlResult, error) {
+func (a *InProcess) enqueue(ctx context.Context, owner, sid, message, key string) (protocol.ControlResult, error) {
 	u := a.store
 	id := adapter.NewID("q_")
 	startNow := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		startNow = false
+		if m.Owner != owner {
+			return journal.ErrNotFound
+		}
 		if err := adapter.RememberKey(m, key); err != nil {
 			return err
 		}
@@ -193,15 +196,18 @@ func (a *InProcess) drain(ctx context.Context, sid string) bool {
 	return false
 }
 
-// UpdateGoal implements adapter.Local (RuntimeAdapter.UpdateGoal): it
+// updateGoal executes a goal control for owner: it
 // changes the session's goal state (journaled as goal.updated on the active
 // run) and, when a goal is set or resumed on an idle session, lets the
 // runtime decide whether to continue.
-func (a *InProcess) UpdateGoal(ctx context.Context, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
+func (a *InProcess) updateGoal(ctx context.Context, owner, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
 	u := a.store
 	changed := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		changed = false
+		if m.Owner != owner {
+			return journal.ErrNotFound
+		}
 		g := m.Goal
 		live := g != nil && (g.State == protocol.GoalActive || g.State == protocol.GoalPaused)
 		switch req.Action {

@@ -165,14 +165,14 @@ func TestApprovalRoundTrip(t *testing.T) {
 		t.Fatalf("approval.requested %+v", req)
 	}
 	ctx := context.Background()
-	if _, err := h.rt.RespondApproval(ctx, res.RunID, req.ApprovalID, "always"); err == nil {
+	if _, err := h.control(ctx, protocol.Control{Op: protocol.OpApprove, RunID: res.RunID, ApprovalID: req.ApprovalID, Choice: "always"}); err == nil {
 		t.Fatal("a choice Hermes did not offer was accepted")
 	}
-	r, err := h.rt.RespondApproval(ctx, res.RunID, req.ApprovalID, "session")
+	r, err := h.control(ctx, protocol.Control{Op: protocol.OpApprove, RunID: res.RunID, ApprovalID: req.ApprovalID, Choice: "session"})
 	if err != nil || !r.Accepted {
 		t.Fatalf("approve: %+v %v", r, err)
 	}
-	if r, _ := h.rt.RespondApproval(ctx, res.RunID, req.ApprovalID, "once"); r.Status != protocol.ResultNotActive {
+	if r, _ := h.control(ctx, protocol.Control{Op: protocol.OpApprove, RunID: res.RunID, ApprovalID: req.ApprovalID, Choice: "once"}); r.Status != protocol.ResultNotActive {
 		t.Fatalf("a second answer: %+v", r)
 	}
 	body := <-posted
@@ -271,7 +271,7 @@ func TestClarifyRoundTrip(t *testing.T) {
 	if req.Question != "Which environment?" || req.InputMode != "choice" || !reflect.DeepEqual(req.Choices, []string{"staging", "production"}) {
 		t.Fatalf("clarify.requested %+v", req)
 	}
-	r, err := h.rt.RespondClarify(context.Background(), res.RunID, req.ClarifyID, "staging")
+	r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpClarify, RunID: res.RunID, ClarifyID: req.ClarifyID, Response: "staging"})
 	if err != nil || !r.Accepted {
 		t.Fatalf("clarify: %+v %v", r, err)
 	}
@@ -328,7 +328,7 @@ func TestCancelMidStream(t *testing.T) {
 	res := h.start("", "long task")
 	ch := h.watch(res.RunID)
 	h.until(ch, protocol.EventTokenDelta)
-	r, err := h.rt.CancelRun(context.Background(), res.RunID)
+	r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpCancel, RunID: res.RunID})
 	if err != nil || !r.Accepted {
 		t.Fatalf("cancel: %+v %v", r, err)
 	}
@@ -611,8 +611,8 @@ func TestSteer(t *testing.T) {
 	res := h.start("", "go")
 	ch := h.watch(res.RunID)
 	h.until(ch, protocol.EventTokenDelta)
-	r, err := h.rt.QueueMessage(context.Background(), "local", res.SessionID,
-		protocol.QueueRequest{Message: "focus on tests", Mode: protocol.ModeSteer}, "")
+	r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpQueue, SessionID: res.SessionID,
+		Message: "focus on tests", Mode: protocol.ModeSteer})
 	if err != nil || !r.Accepted {
 		t.Fatalf("steer: %+v %v", r, err)
 	}
@@ -744,7 +744,7 @@ func TestCancelWhileAwaitingApproval(t *testing.T) {
 	if !reflect.DeepEqual(req.Choices, []string{"once", "session", "always", "deny"}) {
 		t.Errorf("default choices %v", req.Choices)
 	}
-	if r, err := h.rt.CancelRun(context.Background(), res.RunID); err != nil || !r.Accepted {
+	if r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpCancel, RunID: res.RunID}); err != nil || !r.Accepted {
 		t.Fatalf("cancel: %+v %v", r, err)
 	}
 	evs := h.finish(res.RunID)
@@ -778,14 +778,14 @@ func TestAnswerHermesNoLongerWaitsFor(t *testing.T) {
 	res := h.start("", "build")
 	ch := h.watch(res.RunID)
 	a := payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
-	if r, err := h.rt.RespondApproval(context.Background(), res.RunID, a.ApprovalID, "once"); err != nil || !r.Accepted {
+	if r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpApprove, RunID: res.RunID, ApprovalID: a.ApprovalID, Choice: "once"}); err != nil || !r.Accepted {
 		t.Fatalf("approve: %+v %v", r, err)
 	}
 	c := payload[protocol.ClarifyRequestedPayload](h.until(ch, protocol.EventClarifyReq))
 	if c.Question != "Which target?" || !reflect.DeepEqual(c.Choices, []string{"eu", "us"}) {
 		t.Fatalf("clarify.requested %+v", c)
 	}
-	if r, err := h.rt.RespondClarify(context.Background(), res.RunID, c.ClarifyID, "us"); err != nil || !r.Accepted {
+	if r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpClarify, RunID: res.RunID, ClarifyID: c.ClarifyID, Response: "us"}); err != nil || !r.Accepted {
 		t.Fatalf("clarify: %+v %v", r, err)
 	}
 	<-posted
