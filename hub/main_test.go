@@ -31,16 +31,18 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testHub is a hub over a bbolt journal and the in-process runtime, served
-// by a real HTTP server on loopback.
+// testHub is a hub over a journal (in memory unless runtimeOpts.Bolt) and
+// the in-process runtime, served by a real HTTP server on loopback.
 type testHub struct {
 	t     testing.TB
 	hub   *hub.Hub
 	rt    *executor.InProcess
 	store journal.Store
 	// path is the journal's file; set when runtimeOpts.Bolt.
-	path  string
-	fault *faultStore // set when runtimeOpts.Faults
+	path string
+	// shared says store is another test hub's (runtimeOpts.Shared).
+	shared bool
+	fault  *faultStore // set when runtimeOpts.Faults
 	// counted counts the metas the hub and runtime read; set when
 	// runtimeOpts.Counted.
 	counted *adaptertest.CountingStore
@@ -72,6 +74,9 @@ type runtimeOpts struct {
 	Counted bool
 	// Bolt journals to a bbolt file (testHub.path) instead of memory.
 	Bolt bool
+	// Shared, when set, is the journal of another test hub this one
+	// shares (that hub closes it).
+	Shared journal.Store
 }
 
 // faultStore is the journal with a switch: while failing, its reads and
@@ -150,7 +155,10 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 	t.Helper()
 	var store journal.Store = mem.New(mem.Options{})
 	path := ""
-	if ro.Bolt {
+	switch {
+	case ro.Shared != nil:
+		store = ro.Shared
+	case ro.Bolt:
 		// NoSync: these tests are about delivery, not durability (the
 		// journal suite and the process tests cover that).
 		path = filepath.Join(t.TempDir(), "journal.db")
@@ -186,7 +194,7 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 		srv.Listener = ln
 	}
 	srv.Start()
-	th := &testHub{t: t, hub: h, rt: rt, store: store, path: path, fault: fault, counted: counted, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+	th := &testHub{t: t, hub: h, rt: rt, store: store, shared: ro.Shared != nil, path: path, fault: fault, counted: counted, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
 	t.Cleanup(th.close)
 	return th
 }
@@ -197,7 +205,9 @@ func (th *testHub) close() {
 	th.hub.Shutdown(ctx)
 	th.srv.Close()
 	th.rt.Close()
-	th.store.Close()
+	if !th.shared {
+		th.store.Close()
+	}
 }
 
 func (th *testHub) dial(t testing.TB) *client.Conn {
