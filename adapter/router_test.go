@@ -2,6 +2,7 @@ package adapter_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -272,4 +273,45 @@ func TestRouter_CancelRacingTheRunsEnd(t *testing.T) {
 // control is m for owner with key.
 func control(owner string, m protocol.Control, key string) adapter.Control {
 	return adapter.NewControl(&m, owner, key)
+}
+
+// A cancel naming only its session reads the session alone: it goes to
+// the active run's executor, answers a session whose runs have ended
+// without asking anyone, and one without runs with not_active.
+func TestRouter_CancelBySession(t *testing.T) {
+	f := newRouterFixture(t)
+	rt := adapter.NewRouter(f.store, f.local, f.remote)
+	ctx := context.Background()
+	cancel := func(sid string) (protocol.ControlResult, error) {
+		t.Helper()
+		f.store.runReads.Store(0)
+		res, err := rt.Control(ctx, control("o", protocol.Control{Op: protocol.OpCancel, SessionID: sid}, ""))
+		if n := f.store.runReads.Load(); n != 1 {
+			t.Errorf("cancel of session %s read %d metas, want 1", sid, n)
+		}
+		return res, err
+	}
+	here := f.run(true)
+	f.local.executing[here.ID] = true
+	if res, err := cancel(here.SessionID); err != nil || res.Message != "local" {
+		t.Fatalf("cancel of a session whose run executes here: %+v, %v", res, err)
+	}
+	ended := f.run(false)
+	if res, err := rt.Control(ctx, control("o", protocol.Control{Op: protocol.OpCancel, RunID: ended.ID}, "")); err != nil || !res.Accepted {
+		t.Fatalf("cancel of a queued run: %+v, %v", res, err)
+	}
+	before := len(f.remote.controls)
+	if res, err := cancel(ended.SessionID); err != nil || res.Status != protocol.ResultNotActive || res.Message != "the run has already ended" || res.RunID != ended.ID || len(f.remote.controls) != before {
+		t.Fatalf("cancel of a session whose runs ended: %+v, %v", res, err)
+	}
+	sid := adapter.NewID("s_")
+	if err := f.store.CreateSession(ctx, journal.SessionMeta{ID: sid, Owner: "o", CreatedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cancel(sid); protocol.CodeOf(err) != protocol.CodeNotActive {
+		t.Fatalf("cancel of a session without runs: %v, want not_active", err)
+	}
+	if _, err := rt.Control(ctx, control("stranger", protocol.Control{Op: protocol.OpCancel, SessionID: here.SessionID}, "")); !errors.Is(err, adapter.ErrNotFound) {
+		t.Fatalf("a stranger's cancel: %v, want ErrNotFound", err)
+	}
 }
