@@ -286,8 +286,14 @@ func (n *Node) answer(ctx context.Context, runID string, m goredis.XMessage) {
 	}
 	var ce controlEntry
 	err := json.Unmarshal([]byte(str("control")), &ce)
-	if err == nil && ce.Run.ID != runID {
+	switch {
+	case err != nil:
+	case ce.Run.ID != runID:
 		err = fmt.Errorf("runner: a control for %s names run %q", runID, ce.Run.ID)
+	case !ce.Control.OfRun():
+		// Only a run's controls travel to its executor; a session's are
+		// answered where they were sent.
+		err = fmt.Errorf("runner: control %q of run %s is no control of a run", ce.Control.Op, runID)
 	}
 	var res protocol.ControlResult
 	if err == nil {

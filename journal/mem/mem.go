@@ -1,7 +1,8 @@
 // Package mem is a journal held in memory: the whole journal.Store
 // contract (it passes journal/journaltest, bus included) with nothing
 // written anywhere. It is for tests that are not about a backend, and for
-// a throwaway hub; what it holds is lost when the process ends.
+// a hub built in-process that keeps nothing (hub's Example); what it holds
+// is lost when the process ends. The binary does not offer it.
 package mem
 
 import (
