@@ -127,7 +127,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	opts.AppendRetry = cfg.LeaseTTL
 	var reaper journal.Store = rt.store
 	if m != nil {
-		reaper = &reaperStore{Store: rt.store, m: m}
+		reaper = reaped(rt.store, m)
 	}
 	rt.node = runner.NewNode(reaper, runner.NodeOptions{Config: rcfg, ID: cfg.NodeID, Consume: consume, MaxRuns: cfg.MaxRuns, Logger: log})
 	switch {
