@@ -86,15 +86,21 @@ func parseStartOptions(raw json.RawMessage, field string) (startOptions, error) 
 	if json.Unmarshal(raw, &outer) != nil {
 		return o, nil // not an object: nothing for runhub in it
 	}
-	if len(outer.Runhub) == 0 || string(outer.Runhub) == "null" {
+	return decodeStartOptions(outer.Runhub, field+".runhub")
+}
+
+// decodeStartOptions decodes a "runhub" member (an object or absent).
+func decodeStartOptions(raw json.RawMessage, field string) (startOptions, error) {
+	var o startOptions
+	if len(raw) == 0 || string(raw) == "null" {
 		return o, nil
 	}
-	if err := json.Unmarshal(outer.Runhub, &o); err != nil {
+	if err := json.Unmarshal(raw, &o); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return o, fieldErr(protocol.CodeBadRequest, field+".runhub."+te.Field, "has the wrong JSON type")
+			return o, fieldErr(protocol.CodeBadRequest, field+"."+te.Field, "has the wrong JSON type")
 		}
-		return o, fieldErr(protocol.CodeBadRequest, field+".runhub", "must be an object")
+		return o, fieldErr(protocol.CodeBadRequest, field, "must be an object")
 	}
 	return o, nil
 }
@@ -188,4 +194,7 @@ func (b *boundedMap[V]) put(k string, v V) {
 func (h *Hub) interopRoutes(e *echo.Echo, g *echo.Group) {
 	g.POST("/agui", h.aguiPost)
 	g.POST("/agui/:profile", h.aguiPost)
+	g.POST("/aisdk/chat", h.aisdkChat)
+	g.GET("/aisdk/chat/:id/stream", h.aisdkResume)
+	e.GET("/v1/aisdk/ws", h.aisdkWS)
 }
