@@ -355,7 +355,7 @@ func TestInterop_Auth(t *testing.T) {
 	// Bob can neither start in, resume, nor read them.
 	for _, c := range []struct{ name, path, body string }{
 		{"start in alice's thread", "/v1/agui", aguiBody("t-alice", "b-1", "yours", "")},
-		{"resume alice's thread", "/v1/agui", aguiBody("t-alice", "b-2", "yours", `,"resume":[{"interruptId":"` + interrupt + `","status":"resolved","payload":"once"}]`)},
+		{"resume alice's thread", "/v1/agui", aguiBody("t-alice", "b-2", "yours", `,"resume":[{"interruptId":"`+interrupt+`","status":"resolved","payload":"once"}]`)},
 		{"retry alice's run", "/v1/agui", aguiBody("t-alice", "a-1", "yours", "")},
 		{"start in alice's chat", "/v1/aisdk/chat", chatBody("c-alice", "submit-message", userMsg, "")},
 	} {
@@ -427,7 +427,7 @@ func TestSSE_KeepAlive(t *testing.T) {
 	slow := `{"sim":{"tokens":3,"token_ms":1,"tools":1,"approval":true}}`
 	rid := ""
 	for _, c := range []struct{ method, path, body string }{
-		{"POST", "/v1/aisdk/chat", chatBody("c-ka", "submit-message", userMsg, `,"runhub":{"metadata":` + slow + `}`)},
+		{"POST", "/v1/aisdk/chat", chatBody("c-ka", "submit-message", userMsg, `,"runhub":{"metadata":`+slow+`}`)},
 		{"GET", "/v1/runs/{rid}/events", ""},
 		{"GET", "/v1/runs/{rid}/agui", ""},
 		{"GET", "/v1/sessions/c-ka/agui", ""},
