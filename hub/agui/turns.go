@@ -22,7 +22,8 @@ import (
 type Turns struct {
 	m    Mapper
 	turn int
-	tool string // the tool call id of the open tool (its step), for an approval's toolCallId
+	tool     string // the tool call id of the running tool, for an approval's toolCallId
+	toolOpen bool
 }
 
 // TurnEvent is one AG-UI event of a turn.
@@ -47,10 +48,10 @@ func (t *Turns) Map(e *protocol.Envelope) []TurnEvent {
 	case protocol.EventToolStarted:
 		var p protocol.ToolStartedPayload
 		if json.Unmarshal(e.Payload, &p) == nil {
-			t.tool = p.ToolCallID
+			t.tool, t.toolOpen = p.ToolCallID, true
 		}
 	case protocol.EventToolDone:
-		t.tool = ""
+		t.tool, t.toolOpen = "", false
 	}
 	res := make([]TurnEvent, 0, len(out)+4)
 	for _, ev := range out {
@@ -68,7 +69,7 @@ func (t *Turns) Map(e *protocol.Envelope) []TurnEvent {
 			"responseSchema": map[string]any{"type": "object", "required": []string{"choice"},
 				"properties": map[string]any{"choice": map[string]any{"type": "string", "enum": choices}}},
 			"metadata": map[string]any{"runhub": map[string]any{"kind": "approval", "run_id": e.RunID, "risk": p.Risk, "choices": choices}}}
-		if t.tool != "" {
+		if t.toolOpen {
 			in["toolCallId"] = ID(e.RunID, t.tool)
 		}
 	case protocol.EventClarifyReq:

@@ -37,7 +37,12 @@ type Mapper struct {
 	text, reasoning         string
 	textOpen, reasoningOpen bool
 	usage                   *protocol.Usage
+	tools                   map[string]bool // tool calls with an invocation (at most maxTools)
 }
+
+// maxTools bounds the tool call ids a Mapper remembers; the output of a
+// tool it does not know gets an invocation made for it first.
+const maxTools = 4096
 
 // Map returns the chunks of e, the run's next journal event.
 func (m *Mapper) Map(e *protocol.Envelope) []Chunk {
@@ -88,12 +93,23 @@ func (m *Mapper) Map(e *protocol.Envelope) []Chunk {
 		if len(p.Args) > 0 {
 			_ = json.Unmarshal(p.Args, &input)
 		}
+		if m.tools == nil {
+			m.tools = map[string]bool{}
+		}
+		if len(m.tools) < maxTools {
+			m.tools[p.ToolCallID] = true
+		}
 		add(Chunk{"type": "tool-input-start", "toolCallId": p.ToolCallID, "toolName": p.Name, "dynamic": true})
 		add(Chunk{"type": "tool-input-available", "toolCallId": p.ToolCallID, "toolName": p.Name, "input": input, "dynamic": true})
 	case protocol.EventToolDone:
 		var p protocol.ToolDonePayload
 		if json.Unmarshal(e.Payload, &p) != nil {
 			return m.data(e)
+		}
+		if !m.tools[p.ToolCallID] {
+			// An output without a start (the AI SDK refuses it): the tool
+			// gets an invocation of unknown name and input first.
+			add(Chunk{"type": "tool-input-available", "toolCallId": p.ToolCallID, "toolName": "unknown", "input": map[string]any{}, "dynamic": true})
 		}
 		if p.Error {
 			msg := "the tool failed"
