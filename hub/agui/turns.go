@@ -20,8 +20,8 @@ import (
 // endpoint replaces it with the AG-UI run id of the turn it streams.
 // The zero value is ready; use one Turns per run.
 type Turns struct {
-	m    Mapper
-	turn int
+	m        Mapper
+	turn     int
 	tool     string // the tool call id of the running tool, for an approval's toolCallId
 	toolOpen bool
 }
