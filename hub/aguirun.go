@@ -335,6 +335,17 @@ func (h *Hub) aguiStream(c echo.Context, p Principal, thread, runID string, t ag
 			case agui.RunStarted:
 				ev["runId"], ev["threadId"] = runID, thread
 				delete(ev, "input")
+				md, _ := ev["metadata"].(map[string]any)
+				if md == nil {
+					md = map[string]any{}
+					ev["metadata"] = md
+				}
+				rh, _ := md["runhub"].(map[string]any)
+				if rh == nil {
+					rh = map[string]any{}
+					md["runhub"] = rh
+				}
+				rh["run_id"] = t.Run
 			case agui.RunFinished:
 				ev["runId"], ev["threadId"] = runID, thread
 				end = true

@@ -24,6 +24,7 @@ type aguiRunSummary struct {
 	Runs    []struct {
 		RunID      string           `json:"runId"`
 		ThreadID   string           `json:"threadId"`
+		RunhubRun  string           `json:"runhubRun"`
 		End        string           `json:"end"`
 		Interrupts []map[string]any `json:"interrupts"`
 	} `json:"runs"`
@@ -129,6 +130,11 @@ func TestAGUIRun_NPMClient(t *testing.T) {
 	}
 	if s.Runs[2].End != "RUN_FINISHED:success" || s.Runs[2].RunID != s.RunIDs[2] {
 		t.Fatalf("last AG-UI run %+v", s.Runs[2])
+	}
+	for i, r := range s.Runs {
+		if r.RunhubRun != rid {
+			t.Errorf("AG-UI run %d names runhub run %q, want %s", i, r.RunhubRun, rid)
+		}
 	}
 	want, _ = journalText(t, th, rid)
 	if !mapsEqual(s.Texts, want) {

@@ -39,7 +39,7 @@ function summarize(events) {
   for (const ev of events) {
     s.types.push(ev.type);
     switch (ev.type) {
-      case "RUN_STARTED": s.runs.push({ runId: ev.runId, threadId: ev.threadId }); break;
+      case "RUN_STARTED": s.runs.push({ runId: ev.runId, threadId: ev.threadId, runhubRun: ev.metadata?.runhub?.run_id ?? null }); break;
       case "RUN_FINISHED": {
         const r = s.runs.at(-1);
         r.end = `RUN_FINISHED:${ev.outcome?.type ?? ""}`;
