@@ -151,8 +151,12 @@ func (h *Hub) aisdkStream(c echo.Context, p Principal, rid string) error {
 		}
 		return w.Write(appendSSE(nil, "", "", data))
 	})
-	if ended {
+	switch {
+	case ended:
 		w.Write([]byte("data: [DONE]\n\n"))
+	case ctx.Err() == nil:
+		// The journal failed us mid-stream: say so, as the SDK expects.
+		w.Write([]byte(`data: {"type":"error","errorText":"the run's events could not be read; resume the stream"}` + "\n\n"))
 	}
 	return nil
 }

@@ -140,6 +140,21 @@ func expectUIMessage(t *testing.T, th *testHub, chat string, s uiSummary) string
 	return rid
 }
 
+// approvalResolved reports whether the message's approval part ended
+// resolved (the pending part replaced by its resolution).
+func approvalResolved(s uiSummary) bool {
+	n := 0
+	for _, d := range s.Data {
+		if d.Type == "data-runhub-approval" {
+			n++
+			if d.Data["status"] != "resolved" || d.Data["choice"] != "once" {
+				return false
+			}
+		}
+	}
+	return n == 1
+}
+
 func terminalType(t *testing.T, th *testHub, rid string) protocol.EventType {
 	t.Helper()
 	waitTerminal(t, th, rid)
@@ -157,13 +172,17 @@ func TestAISDK_NPMDefaultChatTransport(t *testing.T) {
 	out := runChat(t, node, dir, nil, "http", th.URL, "chat-a", `{"sim":{"tokens":20,"token_ms":1,"tools":2,"reasoning":3}}`)
 	expectUIMessage(t, th, "chat-a", uiMessage(t, out, "chat-a"))
 
-	out = runChat(t, node, dir, []string{"CUT=5"}, "http-resume", th.URL, "chat-b", `{"sim":{"tokens":60,"token_ms":5,"tools":1}}`)
+	// Cut before the run's approval: it is still active when the stream
+	// resumes, and the script approves it from the resumed message.
+	cutAtReasoning := []string{"CUT=2", "CUT_TYPE=reasoning-delta"}
+	hitl := `{"sim":{"tokens":20,"token_ms":1,"tools":1,"reasoning":3,"approval":true}}`
+	out = runChat(t, node, dir, cutAtReasoning, "http-resume", th.URL, "chat-b", hitl)
 	rid := expectUIMessage(t, th, "chat-b", uiMessage(t, out, "chat-b"))
 	if typ := terminalType(t, th, rid); typ != protocol.EventDone {
 		t.Errorf("the aborted fetch's run ended %s, want done", typ)
 	}
-	if s := uiMessage(t, out, "chat-b"); s.TextParts != 1 {
-		t.Errorf("the resumed message has %d text parts, want 1", s.TextParts)
+	if s := uiMessage(t, out, "chat-b"); s.TextParts != 1 || !approvalResolved(s) {
+		t.Errorf("the resumed message: %d text parts, want 1; approval parts %+v", s.TextParts, s.Data)
 	}
 
 	for _, chat := range []string{"chat-a", "never-seen"} {
@@ -188,10 +207,11 @@ func TestAISDK_NPMWebSocketChatTransport(t *testing.T) {
 		expectUIMessage(t, th, chat, uiMessage(t, out, chat))
 	}
 
-	out = runChat(t, node, dir, []string{"CUT=5"}, "ws-kill", th.URL, "ws-kill", `{"sim":{"tokens":60,"token_ms":5,"tools":1}}`)
+	out = runChat(t, node, dir, []string{"CUT=2", "CUT_TYPE=reasoning-delta"}, "ws-kill", th.URL, "ws-kill",
+		`{"sim":{"tokens":20,"token_ms":1,"tools":1,"reasoning":3,"approval":true}}`)
 	s := uiMessage(t, out, "ws-kill")
 	rid := expectUIMessage(t, th, "ws-kill", s)
-	if typ := terminalType(t, th, rid); typ != protocol.EventDone || s.TextParts != 1 {
+	if typ := terminalType(t, th, rid); typ != protocol.EventDone || s.TextParts != 1 || !approvalResolved(s) {
 		t.Errorf("after the socket died: run ended %s, %d text parts", typ, s.TextParts)
 	}
 

@@ -286,13 +286,13 @@ func TestAISDKWS_MalformedFrames(t *testing.T) {
 			t.Fatalf("sequences %v", seqs)
 		}
 	}
-	// A resume after sequence n of the (finished) run: no-active; of a
-	// running one: what follows n, once.
-	f.send(sendFrame("second", "chat-ws-seq", `{"sim":{"tokens":30,"token_ms":30,"tools":0}}`))
-	var firstPart []int64
-	for len(firstPart) < 6 {
-		if fr := f.read(); fr.Type == "chunk" {
-			firstPart = append(firstPart, fr.Sequence)
+	// A resume after sequence n of a running run (it waits at an
+	// approval) continues at n+1, once, to the end.
+	f.send(sendFrame("second", "chat-ws-seq", `{"sim":{"tokens":5,"token_ms":1,"tools":0,"reasoning":3,"approval":true}}`))
+	approval := ""
+	for approval == "" {
+		if fr := f.read(); fr.Type == "chunk" && fr.Chunk["type"] == "data-runhub-approval" {
+			approval, _ = fr.Chunk["id"].(string)
 		}
 	}
 	g, _, err := dialAISDK(t, th, "", hub.AISDKSubprotocol)
@@ -306,12 +306,20 @@ func TestAISDKWS_MalformedFrames(t *testing.T) {
 		if fr.Type == "end" {
 			break
 		}
-		if fr.Type == "chunk" {
-			if fr.Sequence != next {
-				t.Fatalf("resumed after 4: sequence %d, want %d", fr.Sequence, next)
-			}
-			next++
+		if fr.Type != "chunk" {
+			continue
 		}
+		if fr.Sequence != next {
+			t.Fatalf("resumed after 4: sequence %d, want %d", fr.Sequence, next)
+		}
+		next++
+		if d, _ := fr.Chunk["data"].(map[string]any); fr.Chunk["type"] == "data-runhub-approval" && d["status"] == "pending" {
+			m := sessionMeta(t, th, "chat-ws-seq")
+			postOK(t, th.URL+"/v1/runs/"+m.LatestRun()+"/approvals/"+approval, `{"choice":"once"}`)
+		}
+	}
+	if next < 10 {
+		t.Errorf("the resumed stream ended at sequence %d", next)
 	}
 	g.send(`{"type":"resume","requestId":"r2","id":"chat-ws-seq","headers":{},"body":{}}`)
 	if fr := g.read(); fr.Type != "no-active" || fr.RequestID != "r2" {

@@ -12,14 +12,18 @@
 //   (sent as body.runhub.metadata).
 // MODE:
 //   http         sendMessages on each chat, read to the end.
-//   http-resume  sendMessages, read CUT text deltas (env CUT), abort the
-//                fetch (the run goes on), then reconnectToStream.
+//   http-resume  sendMessages, read CUT chunks of type CUT_TYPE (env; default
+//                5 text-delta), abort the fetch (the run goes on), then
+//                reconnectToStream. Cut before an approval (CUT_TYPE
+//                reasoning-delta, metadata with approval), the run is still
+//                active when the stream resumes: the script approves it
+//                (choice "once") when the resumed message shows it pending.
 //   http-idle    reconnectToStream only (expects no stream: 204).
 //   ws           one WebSocketChatTransport, sendMessages on every chat at
 //                once, read all to the end.
-//   ws-kill      sendMessages, read CUT text deltas, close the transport
-//                (the socket dies; no abort is sent), then reconnectToStream
-//                on a new transport and socket.
+//   ws-kill      sendMessages, read CUT chunks, close the transport (the
+//                socket dies; no abort is sent), then reconnectToStream on a
+//                new transport and socket (approving as http-resume does).
 //   ws-stop      sendMessages, read CUT text deltas, then abort the request
 //                (what useChat's stop() does): the run is cancelled.
 //   ws-idle      reconnectToStream only (expects no-active).
@@ -37,6 +41,8 @@ const chats = chatsArg.split(",");
 const metadata = mdArg ? JSON.parse(mdArg) : {};
 const token = process.env.TOKEN;
 const cut = Number(process.env.CUT || 5);
+const cutType = process.env.CUT_TYPE || "text-delta";
+const authHeaders = token ? { Authorization: `Bearer ${token}` } : {};
 
 const userMessage = (chat) => ({ id: `u-${chat}`, role: "user", parts: [{ type: "text", text: `hello from ${chat}` }] });
 const send = (transport, chat, abortSignal) => transport.sendMessages({
@@ -44,11 +50,24 @@ const send = (transport, chat, abortSignal) => transport.sendMessages({
 });
 
 // assemble reads a UI message stream with the SDK's reader to its end and
-// returns the last snapshot: text, reasoning, tools and data parts.
+// returns the last snapshot: text, reasoning, tools and data parts. An
+// approval the message shows pending is answered (choice "once") through
+// runhub's approval endpoint.
 async function assemble(stream) {
   let last = null;
   const errors = [];
-  for await (const msg of readUIMessageStream({ stream, onError: (e) => errors.push(String(e)), terminateOnError: true })) last = msg;
+  const approved = new Set();
+  for await (const msg of readUIMessageStream({ stream, onError: (e) => errors.push(String(e)), terminateOnError: true })) {
+    last = msg;
+    for (const p of msg.parts) {
+      if (p.type === "data-runhub-approval" && p.data?.status === "pending" && !approved.has(p.id)) {
+        approved.add(p.id);
+        const res = await fetch(`${base}/v1/runs/${p.data.run_id}/approvals/${p.id}`, {
+          method: "POST", headers: { ...authHeaders, "Content-Type": "application/json" }, body: JSON.stringify({ choice: "once" }) });
+        if (!res.ok) throw new Error(`approve ${p.id}: ${res.status} ${await res.text()}`);
+      }
+    }
+  }
   return summarize(last, errors);
 }
 
@@ -64,16 +83,17 @@ function summarize(msg, errors = []) {
   return out;
 }
 
-// readSome reads chunks until `n` text deltas went by; the stream stays open.
+// readSome reads chunks until `n` of type cutType went by; the stream
+// stays open.
 async function readSome(stream, n) {
   const reader = stream.getReader();
   const chunks = [];
-  let deltas = 0;
-  while (deltas < n) {
+  let seen = 0;
+  while (seen < n) {
     const { done, value } = await reader.read();
-    if (done) throw new Error(`the stream ended after ${deltas} text deltas`);
+    if (done) throw new Error(`the stream ended after ${seen} ${cutType} chunks`);
     chunks.push(value);
-    if (value.type === "text-delta") deltas++;
+    if (value.type === cutType) seen++;
   }
   return { reader, chunks };
 }
@@ -85,7 +105,7 @@ function wsTransport() {
 }
 
 function httpTransport() {
-  return new DefaultChatTransport({ api: base + "/v1/aisdk/chat", headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  return new DefaultChatTransport({ api: base + "/v1/aisdk/chat", headers: authHeaders });
 }
 
 async function main() {
