@@ -113,13 +113,29 @@ type aisdkFrame struct {
 }
 
 func (s *aisdkSocket) serve() {
+	// The socket closes when its context ends: the peer left (the read
+	// fails, serve cancels), the credentials expired (4401) or the hub
+	// stops (1012). Reads do not take that context: a cancelled read would
+	// drop the connection without a close frame.
+	closed := make(chan struct{})
+	context.AfterFunc(s.ctx, func() {
+		defer close(closed)
+		switch {
+		case errors.Is(s.ctx.Err(), context.DeadlineExceeded):
+			s.ws.Close(websocket.StatusCode(protocol.CloseUnauthorized), "the token has expired")
+		case s.h.ctx.Err() != nil:
+			s.ws.Close(websocket.StatusServiceRestart, "shutting down")
+		default:
+			s.ws.Close(websocket.StatusNormalClosure, "")
+		}
+	})
 	defer func() {
 		s.cancel()
 		s.wg.Wait() // streams stop; their runs go on
-		s.ws.Close(websocket.StatusNormalClosure, "")
+		<-closed
 	}()
 	for {
-		typ, data, err := s.ws.Read(s.ctx)
+		typ, data, err := s.ws.Read(context.Background())
 		if err != nil {
 			return
 		}

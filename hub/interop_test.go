@@ -477,3 +477,31 @@ func TestSSE_KeepAlive(t *testing.T) {
 		postOK(t, th.URL+"/v1/runs/"+m.LatestRun()+"/cancel", "")
 	}
 }
+
+// The AI SDK socket closes with 4401 when its token expires, like the tab
+// socket; the chat's run goes on.
+func TestAISDKWS_EndsWhenTokenExpires(t *testing.T) {
+	th := newTestHub(t, withAuth(t, hub.Config{}))
+	f, _, err := dialAISDK(t, th, token(t, "alice", 2*time.Second, ""), hub.AISDKSubprotocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.send(sendFrame("s", "c-exp", `{"sim":{"tokens":3,"token_ms":1,"tools":1,"approval":true}}`))
+	for {
+		_, _, err := f.ws.Read(ctxT(t, 20*time.Second))
+		if err == nil {
+			continue
+		}
+		if code := websocket.CloseStatus(err); code != websocket.StatusCode(protocol.CloseUnauthorized) {
+			t.Fatalf("the socket ended with %v (code %d), want 4401", err, code)
+		}
+		break
+	}
+	m := sessionMeta(t, th, "c-exp")
+	if m.ActiveRun == "" {
+		t.Errorf("the run ended with the socket")
+	}
+	if code, body := rawDo(t, "POST", th.URL+"/v1/runs/"+m.ActiveRun+"/cancel", "", bearerOf(token(t, "alice", time.Hour, ""))); code != 200 {
+		t.Errorf("cancel: %d %s", code, body)
+	}
+}
