@@ -505,3 +505,39 @@ func TestAISDKWS_EndsWhenTokenExpires(t *testing.T) {
 		t.Errorf("cancel: %d %s", code, body)
 	}
 }
+
+// The HTTP chat stream is a UI message stream: its header, data lines of
+// chunks, a terminal error as an error chunk, and [DONE] last.
+func TestAISDK_StreamFraming(t *testing.T) {
+	th := newTestHub(t, hub.Config{})
+	for _, c := range []struct {
+		chat, sim, want string
+	}{
+		{"frame-ok", `{"tokens":3,"token_ms":0,"tools":1}`, `"finishReason":"stop"`},
+		{"frame-fail", `{"tokens":6,"token_ms":0,"tools":0,"fail":"error"}`, `{"errorText":"simulated provider failure","type":"error"}`},
+	} {
+		req, _ := http.NewRequestWithContext(ctxT(t, 20*time.Second), "POST", th.URL+"/v1/aisdk/chat",
+			strings.NewReader(chatBody(c.chat, "submit-message", userMsg, `,"runhub":{"metadata":{"sim":`+c.sim+`}}`)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if l := sc.Text(); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("x-vercel-ai-ui-message-stream") != "v1" || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("%s: %d %v", c.chat, resp.StatusCode, resp.Header)
+		}
+		if len(lines) < 3 || lines[len(lines)-1] != "data: [DONE]" || !strings.HasPrefix(lines[0], `data: {"messageId":`) {
+			t.Fatalf("%s: stream %q", c.chat, lines)
+		}
+		if !strings.Contains(strings.Join(lines, "\n"), c.want) {
+			t.Errorf("%s: no %s in %q", c.chat, c.want, lines)
+		}
+	}
+}

@@ -64,12 +64,15 @@ async function agentMode() {
   for (let i = 0; i < 10; i++) {
     let outcome = null;
     let interrupts = [];
+    const first = events.length;
     const runId = `agui-run-${i}-${Date.now()}`;
     runIds.push(runId);
     await agent.runAgent({ runId, forwardedProps, ...(resume ? { resume } : {}) }, {
       onEvent: ({ event }) => { events.push(event); },
       onRunFinishedEvent: (p) => { outcome = p.outcome; interrupts = p.interrupts ?? []; },
     });
+    // The pipeline of runAgent verified the order already; once more, explicitly.
+    await lastValueFrom(from(events.slice(first)).pipe(verifyEvents(), toArray()));
     if (outcome !== "interrupt") break;
     const answers = {};
     for (const it of interrupts) {
