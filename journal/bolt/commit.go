@@ -33,12 +33,12 @@ type request struct {
 	session journal.SessionMeta // opCreateSession; opDeleteSession: its ID
 	run     journal.RunMeta
 	update  func(*journal.SessionMeta) error // opBeginRun: BeginRunUpdate's fn, or nil
-	before  float64 // opTrim: cutoff (created_at form)
-	limit   int     // opTrim: most runs to delete
+	before  float64                          // opTrim: cutoff (created_at form)
+	limit   int                              // opTrim: most runs to delete
 
-	stored  protocol.Envelope // opAppend: the stored (or existing) event
-	fresh   bool              // opAppend: stored was written by this request
-	trimmed int               // opTrim: runs deleted
+	stored  protocol.Envelope   // opAppend: the stored (or existing) event
+	fresh   bool                // opAppend: stored was written by this request
+	trimmed int                 // opTrim: runs deleted
 	sess    journal.SessionMeta // opBeginRun with update: the session as written
 	err     error
 
