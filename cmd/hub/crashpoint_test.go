@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/client"
 	"github.com/runhub/runhub/internal/redistest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -184,6 +188,7 @@ func testQueueCrash(t *testing.T, d queueCrash, point int) {
 	if code := call(t, "POST", url+"/v1/sessions", map[string]string{"title": "queue crash"}, &sess); code != 201 {
 		t.Fatalf("create session: %d", code)
 	}
+	before := focusTab(t, url, sess.SessionID, "")
 	sim := map[string]any{"sim": map[string]any{"tokens": 40, "token_ms": 10}}
 	var run protocol.RunStartResult
 	if code := call(t, "POST", url+"/v1/sessions/"+sess.SessionID+"/runs", map[string]any{"message": "one", "metadata": sim}, &run); code != 202 {
@@ -201,6 +206,14 @@ func testQueueCrash(t *testing.T, d queueCrash, point int) {
 		t.Fatalf("the process did not reach crash point %d", point)
 	}
 	url = d.restart(t)
+	// The tab focused throughout reconnects and focuses from the last event
+	// it got (as a browser tab does after a restart).
+	seen := before.close()
+	cursor := ""
+	if len(seen) > 0 {
+		cursor = seen[len(seen)-1].EventID
+	}
+	after := focusTab(t, url, sess.SessionID, cursor)
 	var got []string
 	waitFor(t, 60*time.Second, "three runs, all ended, and an empty queue", func() bool {
 		var ss protocol.SessionStatus
@@ -229,6 +242,88 @@ func testQueueCrash(t *testing.T, d queueCrash, point int) {
 	if fmt.Sprint(got) != "[one two three]" {
 		t.Fatalf("crash point %d: the runs started with %q, want one, two, three, each once", point, got)
 	}
+	// The tab got, over its two sockets, every event of the three runs
+	// once and in order; the second focus repeats nothing of the first.
+	var list protocol.RunList
+	call(t, "GET", url+"/v1/sessions/"+sess.SessionID+"/runs", nil, &list)
+	newest := list.Runs[0].RunID
+	waitFor(t, 30*time.Second, "the tab to get the last run's terminal event", func() bool {
+		for _, e := range after.events() {
+			if e.RunID == newest && e.Terminal {
+				return true
+			}
+		}
+		return false
+	})
+	all := append(seen, after.close()...)
+	for i := len(list.Runs) - 1; i >= 0; i-- {
+		r := list.Runs[i]
+		want := uint64(1)
+		for _, e := range all {
+			if e.RunID != r.RunID {
+				continue
+			}
+			if e.Seq != want {
+				t.Fatalf("crash point %d: the tab got seq %d of run %s, want %d (a duplicate or a gap; cursor %q)", point, e.Seq, r.RunID, want, cursor)
+			}
+			want++
+		}
+		if want != r.LastSeq+1 {
+			t.Fatalf("crash point %d: the tab got run %s up to seq %d, want %d", point, r.RunID, want-1, r.LastSeq)
+		}
+	}
+}
+
+// focusedTab is a socket focused on a session, collecting its events.
+type focusedTab struct {
+	c    *client.Conn
+	mu   sync.Mutex
+	got  []protocol.Envelope
+	done chan struct{}
+}
+
+// focusTab dials url's hub and focuses sid from cursor.
+func focusTab(t *testing.T, url, sid, cursor string) *focusedTab {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/v1/ws", client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Focus(ctx, sid, cursor); err != nil {
+		t.Fatal(err)
+	}
+	ft := &focusedTab{c: c, done: make(chan struct{})}
+	go func() {
+		defer close(ft.done)
+		for {
+			m, err := c.Next(context.Background())
+			if err != nil {
+				return
+			}
+			if em, ok := m.(*protocol.EventMessage); ok {
+				ft.mu.Lock()
+				ft.got = append(ft.got, *em.Event)
+				ft.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { ft.close() })
+	return ft
+}
+
+func (ft *focusedTab) events() []protocol.Envelope {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return slices.Clone(ft.got)
+}
+
+// close ends the socket and returns what it got.
+func (ft *focusedTab) close() []protocol.Envelope {
+	ft.c.Close()
+	<-ft.done
+	return ft.events()
 }
 
 // SIGKILL at every point between a run's terminal event and the run.started
