@@ -304,7 +304,14 @@ func (n *Node) answer(ctx context.Context, runID string, m goredis.XMessage) {
 	var body []byte
 	if err != nil {
 		var pe *protocol.Error
-		if !errors.As(err, &pe) {
+		switch {
+		case errors.As(err, &pe):
+		case journal.Unavailable(err):
+			// A journal outage (a failover, WAIT short of replicas)
+			// passes: the caller answers unavailable, retry.
+			n.log.Warn("runner: control failed: journal unavailable", "run_id", runID, "err", err)
+			pe = protocol.Errorf(protocol.CodeUnavailable, "the journal is unavailable; try again shortly")
+		default:
 			n.log.Warn("runner: control failed", "run_id", runID, "err", err)
 			pe = protocol.Errorf(protocol.CodeInternal, "the control failed")
 		}
