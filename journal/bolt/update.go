@@ -70,8 +70,8 @@ func (s *Store) IdleQueues(ctx context.Context) ([]string, error) {
 				return nil // no queue: skip the decoding
 			}
 			var m journal.SessionMeta
-			if err := json.Unmarshal(v, &m); err != nil {
-				return fmt.Errorf("journal/bolt: session %q meta: %w", k, err)
+			if json.Unmarshal(v, &m) != nil {
+				return nil // unreadable: Session reports it to whoever reads it
 			}
 			if m.ActiveRun == "" && len(m.Queue) > 0 {
 				out = append(out, m.ID)

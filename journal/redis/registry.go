@@ -173,8 +173,19 @@ func (s *Store) beginRun(ctx context.Context, r journal.RunMeta, fn func(*journa
 				break
 			}
 			var upd []any
-			if out, upd, err = s.prepareUpdate(ctx, n, r.SessionID, fn); err != nil {
-				break
+			var perr error
+			if out, upd, perr = s.prepareUpdate(ctx, n, r.SessionID, fn); perr != nil {
+				// Read or refused before the script ran: nothing is
+				// registered (an earlier attempt's script said "changed").
+				if created {
+					dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout)
+					s.dropLocator(dctx, r.ID, n)
+					cancel()
+				}
+				if isRedisErr(perr) || journal.Unavailable(perr) {
+					return journal.SessionMeta{}, s.fail("begin run", perr)
+				}
+				return journal.SessionMeta{}, perr
 			}
 			if upd == nil {
 				status = "conflict" // an active run: fn is not applied
@@ -186,15 +197,6 @@ func (s *Store) beginRun(ctx context.Context, r journal.RunMeta, fn func(*journa
 		if err != nil || status != "changed" {
 			break
 		}
-	}
-	if err != nil && fn != nil && !isRedisErr(err) {
-		// fn refused, or the session is gone: nothing was registered.
-		if created {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout)
-			s.dropLocator(dctx, r.ID, n)
-			cancel()
-		}
-		return journal.SessionMeta{}, err
 	}
 	if err != nil {
 		// The run may or may not be registered: the locator stays (a
