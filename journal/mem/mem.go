@@ -260,19 +260,32 @@ func (s *Store) Sessions(ctx context.Context, owner string) ([]journal.SessionMe
 // BeginRun registers a run as its session's active run; see
 // journal.Registry.
 func (s *Store) BeginRun(ctx context.Context, m journal.RunMeta) error {
+	_, err := s.beginRun(ctx, m, nil)
+	return err
+}
+
+// BeginRunUpdate is BeginRun and UpdateSession in one step; see
+// journal.Queues.
+func (s *Store) BeginRunUpdate(ctx context.Context, m journal.RunMeta, fn func(*journal.SessionMeta) error) (journal.SessionMeta, error) {
+	return s.beginRun(ctx, m, fn)
+}
+
+// beginRun registers m, changing the session with fn (when set) in the
+// same step.
+func (s *Store) beginRun(ctx context.Context, m journal.RunMeta, fn func(*journal.SessionMeta) error) (journal.SessionMeta, error) {
 	if err := protocol.ValidID(m.ID); err != nil {
-		return fmt.Errorf("run id: %w", err)
+		return journal.SessionMeta{}, fmt.Errorf("run id: %w", err)
 	}
 	if err := protocol.ValidID(m.SessionID); err != nil {
-		return fmt.Errorf("session id: %w", err)
+		return journal.SessionMeta{}, fmt.Errorf("session id: %w", err)
 	}
 	if len(m.Request) > 0 {
 		m.Request = journal.RedactJSON(m.Request)
 		if len(m.Request) > protocol.MaxPayloadBytes {
-			return protocol.Errorf(protocol.CodeTooLarge, "request: is %d bytes, limit %d", len(m.Request), protocol.MaxPayloadBytes)
+			return journal.SessionMeta{}, protocol.Errorf(protocol.CodeTooLarge, "request: is %d bytes, limit %d", len(m.Request), protocol.MaxPayloadBytes)
 		}
 		if !json.Valid(m.Request) {
-			return protocol.Errorf(protocol.CodeBadRequest, "request: is not valid JSON")
+			return journal.SessionMeta{}, protocol.Errorf(protocol.CodeBadRequest, "request: is not valid JSON")
 		}
 		m.Request = slices.Clone(m.Request)
 	}
@@ -280,7 +293,8 @@ func (s *Store) BeginRun(ctx context.Context, m journal.RunMeta) error {
 		m.CreatedAt = protocol.Timestamp(s.opts.Now())
 	}
 	m.LastSeq, m.Terminal, m.TerminalType, m.TerminalAt = 0, false, "", 0
-	return s.write(ctx, func(d *data) ([]protocol.Envelope, error) {
+	var out journal.SessionMeta
+	err := s.write(ctx, func(d *data) ([]protocol.Envelope, error) {
 		sm := d.sessions[m.SessionID]
 		switch {
 		case sm == nil:
@@ -290,14 +304,50 @@ func (s *Store) BeginRun(ctx context.Context, m journal.RunMeta) error {
 		case sm.ActiveRun != "":
 			return nil, fmt.Errorf("session %q has active run %q: %w", m.SessionID, sm.ActiveRun, journal.ErrConflict)
 		}
+		if fn != nil {
+			if err := updateSession(sm, fn); err != nil {
+				return nil, err
+			}
+		}
 		if m.Owner == "" {
 			m.Owner = sm.Owner
 		}
 		d.runs[m.ID] = &run{meta: m, keys: map[string]uint64{}}
 		sm.Runs = append(slices.Clip(sm.Runs), m.ID)
 		sm.ActiveRun = m.ID
+		out = cloneSession(*sm)
 		return []protocol.Envelope{journal.SessionChangedRecord(m.SessionID)}, nil
 	})
+	return out, err
+}
+
+// updateSession applies fn to a copy of cur and keeps its changes to the
+// runtime-owned fields (journal.SessionUpdater's rules).
+func updateSession(cur *journal.SessionMeta, fn func(*journal.SessionMeta) error) error {
+	next := cloneSession(*cur)
+	if err := fn(&next); err != nil {
+		return err
+	}
+	journal.RedactSession(&next)
+	next = cloneSession(next)
+	cur.Queue, cur.Goal, cur.RecentKeys, cur.Title = next.Queue, next.Goal, next.RecentKeys, next.Title
+	return nil
+}
+
+// IdleQueues lists the sessions with queued messages and no active run;
+// see journal.Queues.
+func (s *Store) IdleQueues(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.read(ctx, func(d *data) error {
+		for id, m := range d.sessions {
+			if m.ActiveRun == "" && len(m.Queue) > 0 {
+				out = append(out, id)
+			}
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
 }
 
 // DeleteSession removes a session without an active run and its runs; see
@@ -379,14 +429,9 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		if cur == nil {
 			return nil, fmt.Errorf("session %q: %w", id, journal.ErrNotFound)
 		}
-		next := cloneSession(*cur)
-		if err := fn(&next); err != nil {
+		if err := updateSession(cur, fn); err != nil {
 			return nil, err
 		}
-		journal.RedactSession(&next)
-		next = cloneSession(next)
-		// Only the runtime-owned fields change.
-		cur.Queue, cur.Goal, cur.RecentKeys, cur.Title = next.Queue, next.Goal, next.RecentKeys, next.Title
 		out = cloneSession(*cur)
 		return []protocol.Envelope{journal.SessionChangedRecord(id)}, nil
 	})
