@@ -48,8 +48,9 @@ const Original = "webui"
 
 // original is the value under Original.
 type original struct {
-	Event   string          `json:"event"`
-	Payload json.RawMessage `json:"payload"`
+	Event     string          `json:"event"`
+	Payload   json.RawMessage `json:"payload"`
+	CreatedAt float64         `json:"created_at"`
 }
 
 // TerminalState is WebUI's terminal_state of a row with this event name and
@@ -295,7 +296,11 @@ func (m *Mapper) imported(e *protocol.Envelope) ([]Event, bool) {
 	if len(o.Payload) == 0 {
 		o.Payload = json.RawMessage(`{}`)
 	}
-	return []Event{m.event(e, o.Event, o.Payload)}, true
+	ev := m.event(e, o.Event, o.Payload)
+	if o.CreatedAt > 0 {
+		ev.CreatedAt = o.CreatedAt
+	}
+	return []Event{ev}, true
 }
 
 func (m *Mapper) event(e *protocol.Envelope, name string, payload json.RawMessage) Event {

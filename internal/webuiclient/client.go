@@ -1,5 +1,5 @@
-// Package webuiclient is a stand-in for hermes-webui's runner client, for
-// tests: the calls of its HttpRunnerClient (api/runner_client.py), the
+// Package webuiclient holds stand-ins of hermes-webui for tests: state
+// directories as it writes them (statedir.go), and its runner client: the calls of its HttpRunnerClient (api/runner_client.py), the
 // normalization of its RunnerRuntimeAdapter (api/runtime_adapter.py) and
 // the relay loop of its /api/chat/stream route, read from its source
 // (docs/hermes-webui.md names the version). Quirks kept on purpose: a
