@@ -135,15 +135,15 @@ func TestImportStateDir(t *testing.T) {
 	ctx := context.Background()
 	res := importDir(t, dir, &hermeswebui.Writer{Store: store, Owner: "ann"})
 	for path, want := range map[string]string{
-		"bad0bad0bad0.json":                        "invalid JSON",
-		"7777aaaa7777.json":                        "JSON",
-		"8888bbbb8888.json":                        "not the file's name",
-		"a1b2c3d4e5f6.json.bak":                    "backup",
-		"a1b2c3d4e5f6.tmp.123.456":                 "temporary",
-		"notes.txt":                                "not a session",
-		"feedfacefeedfacefeedfacefeedface.jsonl":   "truncated",
-		"0badc0de0badc0de0badc0de0badc0de.jsonl":   "not gapless",
-		"5a5a5a5a5a5a.json":                        "snapshot",
+		"bad0bad0bad0.json":                      "invalid JSON",
+		"7777aaaa7777.json":                      "JSON",
+		"8888bbbb8888.json":                      "not the file's name",
+		"a1b2c3d4e5f6.json.bak":                  "backup",
+		"a1b2c3d4e5f6.tmp.123.456":               "temporary",
+		"notes.txt":                              "not a session",
+		"feedfacefeedfacefeedfacefeedface.jsonl": "truncated",
+		"0badc0de0badc0de0badc0de0badc0de.jsonl": "not gapless",
+		"5a5a5a5a5a5a.json":                      "snapshot",
 	} {
 		if r := skipped(res, path); !strings.Contains(r, want) {
 			t.Errorf("%s: skipped %q, want a reason with %q", path, r, want)

@@ -145,7 +145,7 @@ func FullSidecar(sid string) map[string]any {
 		"project_id": "0f1e2d3c4b5a", "profile": "default", "workspace": "/home/ann/proj", "created_workspace": "/home/ann/proj",
 		"model": "gpt-5.1", "model_provider": "openai", "model_explicit_pick_signature": nil, "personality": nil,
 		"enabled_toolsets": []string{"terminal", "file"},
-		"worktree_path": nil, "worktree_branch": nil, "worktree_repo_root": nil, "worktree_created_at": nil,
+		"worktree_path":    nil, "worktree_branch": nil, "worktree_repo_root": nil, "worktree_created_at": nil,
 		"input_tokens": 18342, "output_tokens": 911, "cache_read_tokens": 1200, "cache_write_tokens": 40, "estimated_cost": 0.031,
 		"context_length": 200000, "threshold_tokens": 160000, "last_prompt_tokens": 9000, "post_compression_context_tokens_estimate": nil,
 		"active_stream_id": nil, "pending_user_message": nil, "pending_attachments": []any{}, "pending_started_at": nil, "pending_user_source": nil,
