@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runhub/runhub/hub"
@@ -76,8 +77,57 @@ func parseImportConfig(args []string, getenv func(string) string) (ImportConfig,
 	return cfg, nil
 }
 
+// importWriters is how many sessions an import writes at once: the
+// journal commits concurrent appends together (one bbolt fsync, one Redis
+// round trip per batch).
+const importWriters = 8
+
+// writerPool runs session writes, at most n at once, and keeps the first
+// error; after one, run starts nothing more. wait waits for every write.
+type writerPool struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+func newWriters(n int) *writerPool { return &writerPool{sem: make(chan struct{}, n)} }
+
+func (p *writerPool) run(fn func() error) error {
+	p.sem <- struct{}{}
+	if err := p.failed(); err != nil {
+		<-p.sem
+		return err
+	}
+	p.wg.Add(1)
+	go func() {
+		defer func() { <-p.sem; p.wg.Done() }()
+		if err := fn(); err != nil {
+			p.mu.Lock()
+			if p.err == nil {
+				p.err = err
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+func (p *writerPool) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+func (p *writerPool) wait() error {
+	p.wg.Wait()
+	return p.failed()
+}
+
 // importSummary counts an import.
 type importSummary struct {
+	mu sync.Mutex
+
 	files, sessions, created, unchanged, runs, runsUnchanged, events, trimmed int
 	skips                                                                     []hermeswebui.Skip
 	snapshots                                                                 map[string]string // snapshot id → path
@@ -100,56 +150,55 @@ func Import(ctx context.Context, cfg ImportConfig, out, progress io.Writer) erro
 	sum := importSummary{files: len(files), skips: skips, snapshots: map[string]string{}, parentOf: map[string][]string{}}
 	bar := newProgressBar(progress, len(files))
 	now := protocol.Timestamp(time.Now())
+	writers := newWriters(importWriters)
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
+			writers.wait()
 			return fmt.Errorf("stopped after %d of %d sessions (run it again to go on): %w", i, len(files), err)
 		}
 		bar.step(i, f.ID)
 		s, err := hermeswebui.ReadSidecar(f, hermeswebui.Limits{})
 		if err != nil {
-			sum.skips = append(sum.skips, hermeswebui.Skip{Path: f.Path, Reason: err.Error()})
+			sum.skip(hermeswebui.Skip{Path: f.Path, Reason: err.Error()})
 			continue
 		}
+		sum.mu.Lock()
 		if s.ParentSessionID != nil && *s.ParentSessionID != "" {
 			sum.parentOf[*s.ParentSessionID] = append(sum.parentOf[*s.ParentSessionID], s.SessionID)
 		}
 		if s.PreCompressionSnapshot {
 			sum.snapshots[s.SessionID] = f.Path
+		}
+		sum.mu.Unlock()
+		if s.PreCompressionSnapshot {
 			continue
 		}
 		if err := protocol.ValidID(s.SessionID); err != nil {
-			sum.skips = append(sum.skips, hermeswebui.Skip{Path: f.Path, Reason: "session id: " + err.Error()})
+			sum.skip(hermeswebui.Skip{Path: f.Path, Reason: "session id: " + err.Error()})
 			continue
 		}
 		journals, jskips := hermeswebui.ReadRunJournals(cfg.StateDir, s.SessionID, hermeswebui.Limits{})
 		prompts, pskips := hermeswebui.Prompts(cfg.StateDir, s.SessionID, hermeswebui.Limits{})
-		sum.skips = append(append(sum.skips, jskips...), pskips...)
+		sum.skip(append(jskips, pskips...)...)
 		ps := hermeswebui.Plan(hermeswebui.Input{Sidecar: s, Journals: journals, Prompts: prompts, Now: now})
 		if len(ps.Runs) == 0 {
-			sum.skips = append(sum.skips, hermeswebui.Skip{Path: f.Path, Reason: "no messages and no run journal: nothing to import"})
+			sum.skip(hermeswebui.Skip{Path: f.Path, Reason: "no messages and no run journal: nothing to import"})
 			continue
 		}
-		o, err := w.Write(ctx, ps)
-		if err != nil {
-			bar.done()
-			return fmt.Errorf("session %s (%s): %w (run it again to go on: what is imported stays)", s.SessionID, f.Path, err)
+		if failed := writers.run(func() error {
+			o, err := w.Write(ctx, ps)
+			if err != nil {
+				return fmt.Errorf("session %s (%s): %w (run it again to go on: what is imported stays)", s.SessionID, f.Path, err)
+			}
+			sum.add(f.Path, o)
+			return nil
+		}); failed != nil {
+			break
 		}
-		sum.skips = append(sum.skips, o.RunSkips...)
-		if o.Skip != "" {
-			sum.skips = append(sum.skips, hermeswebui.Skip{Path: f.Path, Reason: o.Skip})
-			continue
-		}
-		sum.sessions++
-		if o.Created {
-			sum.created++
-		}
-		if o.Runs == 0 {
-			sum.unchanged++
-		}
-		sum.runs += o.Runs
-		sum.runsUnchanged += o.RunsUnchanged
-		sum.events += o.Events
-		sum.trimmed += o.Trimmed
+	}
+	if err := writers.wait(); err != nil {
+		bar.done()
+		return err
 	}
 	bar.step(len(files), "")
 	bar.done()
@@ -185,7 +234,36 @@ func openImportStore(ctx context.Context, cfg ImportConfig) (hermeswebui.Store, 
 	return s, func() { s.Close() }, nil
 }
 
+func (s *importSummary) skip(sk ...hermeswebui.Skip) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skips = append(s.skips, sk...)
+}
+
+// add counts what was done with the session of file path.
+func (s *importSummary) add(path string, o hermeswebui.Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skips = append(s.skips, o.RunSkips...)
+	if o.Skip != "" {
+		s.skips = append(s.skips, hermeswebui.Skip{Path: path, Reason: o.Skip})
+		return
+	}
+	s.sessions++
+	if o.Created {
+		s.created++
+	}
+	if o.Runs == 0 {
+		s.unchanged++
+	}
+	s.runs += o.Runs
+	s.runsUnchanged += o.RunsUnchanged
+	s.events += o.Events
+	s.trimmed += o.Trimmed
+}
+
 func (s *importSummary) write(w io.Writer, cfg ImportConfig) {
+	sort.Slice(s.skips, func(i, k int) bool { return s.skips[i].Path < s.skips[k].Path })
 	verb := "imported"
 	if cfg.DryRun {
 		verb = "would import (dry run, nothing written)"
