@@ -24,7 +24,7 @@ var commandIntro = map[string]string{
 	"serve":       "Usage: hub [serve] [flags]\n\nRuns a hub replica: the WebSocket and HTTP API, the embedded web UI,\n/healthz, /readyz and /metrics, until SIGTERM or SIGINT.",
 	"runner":      "Usage: hub runner [flags]\n\nExecutes runs from the Redis run queue (scaled mode) until SIGTERM or\nSIGINT; it needs RUNHUB_REDIS_URL.",
 	"token":       "Usage: hub token -sub SUBJECT [flags]\n\nPrints an HS256 token signed with RUNHUB_JWT_SECRET (development and\nscripts; production tokens come from the identity provider).",
-	"import":      "Usage: hub import hermes-webui STATE_DIR [flags]\n\nImports a hermes-webui state directory's sessions (sidecars, run journals,\nturn journals) into the journal, idempotently: a second import changes\nnothing. With the embedded journal, stop the hub first.",
+	"import":      "Usage: hub import hermes-webui STATE_DIR [flags]\n\nImports a hermes-webui state directory's sessions (sidecars, run journals,\nturn journals) into the journal, idempotently: a second import changes\nnothing. Stop the journal's hubs and runners first.",
 	"healthcheck": "Usage: hub healthcheck [flags]\n\nGETs a URL and exits 0 on 200, 1 otherwise.",
 }
 

@@ -94,6 +94,10 @@ func (w *Writer) Write(ctx context.Context, ps PlannedSession) (Outcome, error) 
 		case rm.SessionID != ps.ID || rm.Owner != w.Owner:
 			o.RunSkips = append(o.RunSkips, Skip{r.From, "run id " + r.ID + " is taken by another session"})
 			continue
+		case rm.Terminal && rm.LastSeq != uint64(len(r.Events)):
+			o.RunSkips = append(o.RunSkips, Skip{r.From, "run " + r.ID + ": an interrupted import left it unfinished and a hub has ended it since (" +
+				strconv.FormatUint(rm.LastSeq, 10) + " of " + strconv.Itoa(len(r.Events)) + " events)"})
+			continue
 		case rm.Terminal:
 			o.RunsUnchanged++
 			continue
