@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,3 +225,59 @@ func protoPrefix(s string) string {
 	}
 	return s
 }
+
+// The imported context_messages are the history the OpenAI driver sends
+// on the session's next turn, which WebUI starts through the runner API
+// on a hub with the imported journal.
+func TestWebUIImportedHistoryReachesTheModel(t *testing.T) {
+	var mu sync.Mutex
+	var got [][]map[string]string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []map[string]string `json:"messages"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		got = append(got, req.Messages)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sure.\"}}]}\n\n")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer upstream.Close()
+	profiles := filepath.Join(t.TempDir(), "profiles.json")
+	if err := os.WriteFile(profiles, []byte(`{"default": "local", "profiles": {"local": {"driver": "openai", "base_url": "`+upstream.URL+`", "model": "m"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir, conv := stateDir(t)
+	data := t.TempDir()
+	var out, errw bytes.Buffer
+	if code := runMain(context.Background(), []string{"import", "hermes-webui", dir, "-data", data}, &out, &errw); code != 0 {
+		t.Fatalf("import: %s%s", out.String(), errw.String())
+	}
+	p := startHub(t, data, "RUNHUB_PROFILES="+profiles)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := webuiclient.New(p.URL()+"/compat/hermes-webui", "")
+	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: conv.ID, Message: "and now?", Profile: ptrTo("default")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Relay(ctx, st.RunID, nil, func(webuiclient.Frame) {}); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{}
+	for _, m := range conv.Context {
+		if s, ok := m["content"].(string); ok && s != "" && m["role"] != "tool" {
+			want = append(want, map[string]string{"role": m["role"].(string), "content": s})
+		}
+	}
+	want = append(want, map[string]string{"role": "user", "content": "and now?"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("the model got %v\nwant %v", got, want)
+	}
+}
+
+func ptrTo(s string) *string { return &s }

@@ -468,3 +468,34 @@ func TestImportLimits(t *testing.T) {
 		t.Fatalf("large session's history: %d turns", len(turns))
 	}
 }
+
+// A prompt only pending when WebUI stopped (deferred save), with no run
+// journal, is its own turn, ended as interrupted.
+func TestImportPendingPrompt(t *testing.T) {
+	dir := t.TempDir()
+	must(t, webuiclient.WriteSession(dir, webuiclient.Session{ID: "d0d0d0d0d0d0", Fields: map[string]any{
+		"active_stream_id": "abababababababababababababababab", "pending_user_message": "are you there?", "pending_started_at": 1786100000.0},
+		Messages: []map[string]any{{"role": "user", "content": "hello", "timestamp": 1786099000.0}, {"role": "assistant", "content": "hi", "timestamp": 1786099001.0}}}))
+	store := openStore(t)
+	res := importDir(t, dir, &hermeswebui.Writer{Store: store, Owner: "ann"})
+	if o := res.outcomes["d0d0d0d0d0d0"]; o.Runs != 2 {
+		t.Fatalf("outcome %+v", o)
+	}
+	ctx := context.Background()
+	meta, err := store.Session(ctx, "d0d0d0d0d0d0")
+	must(t, err)
+	var started string
+	var end protocol.Envelope
+	must(t, journal.ReadAll(ctx, store, meta.Runs[1], 0, func(e protocol.Envelope) error {
+		if e.Type == protocol.EventRunStarted {
+			p, _ := protocol.DecodePayload[protocol.RunStartedPayload](&e)
+			started = p.Message
+		}
+		end = e
+		return nil
+	}))
+	p, _ := protocol.DecodePayload[protocol.ErrorPayload](&end)
+	if started != "are you there?" || end.Type != protocol.EventError || p.Code != protocol.ErrorInterrupted || end.CreatedAt != now {
+		t.Fatalf("pending turn: %q ends %s %+v at %v", started, end.Type, p, end.CreatedAt)
+	}
+}
