@@ -654,3 +654,39 @@ func TestWebUISubjects(t *testing.T) {
 		t.Fatalf("alice cancels: %+v %v", res, err)
 	}
 }
+
+// A run that fails ends the relay on apperror (no stream_end follows, as
+// in WebUI), and its status is failed.
+func TestWebUIFailure(t *testing.T) {
+	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	c := webuiclient.New(th.runner, "")
+	ctx := ctxT(t, 30*time.Second)
+	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-fail", Message: "fail",
+		Metadata: simMeta(map[string]any{"tokens": 4, "token_ms": 1, "tools": 0, "fail": "error"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRelayed()
+	if err := relay(ctx, c, st.RunID, nil, r)(); err != nil {
+		t.Fatal(err)
+	}
+	fs := r.snapshot()
+	checkFrames(t, st.RunID, fs, 0)
+	last := fs[len(fs)-1]
+	d := last.Data.(map[string]any)
+	if last.Event != "apperror" || d["type"] != "provider_error" || d["message"] == "" || last.ID == "" {
+		t.Fatalf("last frame %+v", last)
+	}
+	if run, err := c.GetRun(ctx, st.RunID); err != nil || run.TerminalState != "failed" || run.Status != "failed" {
+		t.Fatalf("get_run %+v %v", run, err)
+	}
+	// A relay that re-attaches past the end stops at once on get_run.
+	cur := last.ID
+	r2 := newRelayed()
+	if err := relay(ctx, c, st.RunID, &cur, r2)(); err != nil {
+		t.Fatal(err)
+	}
+	if fs := r2.snapshot(); len(fs) != 1 || fs[0].Event != "stream_end" || fs[0].Data.(map[string]any)["status"] != "failed" || c.Sleeps() != 0 {
+		t.Fatalf("re-attach past the end: %v (sleeps %d)", fs, c.Sleeps())
+	}
+}
