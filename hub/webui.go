@@ -182,13 +182,16 @@ func (w *webui) start(c echo.Context) (err error) {
 		}
 		prof = "" // WebUI's default profile: runhub's default
 	}
-	md := req.Metadata
-	if string(md) == "null" {
-		md = nil
+	md, err := webuiMetadata(req.Metadata, str(req.Provider), str(req.Source))
+	if err != nil {
+		return err
 	}
+	// WebUI's provider is the model's (openai, anthropic, …), not a runhub
+	// runtime driver: the profile picks the driver, the provider travels
+	// in the metadata.
 	m := protocol.Control{Type: protocol.MsgControl, ID: "hermes-webui", Op: protocol.OpStart, SessionID: sid,
 		Message: str(req.Message), Attachments: attachments(req.Attachments), Workspace: str(req.Workspace),
-		Profile: prof, Provider: str(req.Provider), Model: str(req.Model), Toolsets: req.Toolsets, Metadata: md}
+		Profile: prof, Model: str(req.Model), Toolsets: req.Toolsets, Metadata: md}
 	if err := protocol.ValidateControl(&m); err != nil {
 		return err
 	}
@@ -219,6 +222,23 @@ func (w *webui) start(c echo.Context) (err error) {
 		out["owner_fence"] = fence
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// webuiMetadata is a start's metadata: WebUI's, with its model provider
+// and source under hermes_webui.
+func webuiMetadata(raw json.RawMessage, provider, source string) (json.RawMessage, error) {
+	md := map[string]json.RawMessage{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &md); err != nil || md == nil {
+			return nil, &protocol.Error{Code: protocol.CodeBadRequest, Field: "metadata", Message: "metadata: must be an object"}
+		}
+	}
+	if provider == "" && source == "" {
+		return raw, nil
+	}
+	extra, _ := json.Marshal(map[string]string{"provider": provider, "source": source})
+	md["hermes_webui"] = extra
+	return json.Marshal(md)
 }
 
 // acceptFence echoes a newer WebUI's owner fence marked accepted: runhub

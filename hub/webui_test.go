@@ -159,7 +159,7 @@ func TestWebUIText(t *testing.T) {
 	c := webuiclient.New(th.runner, "")
 	ctx := ctxT(t, 30*time.Second)
 	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "a1b2c3d4e5f6", Message: "Why does test_io fail?",
-		Workspace: ptr("/home/ann/proj"), Profile: ptr("default"), Model: ptr("sim-1"),
+		Workspace: ptr("/home/ann/proj"), Profile: ptr("default"), Model: ptr("sim-1"), Provider: ptr("openai"),
 		Attachments: []map[string]any{{"name": "log.txt", "path": "/tmp/log.txt", "mime": "text/plain", "size": 12}},
 		Metadata:    simMeta(map[string]any{"tokens": 6, "token_ms": 5, "tools": 1, "reasoning": 2})})
 	if err != nil {

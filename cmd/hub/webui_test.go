@@ -259,7 +259,8 @@ func TestWebUIImportedHistoryReachesTheModel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := webuiclient.New(p.URL()+"/compat/hermes-webui", "")
-	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: conv.ID, Message: "and now?", Profile: ptrTo("default")})
+	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: conv.ID, Message: "and now?", Profile: ptrTo("default"),
+		Provider: ptrTo("openai"), Model: ptrTo("m")})
 	if err != nil {
 		t.Fatal(err)
 	}
