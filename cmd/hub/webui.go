@@ -19,7 +19,7 @@ type WebUIConfig struct {
 
 // webui defines the WebUIConfig flags.
 func (f *flagSet) webui(c *WebUIConfig) {
-	f.str(&c.Base, "hermes-webui-base", "RUNHUB_HERMES_WEBUI_BASE", "/compat/hermes-webui",
+	f.str(&c.Base, "hermes-webui-base", "RUNHUB_HERMES_WEBUI_BASE", defaultWebUIBase,
 		"path hermes-webui's runner API is served under: HERMES_WEBUI_RUNNER_BASE_URL is the hub's URL plus it (off: not served)")
 	c.Keys = f.secretEnv("RUNHUB_HERMES_WEBUI_KEYS",
 		"comma-separated subject=key pairs: a WebUI sending key as HERMES_WEBUI_RUNNER_API_KEY acts as subject (environment only: a flag would show in ps)")
@@ -50,10 +50,17 @@ func (c *WebUIConfig) check() error {
 	return nil
 }
 
-// routeWebUI serves hermes-webui's runner API (unless its base is off).
+// defaultWebUIBase is where the runner API is served by default.
+const defaultWebUIBase = "/compat/hermes-webui"
+
+// routeWebUI serves hermes-webui's runner API (unless its base is off; an
+// unset base is the default, never the root or /v1).
 func routeWebUI(e *echo.Echo, c WebUIConfig, rt *procRuntime, h *hub.Hub) {
 	if c.Base == "off" {
 		return
+	}
+	if c.Base == "" {
+		c.Base = defaultWebUIBase
 	}
 	h.RouteHermesWebUI(e, hub.WebUIOptions{Base: c.Base, Keys: c.keys, Profiles: rt.profiles.Public()})
 }
