@@ -47,9 +47,6 @@ type Input struct {
 	Sidecar  *Sidecar
 	Journals []RunJournal
 	Prompts  map[string]string // stream id → submitted prompt (turn journal)
-	// Snapshots are the compression snapshots whose continuation this
-	// session is (recorded in its metadata, not imported as chats).
-	Snapshots []string
 	// Now is the import's time: the time of each run's terminal event, so
 	// the hub's retention counts from the import (the original time stays
 	// in the event's webui.created_at).
@@ -144,9 +141,6 @@ func Plan(in Input) PlannedSession {
 		md, _ := req["metadata"].(map[string]any)
 		hw, _ := md["hermes_webui"].(map[string]any)
 		hw["session"] = s.Meta
-		if len(in.Snapshots) > 0 {
-			hw["compression_snapshots"] = in.Snapshots
-		}
 		if h := History(s.ContextMessages); h != nil {
 			req[HistoryKey] = h
 		}
