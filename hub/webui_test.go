@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
@@ -150,6 +151,24 @@ func checkFrames(t testing.TB, runID string, fs []webuiclient.Frame, from uint64
 }
 
 func ptr(s string) *string { return &s }
+
+// lockedBuffer is a log destination safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // A text run with reasoning and a tool: started through the runner API,
 // relayed like /api/chat/stream relays it, in WebUI's legacy names and
@@ -514,7 +533,8 @@ func TestWebUIEventsLongPoll(t *testing.T) {
 // profile is 404, a body over the limit 413, a bad cursor 400; unknown
 // fields are ignored and a newer WebUI's owner fence is echoed accepted.
 func TestWebUIBadInput(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	var logs lockedBuffer
+	th := newWebUIHub(t, hub.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, hub.WebUIOptions{})
 	c := webuiclient.New(th.runner, "")
 	ctx := ctxT(t, 30*time.Second)
 	status := func(err error) (int, string) {
@@ -538,6 +558,11 @@ func TestWebUIBadInput(t *testing.T) {
 		t.Fatal("an unknown profile")
 	} else if s, msg := status(err); s != 404 || !strings.Contains(msg, "profile") {
 		t.Fatalf("unknown profile: %d %s", s, msg)
+	}
+	// WebUI shows its browser a bare 500 for a failed start: runhub's log
+	// says why.
+	if l := logs.String(); !strings.Contains(l, "hermes-webui start refused") || !strings.Contains(l, "unknown profile") {
+		t.Fatalf("the refused start is not in the log:\n%s", l)
 	}
 	big := `{"session_id":"s-bad","message":"` + strings.Repeat("x", 2<<20) + `"}`
 	if _, err := c.Post(ctx, "/v1/runs", []byte(big)); err == nil {
