@@ -26,6 +26,15 @@ func (h *Hub) ownSession(ctx context.Context, subject, sid string) (journal.Sess
 	return meta, err
 }
 
+// ownRun loads a run the subject owns.
+func (h *Hub) ownRun(ctx context.Context, subject, runID string) (journal.RunMeta, error) {
+	meta, err := h.store.Run(ctx, runID)
+	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
+		return meta, errUnknown
+	}
+	return meta, err
+}
+
 // readSession loads a session p may read: its own, or any for an admin.
 func (h *Hub) readSession(ctx context.Context, p Principal, sid string) (journal.SessionMeta, error) {
 	meta, err := h.store.Session(ctx, sid)
