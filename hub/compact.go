@@ -25,6 +25,20 @@ func (c *conn) replayFrame(events []protocol.Envelope, compact bool) ([]byte, in
 	return b, n, err
 }
 
+// compactPageFactor: a socket that takes compacted catch-up reads the
+// journal this many ReplayPages at a time. Its records are few and small
+// (a page of deltas is one record), so a larger page costs the socket's
+// queue nothing and saves a writer round trip per page.
+const compactPageFactor = 8
+
+// replayPage is the journal page size of a catch-up read.
+func (c *conn) replayPage(compact bool) int {
+	if compact {
+		return c.cfg.ReplayPage * compactPageFactor
+	}
+	return c.cfg.ReplayPage
+}
+
 // compactedMessage is the event message of a merged record.
 type compactedMessage struct {
 	Type  string              `json:"type"`

@@ -223,10 +223,10 @@ func TestCompactReplay_Bytes(t *testing.T) {
 }
 
 // Resuming after any event, including right after a merged record's seq
-// and at every page boundary of the journal read, loses and repeats
+// and at every page boundary of the journal read (16 events), loses and repeats
 // nothing: the records cover exactly the events after the cursor.
 func TestCompactReplay_EveryCursor(t *testing.T) {
-	th := newTestHub(t, hub.Config{ReplayPage: 7})
+	th := newTestHub(t, hub.Config{ReplayPage: 2}) // compacted reads: 16 events a page
 	res := finishedRun(t, th, simStart("", 30, 0, `,"reasoning":9,"tools":2`))
 	want := runEvents(t, th, res.RunID)
 	tab, _ := dialRaw(t, th, protocol.CapCompactReplay)

@@ -183,7 +183,7 @@ func (c *conn) catchUp() error {
 		}
 		return nil
 	}
-	page := c.cfg.ReplayPage
+	page := c.replayPage(f.compact)
 	events, err := c.store.Read(c.ctx, f.runID, f.next-1, page)
 	if err != nil {
 		return err
