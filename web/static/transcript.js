@@ -269,7 +269,10 @@ class RunView {
         return this.reasoningDelta(p, true);
       case "progress": {
         if (p.steer) {
-          // The user's guidance to the running run: a user entry.
+          // The user's guidance to the running run: a user entry at its
+          // place by seq. Text that streams after it goes below it, in a
+          // new part of the same message.
+          for (const m of this.messages.values()) m.sealed = true;
           this.add(h("div", { class: "msg user steer", testid: "user-message", "data-kind": "steer" }, h("div", { class: "msg-label dim", text: "guidance" }), h("div", { class: "msg-text", text: p.steer })));
           return;
         }
@@ -373,10 +376,10 @@ class RunView {
   token(p) {
     const id = p.message_id || "_";
     let m = this.messages.get(id);
-    if (!m) {
-      const textEl = h("div", { class: "assistant-text md", testid: "assistant-text", "data-message-id": id });
+    if (!m || m.sealed) {
+      const textEl = h("div", { class: "assistant-text md", testid: "assistant-text", "data-message-id": id, "data-part": m ? String(m.part + 1) : "0" });
       const el = h("div", { class: "msg assistant" }, textEl);
-      m = { el, textEl, raw: "", plain: null };
+      m = { el, textEl, raw: "", plain: null, sealed: false, part: m ? m.part + 1 : 0 };
       this.messages.set(id, m);
       this.add(el);
     }
