@@ -73,6 +73,14 @@ const els = {
   sessionsToggle: $("sessions-toggle"),
   offline: $("offline-banner"),
   offlineText: $("offline-text"),
+  retryNow: $("retry-now"),
+  paneOffline: $("pane-offline"),
+  needsTop: $("needs-top"),
+  needsTopCount: $("needs-top-count"),
+  needsList: $("needs-list"),
+  notify: $("notify-toggle"),
+  newPill: $("new-pill"),
+  renameSave: document.querySelector('[data-testid="rename-save"]'),
 };
 // Group headings of the session list.
 els.needsCount = h("span", { class: "count", testid: "needs-count" }, "0");
@@ -241,17 +249,38 @@ rh.on("state", ({ state, delay_ms: delay }) => {
   els.conn.title = state === "open" && rh.welcome ? `connected to ${rh.welcome.hub_id || "hub"} as ${rh.welcome.subject || "?"}` : "connection to the hub";
   if (state === "unauthorized") toast("The hub refused the token. Add ?token=… to the URL.", "error");
 });
+// Back online or back in view: try at once instead of waiting out the
+// backoff. The banner's "Retry now" does the same.
+window.addEventListener("online", () => rh.retryNow());
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) rh.retryNow();
+});
+els.retryNow.addEventListener("click", () => rh.retryNow());
+
+let welcomes = 0;
 rh.on("open", (w) => {
+  // After a reconnect the hub may have restarted with other settings:
+  // re-read what the page caches (the profiles; statuses and the focus
+  // come again on the socket).
+  if (welcomes++ > 0) {
+    loadProfiles();
+    const v = focused && views.get(focused);
+    if (v && v.history.error) pageHistory(v, true);
+  }
   els.conn.title = `connected to ${w.hub_id || "hub"} as ${w.subject || "?"}`;
   paneDirty = true;
   schedule();
 });
 rh.on("status", (s) => {
-  if (s.deleted) return removeSession(s.session_id);
+  if (s.deleted) {
+    seen.delete(s.session_id);
+    return removeSession(s.session_id);
+  }
   // The list moves only when a session arrives or changes group (needs
   // you / the rest), never on its tokens.
   const prev = items.get(s.session_id);
   if (!prev || prev.group !== groupOf(s)) orderDirty = true;
+  noticeChange(s);
   dirtyItems.add(s.session_id);
   if (s.session_id === focused) paneDirty = true;
   schedule();
@@ -325,9 +354,8 @@ function renderItem(sid) {
         if (n) n.focus();
       }
     });
-    it = { el, badge, title, progress, tokens, ago, presence, group: "", createdAt: 0 };
+    it = { el, badge, title, progress, tokens, ago, presence, group: "", createdAt: 0, placed: false };
     items.set(sid, it);
-    els.list.append(el);
     orderDirty = true;
   }
   const status = s.status || "idle";
@@ -350,27 +378,137 @@ function renderItem(sid) {
 }
 
 // renderPresence shows who else has a session open (protocol.md §4.2
-// presence): "2 viewing" once more than this tab watches it, and the
-// subjects whose tabs focus it.
+// presence), compactly: an eye and the number of tabs viewing it, once
+// more than this tab does; the tooltip says who focuses it.
 function renderPresence(el, p) {
   const focusedBy = ((p && p.subjects) || []).filter((x) => x.focused > 0).map((x) => x.subject);
-  const parts = [];
-  if (p && p.watching > 1) parts.push(`${p.watching} viewing`);
-  if (focusedBy.length) parts.push(`focused: ${focusedBy.join(", ")}`);
-  setText(el, parts.join(" · "));
-  el.title = p ? `${p.watching} tab(s) watching, ${p.focused} focusing` : "";
-  el.hidden = !parts.length;
+  const watching = (p && p.watching) || 0;
+  setText(el, watching > 1 ? `👁 ${watching}` : "");
+  el.dataset.watching = String(watching);
+  el.title = p ? [`${watching} tab${watching === 1 ? "" : "s"} viewing`, focusedBy.length ? `focused: ${focusedBy.join(", ")}` : ""].filter(Boolean).join(" · ") : "";
+  el.setAttribute("aria-label", el.title);
+  el.hidden = watching <= 1;
 }
 
 // renderTitle puts the sessions waiting on the user and the focused session
 // in the tab title.
 function renderTitle() {
   let waiting = 0;
-  for (const s of rh.sessions.values()) if (s.status === "awaiting_approval" || s.status === "awaiting_clarify") waiting++;
+  for (const s of rh.sessions.values()) if (groupOf(s) === "needs") waiting++;
+  renderNeeds(waiting);
   const s = focused && rh.sessions.get(focused);
   const name = focused ? (s && s.title) || "session" : "workbench";
   const t = `${waiting ? `(${waiting}) ` : ""}${name} · runhub`;
   if (document.title !== t) document.title = t;
+}
+
+// ---- needs you: badges and desktop notifications ----------------------
+
+// renderNeeds shows how many sessions wait on the user in the top bar and
+// on the list's header (which stays visible when the list is folded).
+function renderNeeds(n) {
+  for (const [el, count] of [
+    [els.needsTop, els.needsTopCount],
+    [els.needsList, els.needsList],
+  ]) {
+    el.hidden = n === 0;
+    setText(count, String(n));
+  }
+  els.needsTop.title = `${n} session${n === 1 ? "" : "s"} waiting for your answer`;
+  els.needsList.title = els.needsTop.title;
+}
+
+els.needsTop.addEventListener("click", () => {
+  // Go to the oldest session that waits.
+  const waiting = [...rh.sessions.values()].filter((s) => groupOf(s) === "needs").sort((a, b) => (a.updated_at || 0) - (b.updated_at || 0));
+  if (!waiting.length) return;
+  focusSession(waiting[0].session_id);
+  if (narrow.matches) setListCollapsed(true);
+});
+
+// Notifications are opt-in (the bell in the top bar) and only shown while
+// the tab is hidden: a session starts needing the user, or a run ends.
+const TERMINAL = new Set(["completed", "failed", "cancelled", "interrupted", "expired"]);
+const seen = new Map(); // session_id → { group, status, run } last status seen
+let notifyOn = localStorage.getItem("runhub.notify") === "1";
+
+function renderNotify() {
+  const N = window.Notification;
+  const perm = N ? N.permission : "unsupported";
+  const on = notifyOn && perm === "granted";
+  els.notify.dataset.on = String(on);
+  els.notify.textContent = on ? "🔔" : "🔕";
+  els.notify.title = !N ? "This browser has no desktop notifications" : perm === "denied" ? "Notifications are blocked for this page (browser settings)" : on ? "Desktop notifications on (when this tab is hidden): click to turn off" : "Turn on desktop notifications for prompts and finished runs while this tab is hidden";
+  els.notify.disabled = !N || perm === "denied";
+}
+
+els.notify.addEventListener("click", async () => {
+  const N = window.Notification;
+  if (!N) return;
+  if (notifyOn && N.permission === "granted") {
+    notifyOn = false;
+  } else {
+    const perm = N.permission === "granted" ? "granted" : await N.requestPermission();
+    notifyOn = perm === "granted";
+  }
+  localStorage.setItem("runhub.notify", notifyOn ? "1" : "0");
+  renderNotify();
+});
+
+function notify(s, text) {
+  const N = window.Notification;
+  if (!notifyOn || !N || N.permission !== "granted" || !document.hidden) return;
+  try {
+    const n = new N(s.title || `Session ${shortId(s.session_id)}`, { body: text, tag: `runhub-${s.session_id}` });
+    n.onclick = () => {
+      window.focus();
+      focusSession(s.session_id);
+      n.close();
+    };
+  } catch (err) {
+    console.warn("runhub: notification", err);
+  }
+}
+
+// noticeChange notifies on a session that starts needing the user or whose
+// run ends; the first status of a session is only remembered.
+function noticeChange(s) {
+  const prev = seen.get(s.session_id);
+  const now = { group: groupOf(s), status: s.status || "", run: s.run_id || "" };
+  seen.set(s.session_id, now);
+  if (!prev) return;
+  if (now.group === "needs" && prev.group !== "needs") {
+    notify(s, s.pending_approval ? `Needs your approval: ${s.pending_approval.summary || ""}` : s.pending_clarify ? `Asks: ${s.pending_clarify.question || ""}` : "Needs you");
+  } else if (TERMINAL.has(now.status) && (!TERMINAL.has(prev.status) || prev.run !== now.run)) {
+    notify(s, `Run ${statusLabel(now.status)}`);
+  }
+}
+
+// ---- rows never move under the pointer ---------------------------------
+
+let pointerInList = false;
+els.list.addEventListener("pointerenter", () => {
+  pointerInList = true;
+});
+els.list.addEventListener("pointerleave", () => {
+  pointerInList = false;
+  if (orderDirty) {
+    reorder();
+    schedule();
+  }
+});
+els.newPill.addEventListener("click", () => {
+  pointerInList = false;
+  reorder();
+  els.list.scrollTop = 0;
+});
+
+// renderNewPill shows how many new sessions wait to be placed.
+function renderNewPill() {
+  let n = 0;
+  for (const it of items.values()) if (!it.placed) n++;
+  els.newPill.hidden = n === 0;
+  setText(els.newPill, `↑ ${n} new`);
 }
 
 function setText(el, text) {
@@ -391,7 +529,15 @@ function groupOf(s) {
 // The list is ordered by group, then newest created first: a row moves
 // only when its session changes group, never because it streams.
 function reorder() {
+  // Rows never move under the pointer: while it is over the list, new
+  // sessions wait behind the "N new" pill and rows keep their places.
+  if (pointerInList) {
+    renderNewPill();
+    return;
+  }
   orderDirty = false;
+  for (const it of items.values()) it.placed = true;
+  renderNewPill();
   const byCreation = (a, b) => {
     const x = items.get(a);
     const y = items.get(b);
@@ -407,6 +553,7 @@ function reorder() {
   }
   els.needsHead.hidden = needs.length === 0;
   els.needsCount.textContent = String(needs.length);
+  for (const [sid, it] of items) it.el.dataset.placedGroup = it.group;
   els.restHead.hidden = needs.length === 0 || rest.length === 0;
   els.count.textContent = String(items.size);
   els.emptyList.hidden = items.size > 0;
@@ -426,15 +573,16 @@ setInterval(() => {
 // The session list folds away (on narrow screens, where it shares the
 // column with the pane); the choice is remembered.
 const narrow = window.matchMedia("(max-width: 620px)");
-function setListCollapsed(on) {
+function setListCollapsed(on, remember = true) {
   els.sidebar.classList.toggle("collapsed", on);
   els.sessionsToggle.setAttribute("aria-expanded", String(!on));
-  localStorage.setItem("runhub.listCollapsed", on ? "1" : "0");
+  if (remember) localStorage.setItem("runhub.listCollapsed", on ? "1" : "0");
 }
 els.sessionsToggle.addEventListener("click", () => {
   if (narrow.matches) setListCollapsed(!els.sidebar.classList.contains("collapsed"));
 });
-setListCollapsed(localStorage.getItem("runhub.listCollapsed") === "1");
+// A narrow page opened on a session gives the session the room.
+setListCollapsed(localStorage.getItem("runhub.listCollapsed") === "1" || (narrow.matches && !!sessionFromHash()), false);
 
 // removeSession takes a deleted session out of the list and the pane.
 function removeSession(sid) {
@@ -540,7 +688,13 @@ function renderPane() {
   setText(els.tokens, s && s.tokens ? `${fmtCount(s.tokens)} tokens` : "");
   setText(els.run, s && s.run_id ? shortId(s.run_id) : "");
   els.run.title = (s && s.run_id) || "";
-  els.replaying.hidden = !(focused && rh.replaying);
+  // Offline, nothing is replaying: the header says offline instead.
+  els.replaying.hidden = !(focused && rh.replaying && online);
+  els.paneOffline.hidden = online;
+  for (const b of [els.rename, els.del, els.newSession, els.renameSave, els.delYes]) {
+    b.disabled = !online;
+    b.title = online ? b.dataset.title || "" : OFFLINE_REASON;
+  }
 
   // Stop: only while the session lists cancel.
   const canCancel = !!focused && controls.has("cancel");
@@ -866,6 +1020,8 @@ els.theme.addEventListener("click", () => {
 
 // ---- start ---------------------------------------------------------------
 
+for (const b of [els.rename, els.del, els.newSession, els.renameSave, els.delYes]) b.dataset.title = b.title;
+renderNotify();
 loadProfiles();
 rh.connect();
 rh.watch({ all: true });
