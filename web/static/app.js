@@ -52,6 +52,13 @@ const els = {
   queueInput: $("queue-input"),
   queueMode: $("queue-mode"),
   queueDepth: $("queue-depth"),
+  queueToggle: $("queue-toggle"),
+  queuePanel: $("queue-panel"),
+  queueItems: $("queue-items"),
+  queueNote: $("queue-note"),
+  queueClear: $("queue-clear"),
+  queueClose: $("queue-close"),
+  stopClear: $("stop-clear"),
   startForm: $("start-form"),
   startMessage: $("start-message"),
   startNew: $("start-new-session"),
@@ -281,11 +288,13 @@ rh.on("status", (s) => {
   const prev = items.get(s.session_id);
   if (!prev || prev.group !== groupOf(s)) orderDirty = true;
   noticeChange(s);
+  if (s.session_id === focused && queueOpen() && (s.queue_depth || 0) !== queue.items.length) loadQueue();
   dirtyItems.add(s.session_id);
   if (s.session_id === focused) paneDirty = true;
   schedule();
 });
 rh.on("event", (e) => {
+  if (e.type === "queue.updated" && e.session_id === focused && queueOpen()) loadQueue();
   const v = views.get(e.session_id);
   if (!v) return;
   v.push(e);
@@ -612,6 +621,7 @@ function focusSession(sid, force = false) {
   }
   focused = sid;
   stopping = null;
+  setQueueOpen(false);
   els.renameForm.hidden = true;
   els.delConfirm.hidden = true;
   stickToBottom = true;
@@ -718,7 +728,13 @@ function renderPane() {
   els.queueDepth.parentElement.classList.toggle("nonzero", !!(s && s.queue_depth));
   const v = focused && views.get(focused);
   const q = v && v.queue;
-  els.queueDepth.parentElement.title = q && q.items && q.items.length ? q.items.map((i) => `• ${i.preview || i.id}`).join("\n") : "messages waiting";
+  els.queueDepth.parentElement.title = q && q.items && q.items.length ? q.items.map((i) => `• ${i.preview || i.id}`).join("\n") : "messages waiting: show, edit, reorder or remove them";
+  els.queueToggle.disabled = !focused;
+  const depth = (s && s.queue_depth) || 0;
+  els.stopClear.hidden = !canCancel || depth === 0;
+  els.stopClear.disabled = !online || !!isStopping;
+  els.stopClear.title = online ? "Stop the run and remove every queued message, so nothing starts after it" : OFFLINE_REASON;
+  renderQueue();
   const goal = (s && s.goal) || (v && v.goal);
   const gstate = (goal && goal.state) || "none";
   setText(els.goalState, gstate);
@@ -770,6 +786,160 @@ els.stop.addEventListener("click", async () => {
   schedule();
   const r = await control(rh.cancel(s.run_id ? { run_id: s.run_id } : { session_id: focused }), "stop");
   if (!r || !r.accepted) stopping = null;
+  paneDirty = true;
+  schedule();
+});
+
+// ---- the queue panel -------------------------------------------------------
+
+// The focused session's queued messages (GET /v1/sessions/{sid}/queue),
+// with edit, move up/down, remove, clear, and "Stop & clear queue" in the
+// pane's header. Every change sends an Idempotency-Key.
+const queue = { sid: null, items: [], loading: false, error: "", editing: null };
+
+const queueOpen = () => !els.queuePanel.hidden;
+
+function setQueueOpen(on) {
+  els.queuePanel.hidden = !on;
+  els.queueToggle.setAttribute("aria-expanded", String(on));
+  queue.editing = null;
+  if (on) loadQueue();
+}
+
+els.queueToggle.addEventListener("click", () => setQueueOpen(!queueOpen()));
+els.queueClose.addEventListener("click", () => setQueueOpen(false));
+
+function queuePath(sid, rest = "") {
+  return `/v1/sessions/${encodeURIComponent(sid)}/queue${rest}`;
+}
+
+const newKey = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+
+async function loadQueue() {
+  const sid = focused;
+  if (!sid) return;
+  queue.loading = true;
+  try {
+    const st = await api(queuePath(sid));
+    if (sid !== focused) return;
+    queue.sid = sid;
+    queue.items = st.items || [];
+    queue.error = "";
+  } catch (err) {
+    if (sid === focused) queue.error = err.message;
+  } finally {
+    queue.loading = false;
+    paneDirty = true;
+    schedule();
+  }
+}
+
+// queueChange sends one change; the answer is the queue as it now is.
+async function queueChange(what, method, rest, body) {
+  const sid = focused;
+  if (!sid) return null;
+  try {
+    const init = { method, headers: { "Idempotency-Key": newKey() } };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    const st = await api(queuePath(sid, rest), init);
+    if (sid === focused) {
+      queue.sid = sid;
+      queue.items = st.items || [];
+      queue.error = "";
+    }
+    return st;
+  } catch (err) {
+    toast(err.code === "conflict" || err.code === "not_found" ? `${what}: the queue changed meanwhile — it is shown as it is now` : `${what}: ${err.message}`, err.code === "conflict" || err.code === "not_found" ? "warn" : "error");
+    loadQueue();
+    return null;
+  } finally {
+    queue.editing = null;
+    paneDirty = true;
+    schedule();
+  }
+}
+
+function moveQueued(i, by) {
+  const ids = queue.items.map((q) => q.id);
+  const j = i + by;
+  if (j < 0 || j >= ids.length) return;
+  [ids[i], ids[j]] = [ids[j], ids[i]];
+  queueChange("reorder", "PUT", "/order", { ids });
+}
+
+let queueDrawn = "";
+
+function renderQueue() {
+  if (!queueOpen()) {
+    queueDrawn = "";
+    return;
+  }
+  const items = queue.sid === focused ? queue.items : [];
+  // Redraw only on a change: a row replaced under the pointer loses a click.
+  const sig = JSON.stringify([focused, items, queue.editing, queue.error, queue.loading && !items.length, online]);
+  if (sig === queueDrawn) return;
+  queueDrawn = sig;
+  const rows = items.map((q, i) => {
+    const li = h("li", { class: "queue-item", testid: "queue-item", "data-qid": q.id });
+    if (queue.editing === q.id) {
+      const input = h("input", { type: "text", value: q.message, testid: "queue-edit-input", "aria-label": "queued message" });
+      const save = h("button", { type: "button", class: "btn btn-small", testid: "queue-edit-save", text: "Save", disabled: !online, title: online ? "" : OFFLINE_REASON });
+      const cancel = h("button", { type: "button", class: "btn btn-small btn-ghost", testid: "queue-edit-cancel", text: "Cancel" });
+      const submit = () => {
+        const text = input.value.trim();
+        if (text) queueChange("edit", "PATCH", `/${encodeURIComponent(q.id)}`, { message: text });
+      };
+      save.addEventListener("click", submit);
+      cancel.addEventListener("click", () => {
+        queue.editing = null;
+        paneDirty = true;
+        schedule();
+      });
+      input.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter") submit();
+        else if (ev.key === "Escape") cancel.click();
+      });
+      li.append(input, save, cancel);
+      queueMicrotask(() => input.isConnected && document.activeElement !== input && input.focus());
+      return li;
+    }
+    const btn = (testid, text, label, fn, off) => {
+      const b = h("button", { type: "button", class: "icon-btn small", testid, text, "aria-label": label, title: online ? label : OFFLINE_REASON, disabled: !online || !!off });
+      b.addEventListener("click", fn);
+      return b;
+    };
+    li.append(
+      h("span", { class: "queue-item-text", testid: "queue-item-text", title: q.message, text: q.message }),
+      btn("queue-up", "↑", "Move up", () => moveQueued(i, -1), i === 0),
+      btn("queue-down", "↓", "Move down", () => moveQueued(i, 1), i === items.length - 1),
+      btn("queue-edit", "✎", "Edit", () => {
+        queue.editing = q.id;
+        paneDirty = true;
+        schedule();
+      }),
+      btn("queue-remove", "✕", "Remove", () => queueChange("remove", "DELETE", `/${encodeURIComponent(q.id)}`)),
+    );
+    return li;
+  });
+  els.queueItems.replaceChildren(...rows);
+  els.queueNote.hidden = rows.length > 0 && !queue.error;
+  setText(els.queueNote, queue.error ? `The queue could not be read: ${queue.error}` : queue.loading && !rows.length ? "loading…" : "Nothing queued.");
+  els.queueClear.disabled = !online || !rows.length;
+  els.queueClear.title = online ? "Remove every queued message" : OFFLINE_REASON;
+}
+
+els.queueClear.addEventListener("click", () => queueChange("clear queue", "DELETE", ""));
+els.stopClear.addEventListener("click", async () => {
+  const s = focused && rh.sessions.get(focused);
+  if (!s) return;
+  stopping = s.run_id;
+  paneDirty = true;
+  schedule();
+  const st = await queueChange("stop & clear queue", "DELETE", "?stop=true");
+  if (!st || (st.stop && !st.stop.accepted)) {
+    if (st && st.stop) toast(`stop: ${st.stop.status}${st.stop.message ? ` — ${st.stop.message}` : ""}`, "warn");
+    stopping = null;
+  }
   paneDirty = true;
   schedule();
 });
