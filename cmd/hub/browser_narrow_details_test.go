@@ -12,8 +12,8 @@ import (
 
 // At 400 × 800 (issue 24): a page opened on a session folds the list (the
 // transcript gets the room), "↓ Latest" covers no control of the dock, and
-// a row viewed by two tabs shows its presence as "👁 2" without cutting its
-// status badge.
+// a row viewed by two tabs shows its presence as an eye and "2" without
+// cutting its status badge.
 func TestBrowser_NarrowDetails(t *testing.T) {
 	w := openWorkbench(t)
 	base := w.hub.URL()
@@ -72,7 +72,7 @@ func TestBrowser_NarrowDetails(t *testing.T) {
 	other.Watch(ctx, false, sid)
 	w.do("unfold the list", chromedp.Click(chromedp.CSS(tid("sessions-toggle"))))
 	sel := jsq(itemSel(sid) + " " + tid("session-presence"))
-	waitJS[bool](w, `the row to read "👁 2"`, `document.querySelector(`+sel+`)?.textContent === "👁 2"`, stateTimeout)
+	waitJS[bool](w, `the row to show the eye and 2`, `document.querySelector(`+sel+`)?.textContent === "2"`, stateTimeout)
 	type badge struct {
 		Text          string
 		Scroll, Width float64

@@ -57,7 +57,7 @@ func TestScaleOut_PresenceAcrossHubs(t *testing.T) {
 // The workbench shows how many tabs view a session, compactly (an eye and
 // the count, once more than this tab views it) with who focuses it in the
 // tooltip: a second tab (a Go client) that watches and focuses the session
-// the workbench shows makes its row read "👁 2", and its leaving takes the
+// the workbench shows makes its row read "2" beside the eye, and its leaving takes the
 // count away again.
 func TestBrowser_PresenceBadge(t *testing.T) {
 	w := openWorkbench(t)
@@ -74,8 +74,8 @@ func TestBrowser_PresenceBadge(t *testing.T) {
 	}
 	other.Watch(ctx, false, sid)
 	other.Focus(ctx, sid, "")
-	waitJS[bool](w, `the row to read "👁 2"`,
-		`(() => { const e = document.querySelector(`+sel+`); return e && !e.hidden && e.textContent === "👁 2" && e.title === "2 tabs viewing · focused: local"; })()`, stateTimeout)
+	waitJS[bool](w, `the row to show the eye and 2`,
+		`(() => { const e = document.querySelector(`+sel+`); return e && !e.hidden && e.textContent === "2" && e.title === "2 tabs viewing · focused: local"; })()`, stateTimeout)
 	other.Close()
 	waitJS[bool](w, "the second tab to leave the count",
 		`document.querySelector(`+sel+`)?.hidden === true`, stateTimeout)

@@ -190,11 +190,11 @@ test("images are links to the image labelled with the alt text; nothing loads", 
   const root = render('see ![a chart](https://x.example/c.png "the chart") and ![](https://x.example/p.png) and ![bad](javascript:alert(1))');
   const links = all(root, "A");
   assert.deepEqual(links.map((a) => [a.getAttribute("href"), a.textContent, a.getAttribute("title"), a.className]), [
-    ["https://x.example/c.png", "🖼 a chart", "the chart", "md-image"],
-    ["https://x.example/p.png", "🖼 image", null, "md-image"],
+    ["https://x.example/c.png", "a chart", "the chart", "md-image"],
+    ["https://x.example/p.png", "image", null, "md-image"],
   ]);
   assert.ok(!root.textContent.includes("!"), "no stray !");
-  assert.ok(root.textContent.includes("🖼 bad"), "an unsafe image keeps its alt text");
+  assert.ok(root.textContent.includes("[bad]"), "an unsafe image keeps its alt text");
   assert.ok(!root.textContent.includes("javascript"));
   checkSafe(root, "images");
 });

@@ -387,12 +387,13 @@ function renderItem(sid) {
 }
 
 // renderPresence shows who else has a session open (protocol.md §4.2
-// presence), compactly: an eye and the number of tabs viewing it, once
+// presence), compactly: an eye icon and the number of tabs viewing it, once
 // more than this tab does; the tooltip says who focuses it.
 function renderPresence(el, p) {
   const focusedBy = ((p && p.subjects) || []).filter((x) => x.focused > 0).map((x) => x.subject);
   const watching = (p && p.watching) || 0;
-  setText(el, watching > 1 ? `👁 ${watching}` : "");
+  if (!el.firstChild) el.append(h("span", { class: "icon-mask icon-eye", "aria-hidden": "true" }), document.createTextNode(""));
+  el.lastChild.data = watching > 1 ? String(watching) : "";
   el.dataset.watching = String(watching);
   el.title = p ? [`${watching} tab${watching === 1 ? "" : "s"} viewing`, focusedBy.length ? `focused: ${focusedBy.join(", ")}` : ""].filter(Boolean).join(" · ") : "";
   el.setAttribute("aria-label", el.title);
@@ -446,7 +447,6 @@ function renderNotify() {
   const perm = N ? N.permission : "unsupported";
   const on = notifyOn && perm === "granted";
   els.notify.dataset.on = String(on);
-  els.notify.textContent = on ? "🔔" : "🔕";
   els.notify.title = !N ? "This browser has no desktop notifications" : perm === "denied" ? "Notifications are blocked for this page (browser settings)" : on ? "Desktop notifications on (when this tab is hidden): click to turn off" : "Turn on desktop notifications for prompts and finished runs while this tab is hidden";
   els.notify.disabled = !N || perm === "denied";
 }

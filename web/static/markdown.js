@@ -307,10 +307,10 @@ function inline(parent, text, depth = 0) {
       if (href) {
         const a = link(href, title);
         a.className = "md-image";
-        a.append(document.createTextNode(`🖼 ${alt}`));
+        a.append(document.createTextNode(alt)); // the icon is CSS (a.md-image::before)
         parent.append(a);
       } else {
-        parent.append(document.createTextNode(`🖼 ${alt}`)); // an unsafe URL: the alt text only
+        parent.append(document.createTextNode(`[${alt}]`)); // an unsafe URL: the alt text only
       }
       i += 1 + m[0].length;
       continue;
