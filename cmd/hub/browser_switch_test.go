@@ -149,3 +149,34 @@ func TestBrowser_SwitchToFinishedRunIsCompact(t *testing.T) {
 	}
 	w.noExceptions()
 }
+
+// A run read over HTTP up to some seq, then a compacted record from the
+// socket that starts before that seq (the two race on a focus): the text
+// shows once, nothing twice, nothing lost. It drives the page's own
+// transcript module.
+func TestBrowser_CompactedRecordAfterHistory(t *testing.T) {
+	w := openWorkbench(t)
+	ctx, cancel := context.WithTimeout(w.ctx, actionTimeout)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+		const { SessionView } = await import("/transcript.js");
+		const v = new SessionView("s_x", { status: () => undefined, fetchJSON: async () => ({ runs: [], more: false }), keepScroll: (_, fn) => fn(), loadOlder: () => {} });
+		const ev = (seq, type, payload, extra = {}) => ({ event_id: "r_x:" + seq, seq, run_id: "r_x", session_id: "s_x", type, created_at: 1, terminal: false, payload, ...extra });
+		const run = v.runView("r_x");
+		// Read over HTTP: run.started, then w0..w3 (seqs 2..5).
+		run.apply(ev(1, "run.started", { message: "hi" }), true);
+		for (let i = 0; i < 4; i++) run.apply(ev(2 + i, "token.delta", { message_id: "m1", text: "w" + i + " " }), true);
+		// The socket's compacted record of seqs 2..9: w0..w7.
+		run.apply(ev(9, "token.delta", { message_id: "m1", text: "w0 w1 w2 w3 w4 w5 w6 w7 " }, { seq_from: 2 }));
+		run.apply(ev(10, "token.delta", { message_id: "m1", text: "w8 " }));
+		v.renderText();
+		return run.el.querySelector('[data-testid="assistant-text"]').textContent;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		w.fatal("drive the transcript: %v", err)
+	}
+	if want := "w0 w1 w2 w3 w4 w5 w6 w7 w8"; strings.TrimSpace(got) != want {
+		w.fatal("the run shows %q, want %q", got, want)
+	}
+	w.noExceptions()
+}
