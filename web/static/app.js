@@ -241,8 +241,9 @@ rh.on("state", ({ state, delay_ms: delay }) => {
   online = state === "open";
   offlineDelay = delay || 0;
   renderOffline();
-  paneDirty = true;
-  schedule();
+  // At once, not on the next frame: a control must not be clickable for a
+  // moment after the connection is gone.
+  renderPane();
   els.conn.dataset.state = state;
   const text = {
     idle: "idle",
