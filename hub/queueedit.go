@@ -35,7 +35,7 @@ func (h *Hub) routeQueueEdits(g *echo.Group) {
 	g.GET("/sessions/:sid/queue", h.getQueue)
 	g.PATCH("/sessions/:sid/queue/:qid", h.editQueued)
 	g.DELETE("/sessions/:sid/queue/:qid", h.removeQueued)
-	g.PUT("/sessions/:sid/queue/order", h.reorderQueue)
+	g.PUT("/sessions/:sid/queue", h.reorderQueue)
 	g.DELETE("/sessions/:sid/queue", h.clearQueue)
 }
 

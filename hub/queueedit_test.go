@@ -79,7 +79,7 @@ func TestQueueEdit(t *testing.T) {
 		t.Fatalf("queue.updated after the edit: %+v", p)
 	}
 	// Reorder.
-	if code := do(t, "PUT", base+"/order", `{"ids":["`+q3+`","`+q1+`","`+q2+`"]}`, alice, &st); code != 200 || ids(st) != "three,one,TWO, edited\nsecond line" {
+	if code := do(t, "PUT", base, `{"ids":["`+q3+`","`+q1+`","`+q2+`"]}`, alice, &st); code != 200 || ids(st) != "three,one,TWO, edited\nsecond line" {
 		t.Fatalf("reorder: %d %+v", code, st)
 	}
 	if p := lastQueueEvent(t, th, rid, st.EventID); p.Items[0].ID != q3 || p.Items[2].ID != q2 {
@@ -97,9 +97,9 @@ func TestQueueEdit(t *testing.T) {
 		{"PATCH", "/" + q1, `{"message":"` + strings.Repeat("x", protocol.MaxTextBytes+1) + `"}`, 413, "too_large"},
 		{"PATCH", "/q_nope", `{"message":"x"}`, 404, "not_found"},
 		{"DELETE", "/q_nope", ``, 404, "not_found"},
-		{"PUT", "/order", `{"ids":["` + q1 + `","` + q2 + `"]}`, 409, "conflict"},
-		{"PUT", "/order", `{"ids":["` + q1 + `","` + q1 + `","` + q2 + `"]}`, 409, "conflict"},
-		{"PUT", "/order", `{}`, 400, "bad_request"},
+		{"PUT", "", `{"ids":["` + q1 + `","` + q2 + `"]}`, 409, "conflict"},
+		{"PUT", "", `{"ids":["` + q1 + `","` + q1 + `","` + q2 + `"]}`, 409, "conflict"},
+		{"PUT", "", `{}`, 400, "bad_request"},
 		{"DELETE", "?stop=maybe", ``, 400, "bad_request"},
 	} {
 		code, body := rawDo(t, tc.method, base+tc.path, tc.body, alice)
@@ -114,7 +114,7 @@ func TestQueueEdit(t *testing.T) {
 	ghost := th.URL + "/v1/sessions/s_0000000000000000000000000000dead/queue"
 	for _, tc := range []struct{ method, path, body string }{
 		{"GET", "", ""}, {"PATCH", "/" + q1, `{"message":"hijack"}`}, {"DELETE", "/" + q1, ""},
-		{"PUT", "/order", `{"ids":["` + q1 + `","` + q2 + `","` + q3 + `"]}`}, {"DELETE", "", ""}, {"DELETE", "?stop=true", ""},
+		{"PUT", "", `{"ids":["` + q1 + `","` + q2 + `","` + q3 + `"]}`}, {"DELETE", "", ""}, {"DELETE", "?stop=true", ""},
 	} {
 		code, body := rawDo(t, tc.method, base+tc.path, tc.body, bob)
 		gcode, gbody := rawDo(t, tc.method, ghost+tc.path, tc.body, bob)

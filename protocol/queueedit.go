@@ -32,7 +32,7 @@ type QueueEditRequest struct {
 	Message *string `json:"message"`
 }
 
-// QueueOrderRequest is the body of PUT /v1/sessions/{sid}/queue/order:
+// QueueOrderRequest is the body of PUT /v1/sessions/{sid}/queue:
 // every queued id, in the new order.
 type QueueOrderRequest struct {
 	IDs []string `json:"ids"`

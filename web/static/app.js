@@ -865,7 +865,7 @@ function moveQueued(i, by) {
   const j = i + by;
   if (j < 0 || j >= ids.length) return;
   [ids[i], ids[j]] = [ids[j], ids[i]];
-  queueChange("reorder", "PUT", "/order", { ids });
+  queueChange("reorder", "PUT", "", { ids });
 }
 
 let queueDrawn = "";
