@@ -11,10 +11,11 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// RuntimeAdapter is the contract's adapter surface. Control methods answer
-// with a bounded ControlResult (accepted, not-active, expired, conflict,
-// unsupported) and an error only for faults (ErrNotFound for an unknown run
-// or session, storage failures).
+// RuntimeAdapter is the contract's adapter surface. Control answers with a
+// bounded ControlResult (accepted, not-active, expired, conflict,
+// unsupported) and an error only for faults (ErrNotFound for an unknown
+// run or session, or one that is not the control's owner's; storage
+// failures).
 type RuntimeAdapter interface {
 	// StartRun starts a run in req.SessionID (a new session owned by owner
 	// when empty). A session with an active run answers ErrConflict.
@@ -24,11 +25,9 @@ type RuntimeAdapter interface {
 	ObserveRun(ctx context.Context, runID string, afterSeq uint64) iter.Seq2[protocol.Envelope, error]
 	// GetRun reports the run's status.
 	GetRun(ctx context.Context, runID string) (protocol.RunStatus, error)
-	CancelRun(ctx context.Context, runID string) (protocol.ControlResult, error)
-	RespondApproval(ctx context.Context, runID, approvalID, choice string) (protocol.ControlResult, error)
-	RespondClarify(ctx context.Context, runID, clarifyID, response string) (protocol.ControlResult, error)
-	QueueMessage(ctx context.Context, owner, sessionID string, req protocol.QueueRequest, key string) (protocol.ControlResult, error)
-	UpdateGoal(ctx context.Context, sessionID string, req protocol.GoalRequest) (protocol.ControlResult, error)
+	// Control executes one control (start, cancel, approve, clarify,
+	// queue, steer, goal) for c.Owner.
+	Control(ctx context.Context, c Control) (protocol.ControlResult, error)
 }
 
 // Errors of the adapter.
@@ -39,14 +38,6 @@ var (
 	// ErrBusy answers a start when the executor runs as many runs as it may.
 	ErrBusy = errors.New("adapter: too many runs executing")
 )
-
-// Store is what the executor, the router and the hub need of the journal:
-// the one definition all use (the hub imports it from here).
-type Store interface {
-	journal.Log
-	journal.Registry
-	journal.Bus
-}
 
 // Result builds a ControlResult; Accepted follows status.
 func Result(status, message, runID, sessionID, eventID string) protocol.ControlResult {
@@ -60,36 +51,26 @@ func NewID(prefix string) string {
 }
 
 // Local is the executor of this process as the Router drives it
-// (adapter/executor implements it). Its Control acts only on runs
-// executing in this process.
+// (adapter/executor implements it).
 type Local interface {
 	// StartRun begins a run and executes it here, or hands it to another
 	// process (then answers status queued).
 	StartRun(ctx context.Context, owner string, req protocol.StartRunRequest) (protocol.RunStartResult, error)
-	// Enqueue is QueueMessage in mode queue: the message joins the
-	// session's queue, or starts a run at once on an idle session.
-	Enqueue(ctx context.Context, sessionID, message, key string) (protocol.ControlResult, error)
-	// UpdateGoal is RuntimeAdapter.UpdateGoal.
-	UpdateGoal(ctx context.Context, sessionID string, req protocol.GoalRequest) (protocol.ControlResult, error)
-	// Control delivers c to run when the run executes in this process and
-	// returns its answer; executing is false, and nothing was done, when
-	// it does not. run is the run's meta as the caller read it (for a
-	// steer, its ID and SessionID). It reads no meta itself.
-	Control(ctx context.Context, run journal.RunMeta, c RemoteControl) (res protocol.ControlResult, executing bool, err error)
+	// Control executes c. A control of a session (c.OfRun false: start,
+	// queue, goal) is always executed here (executing is true). A control
+	// of a run is delivered when the run executes in this process;
+	// executing is false, and nothing was done, when it does not. run is
+	// the run's meta as the caller read it (for a steer, its ID, SessionID
+	// and Owner). It reads no run meta itself.
+	Control(ctx context.Context, run journal.RunMeta, c Control) (res protocol.ControlResult, executing bool, err error)
 }
 
 // Remote delivers controls to runs that execute in another process (a
 // runner, another hub replica).
 type Remote interface {
-	// Control delivers c to the executor that owns the run and returns its
-	// answer; owned is false when no executor owns the run (never claimed,
-	// or its executor is gone).
-	Control(ctx context.Context, runID string, c RemoteControl) (res protocol.ControlResult, owned bool, err error)
-}
-
-// RemoteControl is one control for a run's executor.
-type RemoteControl struct {
-	Op       string `json:"op"`                  // cancel, approve, clarify, steer
-	PromptID string `json:"prompt_id,omitempty"` // approval or clarify id
-	Answer   string `json:"answer,omitempty"`    // choice, response or steer text
+	// Control delivers c, with run (the meta the caller read), to the
+	// executor that owns the run and returns its answer; owned is false
+	// when no executor owns the run (never claimed, or its executor is
+	// gone).
+	Control(ctx context.Context, run journal.RunMeta, c Control) (res protocol.ControlResult, owned bool, err error)
 }

@@ -5,20 +5,23 @@
 //
 // It owns the contract and its routing, not execution:
 //
-//   - RuntimeAdapter, the errors (ErrNotFound, ErrConflict, ErrClosed,
-//     ErrBusy), Result, Store (what the hub and the executor need of the
-//     journal), NewID, and Observe (a run's events from the journal, replay
-//     then live);
-//   - Router, the RuntimeAdapter the hub uses. Starts and session changes
-//     (queue, goal) go to the executor of this process (Local, implemented
-//     by adapter/executor). A control of a run reads the run's meta once and
-//     goes to the local executor when the run executes in this process,
-//     else to the Remote (adapter/runner: the node holding the run's lease),
-//     else to Unowned: a cancel of a run that never started ends it with one
-//     cancelled event; a started run whose executor is gone is left to the
-//     lease reaper ("will end as interrupted"). A steer (QueueMessage mode
-//     steer) is routed the same way, to the session's active run; the
-//     Router alone keeps its idempotency key, whichever executor runs it.
+//   - RuntimeAdapter, Control (a control as one value: op, run or session,
+//     owner, idempotency key and the op's payload), the errors
+//     (ErrNotFound, ErrConflict, ErrClosed, ErrBusy), Result, NewID, and
+//     Observe (a run's events from the journal, replay then live);
+//   - Router, the RuntimeAdapter the hub uses. Starts and controls of a
+//     session (queue, goal) go to the executor of this process (Local,
+//     implemented by adapter/executor). A control of a run reads one meta
+//     (the run's, or its session's when it names only the session), checks
+//     the owner on it and goes, with that meta, to the local executor when
+//     the run executes in this process, else to the Remote (adapter/runner:
+//     the node holding the run's lease), else to Unowned: a cancel of a run
+//     that never started ends it with one cancelled event; a started run
+//     whose executor is gone is left to the lease reaper ("will end as
+//     interrupted"). A steer (a queue in mode steer) is routed the same
+//     way, to the session's active run; the Router alone keeps its
+//     idempotency key, whichever executor runs it. Only the executor tells
+//     the ops apart.
 //
 // Drivers do not import this package: what they use is adapter/driver; the
 // executor is adapter/executor; the runner (adapter/runner) moves

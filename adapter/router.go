@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -17,7 +16,7 @@ import (
 // else to the Remote (when the run executes in another process), else to
 // Unowned, which answers for a run no executor holds.
 type Router struct {
-	store  Store
+	store  journal.Store
 	local  Local
 	remote Remote
 }
@@ -25,7 +24,7 @@ type Router struct {
 // NewRouter routes over store to local, the executor of this process, and
 // to remote for runs executing elsewhere (nil: no other process executes
 // runs of this journal).
-func NewRouter(store Store, local Local, remote Remote) *Router {
+func NewRouter(store journal.Store, local Local, remote Remote) *Router {
 	return &Router{store: store, local: local, remote: remote}
 }
 
@@ -63,51 +62,81 @@ func (r *Router) GetRun(ctx context.Context, runID string) (protocol.RunStatus, 
 	return f.RunStatus(), nil
 }
 
-// CancelRun implements RuntimeAdapter: the run moves to cancelling, its
-// executor stops and writes one terminal cancelled event.
-func (r *Router) CancelRun(ctx context.Context, runID string) (protocol.ControlResult, error) {
-	return r.runControl(ctx, runID, RemoteControl{Op: protocol.OpCancel})
-}
-
-// RespondApproval implements RuntimeAdapter.
-func (r *Router) RespondApproval(ctx context.Context, runID, approvalID, choice string) (protocol.ControlResult, error) {
-	return r.runControl(ctx, runID, RemoteControl{Op: protocol.OpApprove, PromptID: approvalID, Answer: choice})
-}
-
-// RespondClarify implements RuntimeAdapter.
-func (r *Router) RespondClarify(ctx context.Context, runID, clarifyID, response string) (protocol.ControlResult, error) {
-	return r.runControl(ctx, runID, RemoteControl{Op: protocol.OpClarify, PromptID: clarifyID, Answer: response})
-}
-
-// runControl reads the run's meta, once, and routes c.
-func (r *Router) runControl(ctx context.Context, runID string, c RemoteControl) (protocol.ControlResult, error) {
-	meta, err := r.store.Run(ctx, runID)
-	if err != nil {
-		return protocol.ControlResult{}, notFound(err, "run "+runID)
+// Control implements RuntimeAdapter. A control of a session (start,
+// queue, goal) goes to the local executor, which owns the session's queue
+// and goal and starts runs. A control of a run reads one meta, once, and
+// checks the owner on it: the run's, or for a control naming only its
+// session (a steer, a cancel without run id), the session's, whose active
+// run it goes to. It then goes to the executor of this process when the
+// run executes here, else to the Remote, else to Unowned. A steer's key is
+// remembered in the session before it is routed, so that a repeat is not
+// delivered twice whichever executor runs it.
+func (r *Router) Control(ctx context.Context, c Control) (protocol.ControlResult, error) {
+	if !c.OfRun() {
+		res, _, err := r.local.Control(ctx, journal.RunMeta{}, c)
+		return res, err
 	}
-	return r.control(ctx, meta, c)
+	if c.RunID != "" {
+		run, err := r.store.Run(ctx, c.RunID)
+		if err == nil && run.Owner != c.Owner {
+			err = journal.ErrNotFound
+		}
+		if err != nil {
+			return protocol.ControlResult{}, notFound(err, "run "+c.RunID)
+		}
+		return r.route(ctx, run, c, true)
+	}
+	meta, err := r.store.Session(ctx, c.SessionID)
+	if err == nil && meta.Owner != c.Owner {
+		err = journal.ErrNotFound
+	}
+	if err != nil {
+		return protocol.ControlResult{}, notFound(err, "session "+c.SessionID)
+	}
+	if meta.ActiveRun == "" {
+		switch latest := meta.LatestRun(); {
+		case c.Steers():
+			return Result(protocol.ResultNotActive, "no active run to steer", "", c.SessionID, ""), nil
+		case latest != "":
+			// A session without an active run: its runs have ended.
+			return Result(protocol.ResultNotActive, "the run has already ended", latest, c.SessionID, ""), nil
+		}
+		return protocol.ControlResult{}, protocol.Errorf(protocol.CodeNotActive, "the session has no run")
+	}
+	run := journal.RunMeta{ID: meta.ActiveRun, SessionID: meta.ID, Owner: meta.Owner}
+	if !c.Steers() || c.Key == "" {
+		return r.route(ctx, run, c, false)
+	}
+	return r.steer(ctx, run, c)
 }
 
-// control picks who answers c for run: the local executor when the run
+// route picks who answers c for run: the local executor when the run
 // executes here, else the remote one, else Unowned. A cancel of a started
 // run whose executor is gone (no lease holds it) is left to the reaper.
-func (r *Router) control(ctx context.Context, run journal.RunMeta, c RemoteControl) (protocol.ControlResult, error) {
+// known says run is the run's own meta; else it was taken from its
+// session (ID, SessionID and Owner alone).
+func (r *Router) route(ctx context.Context, run journal.RunMeta, c Control, known bool) (protocol.ControlResult, error) {
 	if !run.Terminal {
 		if res, executing, err := r.local.Control(ctx, run, c); executing || err != nil {
 			return res, err
 		}
 		if r.remote != nil {
-			res, owned, err := r.remote.Control(ctx, run.ID, c)
+			res, owned, err := r.remote.Control(ctx, run, c)
 			if err != nil || owned {
 				return res, err
 			}
-			if c.Op == protocol.OpCancel && run.LastSeq > 0 {
-				// Started, and no executor holds it: it ended meanwhile (its
-				// executor let go of the lease after its terminal event), or
-				// its executor is gone and the lease reaper ends it. Only
-				// here is the meta read again, to tell the two apart.
-				if now, err := r.store.Run(ctx, run.ID); err == nil && now.Terminal {
+			if c.Op == protocol.OpCancel && (run.LastSeq > 0 || !known) {
+				// No executor holds it: it ended meanwhile (its executor let
+				// go of the lease after its terminal event), its executor is
+				// gone and the lease reaper ends it, or it never started.
+				// Only here, off the common path, is the run's meta read
+				// (again), to tell these apart.
+				now, err := r.store.Run(ctx, run.ID)
+				switch {
+				case err == nil && now.Terminal:
 					return Result(protocol.ResultNotActive, "the run has already ended", run.ID, run.SessionID, ""), nil
+				case err == nil && now.LastSeq == 0:
+					return Unowned(ctx, r.store, now, c)
 				}
 				return Result(protocol.ResultNotActive, "the run's executor is gone; it will end as interrupted", run.ID, run.SessionID, ""), nil
 			}
@@ -116,138 +145,26 @@ func (r *Router) control(ctx context.Context, run journal.RunMeta, c RemoteContr
 	return Unowned(ctx, r.store, run, c)
 }
 
-// steer routes guidance to run like any control, delivering it at most
-// once per key whichever executor runs it: the key is remembered in the
-// session before the steer is routed, and forgotten when the steer was
-// answered but not delivered (not-active, unsupported, conflict), so that
-// its retry is answered afresh. On an error the key stays used: the steer
-// may have been delivered.
-func (r *Router) steer(ctx context.Context, run journal.RunMeta, text, key string) (protocol.ControlResult, error) {
-	c := RemoteControl{Op: protocol.ModeSteer, Answer: text}
-	if key == "" {
-		return r.control(ctx, run, c)
-	}
-	u, _ := r.store.(journal.SessionUpdater) // QueueMessage checked
-	if _, err := u.UpdateSession(ctx, run.SessionID, func(m *journal.SessionMeta) error { return RememberKey(m, key) }); errors.Is(err, ErrDuplicate) {
+// steer routes a steer with a key to run, delivering it at most once per
+// key whichever executor runs it: the key is remembered in the session
+// before the steer is routed, and forgotten when the steer was answered
+// but not delivered (not-active, unsupported, conflict), so that its
+// retry is answered afresh. On an error the key stays used: the steer may
+// have been delivered.
+func (r *Router) steer(ctx context.Context, run journal.RunMeta, c Control) (protocol.ControlResult, error) {
+	if _, err := r.store.UpdateSession(ctx, run.SessionID, func(m *journal.SessionMeta) error { return RememberKey(m, c.Key) }); errors.Is(err, ErrDuplicate) {
 		return Result(protocol.ResultNotActive, "duplicate request: already delivered", run.ID, run.SessionID, ""), nil
 	} else if err != nil {
 		return protocol.ControlResult{}, err
 	}
-	res, err := r.control(ctx, run, c)
+	res, err := r.route(ctx, run, c, false)
 	if err == nil && !res.Accepted {
 		// Should the key stay (the journal failed), the retry is answered
 		// as a duplicate, which is what a lost answer would get: the answer
 		// given here is still the right one.
-		_ = forgetKey(ctx, u, run.SessionID, key)
+		_ = forgetKey(ctx, r.store, run.SessionID, c.Key)
 	}
 	return res, err
-}
-
-// Unowned answers c for a run that no executor holds (not started, ended,
-// or between its executor's claim and start): a cancel of a run not ended
-// ends it directly with one cancelled event; anything else is not-active.
-// The runner's control listener uses it for a control of a run it leases
-// but does not (or no longer) execute.
-func Unowned(ctx context.Context, log journal.Log, run journal.RunMeta, c RemoteControl) (protocol.ControlResult, error) {
-	switch c.Op {
-	case protocol.OpCancel:
-		if run.Terminal {
-			return Result(protocol.ResultNotActive, "the run has already ended", run.ID, run.SessionID, ""), nil
-		}
-		e, err := protocol.NewEvent(run.ID, run.SessionID, protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: false})
-		if err != nil {
-			return protocol.ControlResult{}, err
-		}
-		out, err := log.Append(ctx, e, run.ID+"/cancel")
-		if errors.Is(err, journal.ErrTerminal) {
-			return Result(protocol.ResultNotActive, "the run has already ended", run.ID, run.SessionID, ""), nil
-		}
-		if err != nil {
-			return protocol.ControlResult{}, err
-		}
-		return Result(protocol.ResultAccepted, "cancelled", run.ID, run.SessionID, out.EventID), nil
-	case protocol.OpApprove, protocol.OpClarify:
-		return Result(protocol.ResultNotActive, "the run is not active", run.ID, run.SessionID, ""), nil
-	case protocol.ModeSteer:
-		return Result(protocol.ResultNotActive, "no active run to steer", "", run.SessionID, ""), nil
-	}
-	return Result(protocol.ResultUnsupported, "unknown control", run.ID, run.SessionID, ""), nil
-}
-
-// QueueMessage implements RuntimeAdapter. Mode queue goes to the local
-// executor, which owns the session's queue. Mode steer reads the session
-// once and routes the text to its active run's executor, as a run's
-// control; a repeated key is not delivered twice.
-func (r *Router) QueueMessage(ctx context.Context, owner, sid string, req protocol.QueueRequest, key string) (protocol.ControlResult, error) {
-	if req.Mode != protocol.ModeSteer {
-		return r.local.Enqueue(ctx, sid, req.Message, key)
-	}
-	if _, ok := r.store.(journal.SessionUpdater); !ok {
-		return Result(protocol.ResultUnsupported, "this journal cannot hold a queue", "", sid, ""), nil
-	}
-	meta, err := r.store.Session(ctx, sid)
-	if err != nil {
-		return protocol.ControlResult{}, notFound(err, "session "+sid)
-	}
-	if meta.ActiveRun == "" {
-		return Result(protocol.ResultNotActive, "no active run to steer", "", sid, ""), nil
-	}
-	return r.steer(ctx, journal.RunMeta{ID: meta.ActiveRun, SessionID: sid}, req.Message, key)
-}
-
-// UpdateGoal implements RuntimeAdapter: the local executor, which starts
-// the goal's runs, changes the session's goal.
-func (r *Router) UpdateGoal(ctx context.Context, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
-	return r.local.UpdateGoal(ctx, sid, req)
-}
-
-// maxRecentKeys bounds the idempotency keys a session remembers.
-const maxRecentKeys = 64
-
-// ErrDuplicate reports a control whose idempotency key the session has
-// seen (RememberKey).
-var ErrDuplicate = errors.New("adapter: duplicate request")
-
-// RememberKey records a session-level control's idempotency key in m (the
-// most recent 64 are kept); a key seen before is ErrDuplicate, and an empty
-// key is no key. Call it inside journal.SessionUpdater.UpdateSession.
-func RememberKey(m *journal.SessionMeta, key string) error {
-	if key == "" {
-		return nil
-	}
-	if slices.Contains(m.RecentKeys, key) {
-		return ErrDuplicate
-	}
-	m.RecentKeys = append(m.RecentKeys, key)
-	if n := len(m.RecentKeys); n > maxRecentKeys {
-		m.RecentKeys = slices.Clone(m.RecentKeys[n-maxRecentKeys:])
-	}
-	return nil
-}
-
-// errNoKey makes forgetKey's update a no-op: the key is not remembered.
-var errNoKey = errors.New("adapter: no such key")
-
-// forgetKey drops key from the session's remembered keys: a steer that was
-// definitely not delivered (answered not-active, unsupported or conflict)
-// must not use up its key, so that its retry is answered afresh. It goes on
-// when ctx has ended: the key was recorded under the same request.
-func forgetKey(ctx context.Context, u journal.SessionUpdater, sid, key string) error {
-	if key == "" {
-		return nil
-	}
-	_, err := u.UpdateSession(context.WithoutCancel(ctx), sid, func(m *journal.SessionMeta) error {
-		i := slices.Index(m.RecentKeys, key)
-		if i < 0 {
-			return errNoKey
-		}
-		m.RecentKeys = slices.Delete(slices.Clone(m.RecentKeys), i, i+1)
-		return nil
-	})
-	if errors.Is(err, errNoKey) {
-		return nil
-	}
-	return err
 }
 
 func notFound(err error, what string) error {

@@ -2,19 +2,20 @@ package adapter_test
 
 import (
 	"context"
-	"path/filepath"
+	"errors"
+	"reflect"
 	"sync/atomic"
 	"testing"
 
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/journal"
-	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
 
-// countingStore counts the run metas read.
+// countingStore counts the run and session metas read.
 type countingStore struct {
-	*bolt.Store
+	*mem.Store
 	runReads atomic.Int64
 }
 
@@ -23,26 +24,27 @@ func (s *countingStore) Run(ctx context.Context, id string) (journal.RunMeta, er
 	return s.Store.Run(ctx, id)
 }
 
+func (s *countingStore) Session(ctx context.Context, id string) (journal.SessionMeta, error) {
+	s.runReads.Add(1)
+	return s.Store.Session(ctx, id)
+}
+
 // fakeLocal executes the runs in executing; it records every control it
 // is given.
 type fakeLocal struct {
 	executing map[string]bool
-	controls  []adapter.RemoteControl
+	controls  []adapter.Control
 }
 
 func (l *fakeLocal) StartRun(context.Context, string, protocol.StartRunRequest) (protocol.RunStartResult, error) {
 	return protocol.RunStartResult{}, nil
 }
 
-func (l *fakeLocal) Enqueue(context.Context, string, string, string) (protocol.ControlResult, error) {
-	return adapter.Result(protocol.ResultAccepted, "queued", "", "", ""), nil
-}
-
-func (l *fakeLocal) UpdateGoal(context.Context, string, protocol.GoalRequest) (protocol.ControlResult, error) {
-	return adapter.Result(protocol.ResultAccepted, "goal", "", "", ""), nil
-}
-
-func (l *fakeLocal) Control(_ context.Context, run journal.RunMeta, c adapter.RemoteControl) (protocol.ControlResult, bool, error) {
+func (l *fakeLocal) Control(_ context.Context, run journal.RunMeta, c adapter.Control) (protocol.ControlResult, bool, error) {
+	if !c.OfRun() {
+		l.controls = append(l.controls, c)
+		return adapter.Result(protocol.ResultAccepted, "session", "", c.SessionID, ""), true, nil
+	}
 	if !l.executing[run.ID] {
 		return protocol.ControlResult{}, false, nil
 	}
@@ -54,11 +56,12 @@ func (l *fakeLocal) Control(_ context.Context, run journal.RunMeta, c adapter.Re
 // before, when set, runs before it answers.
 type fakeRemote struct {
 	owned    map[string]bool
-	controls []adapter.RemoteControl
+	controls []adapter.Control
 	before   func(runID string)
 }
 
-func (r *fakeRemote) Control(_ context.Context, runID string, c adapter.RemoteControl) (protocol.ControlResult, bool, error) {
+func (r *fakeRemote) Control(_ context.Context, run journal.RunMeta, c adapter.Control) (protocol.ControlResult, bool, error) {
+	runID := run.ID
 	r.controls = append(r.controls, c)
 	if r.before != nil {
 		r.before(runID)
@@ -78,10 +81,7 @@ type routerFixture struct {
 
 func newRouterFixture(t *testing.T) *routerFixture {
 	t.Helper()
-	s, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mem.New(mem.Options{})
 	t.Cleanup(func() { s.Close() })
 	return &routerFixture{t: t, store: &countingStore{Store: s},
 		local: &fakeLocal{executing: map[string]bool{}}, remote: &fakeRemote{owned: map[string]bool{}}}
@@ -126,7 +126,7 @@ func (f *routerFixture) cancelReading(runID string, withRemote bool, reads int64
 		remote = f.remote
 	}
 	f.store.runReads.Store(0)
-	res, err := adapter.NewRouter(f.store, f.local, remote).CancelRun(context.Background(), runID)
+	res, err := adapter.NewRouter(f.store, f.local, remote).Control(context.Background(), control("o", protocol.Control{Op: protocol.OpCancel, RunID: runID}, ""))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestRouter_RespondGoesWhereTheRunExecutes(t *testing.T) {
 		want string
 	}{{here.ID, "local"}, {there.ID, "remote"}, {nowhere.ID, "the run is not active"}} {
 		f.store.runReads.Store(0)
-		res, err := rt.RespondApproval(ctx, c.run, "a1", "once")
+		res, err := rt.Control(ctx, control("o", protocol.Control{Op: protocol.OpApprove, RunID: c.run, ApprovalID: "a1", Choice: "once"}, ""))
 		if err != nil || res.Message != c.want {
 			t.Errorf("approval of %s: %+v, %v; want %q", c.run, res, err, c.want)
 		}
@@ -202,7 +202,7 @@ func TestRouter_RespondGoesWhereTheRunExecutes(t *testing.T) {
 			t.Errorf("the approval read the run's meta %d times, want once", n)
 		}
 	}
-	if len(f.local.controls) != 1 || f.local.controls[0] != (adapter.RemoteControl{Op: protocol.OpApprove, PromptID: "a1", Answer: "once"}) {
+	if len(f.local.controls) != 1 || !reflect.DeepEqual(f.local.controls[0], control("o", protocol.Control{Op: protocol.OpApprove, RunID: here.ID, ApprovalID: "a1", Choice: "once"}, "")) {
 		t.Errorf("local controls %+v", f.local.controls)
 	}
 }
@@ -214,34 +214,36 @@ func TestRouter_SteerRoutesToTheActiveRun(t *testing.T) {
 	f := newRouterFixture(t)
 	rt := adapter.NewRouter(f.store, f.local, f.remote)
 	ctx := context.Background()
-	steer := protocol.QueueRequest{Message: "left", Mode: protocol.ModeSteer}
+	steer := func(sid, key string) adapter.Control {
+		return control("o", protocol.Control{Op: protocol.OpQueue, SessionID: sid, Message: "left", Mode: protocol.ModeSteer}, key)
+	}
 
 	there := f.run(true)
 	f.remote.owned[there.ID] = true
-	if res, err := rt.QueueMessage(ctx, "o", there.SessionID, steer, "k1"); err != nil || res.Message != "remote" {
+	if res, err := rt.Control(ctx, steer(there.SessionID, "k1")); err != nil || res.Message != "remote" {
 		t.Fatalf("steer elsewhere: %+v, %v", res, err)
 	}
-	if res, err := rt.QueueMessage(ctx, "o", there.SessionID, steer, "k1"); err != nil || res.Status != protocol.ResultNotActive || len(f.remote.controls) != 1 {
+	if res, err := rt.Control(ctx, steer(there.SessionID, "k1")); err != nil || res.Status != protocol.ResultNotActive || len(f.remote.controls) != 1 {
 		t.Fatalf("repeated steer: %+v, %v; remote controls %+v", res, err, f.remote.controls)
 	}
-	if c := f.remote.controls[0]; c != (adapter.RemoteControl{Op: protocol.ModeSteer, Answer: "left"}) {
+	if c := f.remote.controls[0]; !reflect.DeepEqual(c, steer(there.SessionID, "k1")) {
 		t.Errorf("remote control %+v", c)
 	}
 
 	here := f.run(true)
 	f.local.executing[here.ID] = true
-	if res, err := rt.QueueMessage(ctx, "o", here.SessionID, steer, "k2"); err != nil || res.Message != "local" {
+	if res, err := rt.Control(ctx, steer(here.SessionID, "k2")); err != nil || res.Message != "local" {
 		t.Fatalf("steer here: %+v, %v", res, err)
 	}
-	if c := f.local.controls[0]; c != (adapter.RemoteControl{Op: protocol.ModeSteer, Answer: "left"}) {
+	if c := f.local.controls[0]; !reflect.DeepEqual(c, steer(here.SessionID, "k2")) {
 		t.Errorf("local control %+v", c)
 	}
-	if res, err := rt.QueueMessage(ctx, "o", here.SessionID, steer, "k2"); err != nil || res.Message != "duplicate request: already delivered" || len(f.local.controls) != 1 {
+	if res, err := rt.Control(ctx, steer(here.SessionID, "k2")); err != nil || res.Message != "duplicate request: already delivered" || len(f.local.controls) != 1 {
 		t.Fatalf("repeated steer here: %+v, %v; local controls %+v", res, err, f.local.controls)
 	}
 
 	idle := f.run(false)
-	res, err := rt.QueueMessage(ctx, "o", idle.SessionID, steer, "")
+	res, err := rt.Control(ctx, steer(idle.SessionID, ""))
 	if err != nil || res.Status != protocol.ResultNotActive || res.Message != "no active run to steer" {
 		t.Fatalf("steer a run nobody executes: %+v, %v", res, err)
 	}
@@ -265,5 +267,51 @@ func TestRouter_CancelRacingTheRunsEnd(t *testing.T) {
 	res := f.cancelReading(run.ID, true, 2)
 	if res.Status != protocol.ResultNotActive || res.Message != "the run has already ended" {
 		t.Fatalf("a cancel racing the run's end: %+v", res)
+	}
+}
+
+// control is m for owner with key.
+func control(owner string, m protocol.Control, key string) adapter.Control {
+	return adapter.NewControl(&m, owner, key)
+}
+
+// A cancel naming only its session reads the session alone: it goes to
+// the active run's executor, answers a session whose runs have ended
+// without asking anyone, and one without runs with not_active.
+func TestRouter_CancelBySession(t *testing.T) {
+	f := newRouterFixture(t)
+	rt := adapter.NewRouter(f.store, f.local, f.remote)
+	ctx := context.Background()
+	cancel := func(sid string) (protocol.ControlResult, error) {
+		t.Helper()
+		f.store.runReads.Store(0)
+		res, err := rt.Control(ctx, control("o", protocol.Control{Op: protocol.OpCancel, SessionID: sid}, ""))
+		if n := f.store.runReads.Load(); n != 1 {
+			t.Errorf("cancel of session %s read %d metas, want 1", sid, n)
+		}
+		return res, err
+	}
+	here := f.run(true)
+	f.local.executing[here.ID] = true
+	if res, err := cancel(here.SessionID); err != nil || res.Message != "local" {
+		t.Fatalf("cancel of a session whose run executes here: %+v, %v", res, err)
+	}
+	ended := f.run(false)
+	if res, err := rt.Control(ctx, control("o", protocol.Control{Op: protocol.OpCancel, RunID: ended.ID}, "")); err != nil || !res.Accepted {
+		t.Fatalf("cancel of a queued run: %+v, %v", res, err)
+	}
+	before := len(f.remote.controls)
+	if res, err := cancel(ended.SessionID); err != nil || res.Status != protocol.ResultNotActive || res.Message != "the run has already ended" || res.RunID != ended.ID || len(f.remote.controls) != before {
+		t.Fatalf("cancel of a session whose runs ended: %+v, %v", res, err)
+	}
+	sid := adapter.NewID("s_")
+	if err := f.store.CreateSession(ctx, journal.SessionMeta{ID: sid, Owner: "o", CreatedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cancel(sid); protocol.CodeOf(err) != protocol.CodeNotActive {
+		t.Fatalf("cancel of a session without runs: %v, want not_active", err)
+	}
+	if _, err := rt.Control(ctx, control("stranger", protocol.Control{Op: protocol.OpCancel, SessionID: here.SessionID}, "")); !errors.Is(err, adapter.ErrNotFound) {
+		t.Fatalf("a stranger's cancel: %v, want ErrNotFound", err)
 	}
 }

@@ -261,9 +261,6 @@ func (h *Hub) startRun(c echo.Context) (err error) {
 	ctx := c.Request().Context()
 	status := protocol.ResultAccepted
 	defer func() { h.cfg.Metrics.Control(protocol.OpStart, status, err) }()
-	if _, err := h.ownSession(ctx, h.subject(c), m.SessionID); err != nil {
-		return h.publicError(err)
-	}
 	sreq := m.StartRequest()
 	if req.Source != "" {
 		sreq.Source = req.Source

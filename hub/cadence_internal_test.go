@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/runhub/runhub/journal"
-	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -22,16 +21,13 @@ import (
 type cadenceRig struct {
 	t     *testing.T
 	h     *Hub
-	store *bolt.Store
+	store *mem.Store
 	meta  journal.SessionMeta
 	seq   int
 }
 
 func newCadenceRig(t *testing.T, interval time.Duration) *cadenceRig {
-	store, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := mem.New(mem.Options{})
 	h := New(Config{StatusInterval: interval, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store, nil)
 	t.Cleanup(func() {
 		h.Shutdown(context.Background())

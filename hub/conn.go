@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/metrics"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -63,7 +64,7 @@ type socketEnv struct {
 	cfg      *Config          // the hub's settings
 	log      *slog.Logger     // cfg.Logger
 	metrics  *metrics.Metrics // cfg.Metrics (nil: not counted)
-	store    adapter.Store    // the journal: watch, focus, catch-up
+	store    journal.Store    // the journal: watch, focus, catch-up
 	router   *router          // live events of the focused session
 	tracker  *tracker         // statuses of the watched sessions
 	presence *presence        // who watches and focuses each session

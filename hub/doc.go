@@ -27,7 +27,7 @@
 //     NDJSON frame, written with a deadline. docs/benchmarks.md ("Load
 //     tests") has what a socket costs. A socket's state is split by owner,
 //     each part with its locking stated on its type: the reader's own
-//     (conn.go), its watches (control.go), its hello and credentials
+//     (conn.go), its watches (watch.go), its hello and credentials
 //     (hello.go), its outbox — queues, close request and focus, under one
 //     lock (outbox.go) — and its writer's lifecycle (writer.go). A socket
 //     reaches its hub only through socketEnv.

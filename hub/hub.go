@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/metrics"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -161,7 +162,7 @@ func (c *Config) defaults() {
 // with Shutdown.
 type Hub struct {
 	cfg     Config
-	store   adapter.Store
+	store   journal.Store
 	runtime adapter.RuntimeAdapter
 	log     *slog.Logger
 
@@ -186,7 +187,7 @@ type Hub struct {
 }
 
 // New starts a hub over a journal and a runtime.
-func New(cfg Config, store adapter.Store, runtime adapter.RuntimeAdapter) *Hub {
+func New(cfg Config, store journal.Store, runtime adapter.RuntimeAdapter) *Hub {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{cfg: cfg, store: store, runtime: runtime, log: cfg.Logger,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/adaptertest"
 	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
@@ -21,6 +22,7 @@ import (
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 	"go.uber.org/goleak"
 )
@@ -29,17 +31,24 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testHub is a hub over a bbolt journal and the in-process runtime, served
-// by a real HTTP server on loopback.
+// testHub is a hub over a journal (in memory unless runtimeOpts.Bolt) and
+// the in-process runtime, served by a real HTTP server on loopback.
 type testHub struct {
 	t     testing.TB
 	hub   *hub.Hub
 	rt    *executor.InProcess
-	store *bolt.Store
-	fault *faultStore // set when runtimeOpts.Faults
-	srv   *httptest.Server
-	URL   string // http://127.0.0.1:port
-	WSURL string // ws://…/v1/ws
+	store journal.Store
+	// path is the journal's file; set when runtimeOpts.Bolt.
+	path string
+	// shared says store is another test hub's (runtimeOpts.Shared).
+	shared bool
+	fault  *faultStore // set when runtimeOpts.Faults
+	// counted counts the metas the hub and runtime read; set when
+	// runtimeOpts.Counted.
+	counted *adaptertest.CountingStore
+	srv     *httptest.Server
+	URL     string // http://127.0.0.1:port
+	WSURL   string // ws://…/v1/ws
 }
 
 func newTestHub(t testing.TB, cfg hub.Config) *testHub {
@@ -60,13 +69,21 @@ type runtimeOpts struct {
 	ClarifyTimeout time.Duration
 	// Faults puts a faultStore between the journal and the hub and runtime.
 	Faults bool
+	// Counted puts a counting store between the journal and the hub and
+	// runtime (testHub.counted).
+	Counted bool
+	// Bolt journals to a bbolt file (testHub.path) instead of memory.
+	Bolt bool
+	// Shared, when set, is the journal of another test hub this one
+	// shares (that hub closes it).
+	Shared journal.Store
 }
 
 // faultStore is the journal with a switch: while failing, its reads and
 // writes answer an internal error (the kind of text that must never reach
 // a client).
 type faultStore struct {
-	*bolt.Store
+	journal.Store
 	failing atomic.Bool
 }
 
@@ -136,25 +153,35 @@ func newTestHubRuntime(t testing.TB, cfg hub.Config, ro runtimeOpts) *testHub {
 
 func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpts) *testHub {
 	t.Helper()
-	store, err := // NoSync: these tests are about delivery, not durability (the journal
-		// suite and the process tests cover that), and a sim run emits its
-		// events one after another, each waiting for its commit.
-		bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
+	var store journal.Store = mem.New(mem.Options{})
+	path := ""
+	switch {
+	case ro.Shared != nil:
+		store = ro.Shared
+	case ro.Bolt:
+		// NoSync: these tests are about delivery, not durability (the
+		// journal suite and the process tests cover that).
+		path = filepath.Join(t.TempDir(), "journal.db")
+		b, err := bolt.Open(path, bolt.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = b
 	}
 	opts := ro.Adapter
 	if opts.Drivers == nil {
 		opts.Drivers = map[string]driver.Driver{"sim": &sim.Driver{ClarifyTimeout: ro.ClarifyTimeout}}
 	}
-	var served interface {
-		adapter.Store
-		journal.SessionUpdater
-	} = store
+	var served journal.Store = store
 	var fault *faultStore
 	if ro.Faults {
 		fault = &faultStore{Store: store}
 		served = fault
+	}
+	var counted *adaptertest.CountingStore
+	if ro.Counted {
+		counted = &adaptertest.CountingStore{Store: served}
+		served = counted
 	}
 	rt := executor.New(served, opts)
 	h := hub.New(cfg, served, adapter.NewRouter(served, rt, nil))
@@ -167,7 +194,7 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 		srv.Listener = ln
 	}
 	srv.Start()
-	th := &testHub{t: t, hub: h, rt: rt, store: store, fault: fault, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
+	th := &testHub{t: t, hub: h, rt: rt, store: store, shared: ro.Shared != nil, path: path, fault: fault, counted: counted, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
 	t.Cleanup(th.close)
 	return th
 }
@@ -178,7 +205,9 @@ func (th *testHub) close() {
 	th.hub.Shutdown(ctx)
 	th.srv.Close()
 	th.rt.Close()
-	th.store.Close()
+	if !th.shared {
+		th.store.Close()
+	}
 }
 
 func (th *testHub) dial(t testing.TB) *client.Conn {

@@ -174,6 +174,17 @@ func TestMetrics_SlowConsumer(t *testing.T) {
 	}
 	defer stalled.Close()
 	stalled.Focus(ctx, sess.SessionID, "")
+	// The focus is in place (its replay has ended) before the run starts:
+	// the run's events must reach the tab live, not in a later replay.
+	for {
+		m, err := stalled.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.(*protocol.Replayed); ok {
+			break
+		}
+	}
 
 	run := startRun(t, ctl, simStart(sess.SessionID, 5000, 0, `,"tools":0`))
 	waitTerminal(t, th, run.RunID)

@@ -212,7 +212,7 @@ func TestRedaction_EndToEnd(t *testing.T) {
 	logs := &syncWriter{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	th := newTestHubRuntime(t, hub.Config{Logger: logger}, runtimeOpts{Adapter: executor.Options{Logger: logger,
-		Drivers: map[string]driver.Driver{"sim": &sim.Driver{}, "leaky": leakyDriver{s}}}})
+		Drivers: map[string]driver.Driver{"sim": &sim.Driver{}, "leaky": leakyDriver{s}}}, Bolt: true})
 	live := openRawTab(t, th, `{"type":"hello","client":"live"}`, `{"type":"watch","all":true}`)
 	ctl := th.dial(t)
 	ctx := ctxT(t, 60*time.Second)
@@ -296,7 +296,7 @@ func TestRedaction_EndToEnd(t *testing.T) {
 		get("/v1/runs/"+rid+"/events?limit=1000", nil)
 		get("/v1/runs/"+rid+"/events", map[string]string{"Accept": "text/event-stream"})
 	}
-	journalBytes, err := os.ReadFile(th.store.Path())
+	journalBytes, err := os.ReadFile(th.path)
 	if err != nil {
 		t.Fatal(err)
 	}

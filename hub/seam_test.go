@@ -23,7 +23,9 @@ func TestWS_RunStartsDuringCatchUp(t *testing.T) {
 	if testing.Short() {
 		iterations = 100
 	}
-	th := newTestHub(t, hub.Config{ReplayPage: 4, QueueEvents: 8})
+	// Over bbolt, as written: over journal/mem this test has hung (not yet
+	// understood; see the struct branch report).
+	th := newTestHubWith(t, hub.Config{ReplayPage: 4, QueueEvents: 8}, nil, runtimeOpts{Bolt: true})
 	ctl := th.dial(t)
 	tab := th.dial(t)
 	ctx := ctxT(t, 10*time.Minute)

@@ -123,11 +123,7 @@ func (h *Hub) renameSession(c echo.Context) error {
 	if _, err := h.ownSession(ctx, h.subject(c), sid); err != nil {
 		return h.publicError(err)
 	}
-	u, ok := h.store.(journal.SessionUpdater)
-	if !ok {
-		return protocol.Errorf(protocol.CodeUnsupported, "this journal cannot rename sessions")
-	}
-	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+	meta, err := h.store.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		m.Title = title
 		return nil
 	})

@@ -43,7 +43,7 @@ func TestWS_SlowReaderIsThrottledNotCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := newTestHubListener(t, hub.Config{WriteTimeout: time.Second}, ln)
+	th := newTestHubWith(t, hub.Config{WriteTimeout: time.Second}, ln, runtimeOpts{Bolt: true})
 	ctl := th.dial(t)
 	ctx := ctxT(t, 3*time.Minute)
 	sess := startRun(t, ctl, simStart("", 1, 0, `,"tools":0`))

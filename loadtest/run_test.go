@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
-	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 )
 
 // A short scenario against an in-process hub: every socket held, events
@@ -25,10 +24,7 @@ func TestRunAgainstHub(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a hub for a few seconds")
 	}
-	store, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := mem.New(mem.Options{})
 	defer store.Close()
 	rt := executor.New(store, executor.Options{Drivers: map[string]rtdriver.Driver{"sim": &sim.Driver{}}})
 	defer rt.Close()

@@ -74,21 +74,13 @@ type ControlResult struct {
 	SessionID string `json:"session_id,omitempty"`
 }
 
-// PendingApproval is an approval prompt waiting for a user.
-type PendingApproval struct {
-	ApprovalID string   `json:"approval_id"`
-	Summary    string   `json:"summary"`
-	Risk       string   `json:"risk,omitempty"`
-	Choices    []string `json:"choices"`
-}
+// PendingApproval is an approval prompt waiting for a user: what
+// approval.requested asked.
+type PendingApproval = ApprovalRequestedPayload
 
-// PendingClarify is a clarify question waiting for a user.
-type PendingClarify struct {
-	ClarifyID string   `json:"clarify_id"`
-	Question  string   `json:"question"`
-	Choices   []string `json:"choices"`
-	InputMode string   `json:"input_mode,omitempty"`
-}
+// PendingClarify is a clarify question waiting for a user: what
+// clarify.requested asked.
+type PendingClarify = ClarifyRequestedPayload
 
 // SessionStatus is what a watching tab sees of a session.
 type SessionStatus struct {

@@ -147,7 +147,7 @@ func (r *Run) apply(e *protocol.Envelope) error {
 		if err != nil {
 			return err
 		}
-		r.PendingApproval = &protocol.PendingApproval{ApprovalID: p.ApprovalID, Summary: p.Summary, Risk: p.Risk, Choices: p.Choices}
+		r.PendingApproval = &p
 		r.Progress = short("approval: " + p.Summary)
 		if r.Status != protocol.StatusCancelling {
 			r.Status = protocol.StatusAwaitingApproval
@@ -168,7 +168,7 @@ func (r *Run) apply(e *protocol.Envelope) error {
 		if err != nil {
 			return err
 		}
-		r.PendingClarify = &protocol.PendingClarify{ClarifyID: p.ClarifyID, Question: p.Question, Choices: p.Choices, InputMode: p.InputMode}
+		r.PendingClarify = &p
 		r.Progress = short("question: " + p.Question)
 		if r.Status != protocol.StatusCancelling {
 			r.Status = protocol.StatusAwaitingClarify

@@ -30,7 +30,7 @@ var goalTests = []subtest{
 			{protocol.GoalClear, "", protocol.ResultAccepted, "goal cleared"},
 		}
 		for _, s := range steps {
-			res, err := e.a.UpdateGoal(ctx, sid, protocol.GoalRequest{Action: s.action, Text: s.text})
+			res, err := e.goal(ctx, sid, protocol.GoalRequest{Action: s.action, Text: s.text})
 			what := "UpdateGoal " + s.action + " on an idle session"
 			e.wantResult(what, res, err, s.status, "", sid)
 			if s.message != "" && res.Message != s.message {
@@ -40,27 +40,27 @@ var goalTests = []subtest{
 				e.t.Errorf("%s: event_id %q; want none (no run to write on)", what, res.EventID)
 			}
 		}
-		_, err := e.a.UpdateGoal(ctx, sid, protocol.GoalRequest{Action: "bogus"})
+		_, err := e.goal(ctx, sid, protocol.GoalRequest{Action: "bogus"})
 		e.wantCode("UpdateGoal with an unknown action", err, protocol.CodeBadRequest)
-		_, err = e.a.UpdateGoal(ctx, "s_missing", protocol.GoalRequest{Action: protocol.GoalSet, Text: "done"})
+		_, err = e.goal(ctx, "s_missing", protocol.GoalRequest{Action: protocol.GoalSet, Text: "done"})
 		e.wantNotFound("UpdateGoal of an unknown session", err)
 	}},
 	{"ActiveRun", func(e *env) {
 		r := e.startReady("", ScriptBlock)
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res, err := e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: "done stay"})
+		res, err := e.goal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: "done stay"})
 		e.wantResult("UpdateGoal set with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantGoalEvent(r.RunID, res.EventID, protocol.GoalActive, "done stay")
-		res, err = e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalPause})
+		res, err = e.goal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalPause})
 		e.wantResult("UpdateGoal pause with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantGoalEvent(r.RunID, res.EventID, protocol.GoalPaused, "done stay")
-		res, err = e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalStatus})
+		res, err = e.goal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalStatus})
 		e.wantResult("UpdateGoal status with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		if res.EventID != "" {
 			e.t.Errorf("UpdateGoal status wrote event %s; want none", res.EventID)
 		}
-		res, err = e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalClear})
+		res, err = e.goal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalClear})
 		e.wantResult("UpdateGoal clear with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantGoalEvent(r.RunID, res.EventID, protocol.GoalCleared, "done stay")
 		evs := e.cancelAndEnd(r.RunID)
@@ -77,7 +77,7 @@ var goalTests = []subtest{
 		ctx, cancel := e.ctx()
 		defer cancel()
 		const text = "done goal-once"
-		res, err := e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
+		res, err := e.goal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
 		e.wantResult("UpdateGoal set that continues", res, err, protocol.ResultAccepted, "", r.SessionID)
 		e.wantGoalRun(e.waitRun(r.SessionID, text), text)
 	}},
@@ -88,12 +88,12 @@ var goalTests = []subtest{
 		ctx, cancel := e.ctx()
 		defer cancel()
 		const text = "done goal-once"
-		res, err := e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
+		res, err := e.goal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
 		e.wantResult("UpdateGoal set with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
-		res, err = e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "done queued"}, "")
+		res, err = e.queue(ctx, r.SessionID, protocol.QueueRequest{Message: "done queued"}, "")
 		e.wantResult("QueueMessage with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		id := approval.id(e, e.waitEvent(r.RunID, ofType(protocol.EventApprovalReq)))
-		res, err = e.a.RespondApproval(ctx, r.RunID, id, "allow")
+		res, err = e.approve(ctx, r.RunID, id, "allow")
 		e.wantResult("RespondApproval", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantRun(r.RunID, e.events(r.RunID), protocol.EventDone)
 		queued := e.waitRun(r.SessionID, "done queued")
@@ -113,13 +113,13 @@ var goalTests = []subtest{
 		ctx, cancel := e.ctx()
 		defer cancel()
 		const text = "done goal-once"
-		res, err := e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
+		res, err := e.goal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalSet, Text: text})
 		e.wantResult("UpdateGoal set with an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		evs := e.cancelAndEnd(r.RunID)
 		if n := count(evs, ofType(protocol.EventGoalUpdated)); n != 1 {
 			e.t.Errorf("the cancelled run has %d goal.updated; want 1 (the set): %s", n, types(evs))
 		}
-		res, err = e.a.UpdateGoal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalResume})
+		res, err = e.goal(ctx, r.SessionID, protocol.GoalRequest{Action: protocol.GoalResume})
 		e.wantResult("UpdateGoal resume on an idle session", res, err, protocol.ResultAccepted, "", r.SessionID)
 		e.wantGoalRun(e.waitRun(r.SessionID, text), text)
 	}},

@@ -6,7 +6,7 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// respondFunc is RespondApproval or RespondClarify.
+// respondFunc is env.approve or env.clarify.
 type respondFunc func(ctx context.Context, runID, promptID, answer string) (protocol.ControlResult, error)
 
 // prompt is one kind of prompt as the suite drives it.
@@ -25,7 +25,7 @@ type prompt struct {
 var approval = prompt{
 	script: ScriptApproval, requested: protocol.EventApprovalReq, resolved: protocol.EventApprovalRes,
 	awaiting: protocol.StatusAwaitingApproval, answer: "allow", other: "deny",
-	respond: func(e *env) respondFunc { return e.a.RespondApproval },
+	respond: func(e *env) respondFunc { return e.approve },
 	id: func(e *env, ev protocol.Envelope) string {
 		return payload[protocol.ApprovalRequestedPayload](e.t, ev).ApprovalID
 	},
@@ -39,7 +39,7 @@ var approval = prompt{
 var clarify = prompt{
 	script: ScriptClarify, requested: protocol.EventClarifyReq, resolved: protocol.EventClarifyRes,
 	awaiting: protocol.StatusAwaitingClarify, answer: "short", other: "long",
-	respond: func(e *env) respondFunc { return e.a.RespondClarify },
+	respond: func(e *env) respondFunc { return e.clarify },
 	id: func(e *env, ev protocol.Envelope) string {
 		return payload[protocol.ClarifyRequestedPayload](e.t, ev).ClarifyID
 	},
@@ -58,9 +58,9 @@ var respondTests = []subtest{
 		id := approval.id(e, e.waitEvent(r.RunID, ofType(protocol.EventApprovalReq)))
 		ctx, cancel := e.ctx()
 		defer cancel()
-		_, err := e.a.RespondApproval(ctx, r.RunID, id, "maybe")
+		_, err := e.approve(ctx, r.RunID, id, "maybe")
 		e.wantCode("RespondApproval with a choice outside the prompt's", err, protocol.CodeBadRequest)
-		res, err := e.a.RespondApproval(ctx, r.RunID, id, "deny")
+		res, err := e.approve(ctx, r.RunID, id, "deny")
 		e.wantResult("RespondApproval after a refused choice", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantRun(r.RunID, e.events(r.RunID), protocol.EventDone)
 	}},
@@ -73,7 +73,7 @@ var respondTests = []subtest{
 		}
 		ctx, cancel := e.ctx()
 		defer cancel()
-		out, err := e.a.RespondClarify(ctx, r.RunID, id, "late")
+		out, err := e.clarify(ctx, r.RunID, id, "late")
 		e.wantResult("RespondClarify to an expired prompt", out, err, protocol.ResultExpired, r.RunID, r.SessionID)
 		e.wantMessage(out, "the prompt has expired")
 		evs := e.cancelAndEnd(r.RunID)
@@ -91,16 +91,16 @@ var respondTests = []subtest{
 		}
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res, err := e.a.RespondApproval(ctx, r.RunID, id, "allow")
+		res, err := e.approve(ctx, r.RunID, id, "allow")
 		e.wantResult("RespondApproval after a cancel", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
 		e.wantMessage(res, "the run is not active")
 	}},
 	{"UnknownRun", func(e *env) {
 		ctx, cancel := e.ctx()
 		defer cancel()
-		_, err := e.a.RespondApproval(ctx, "r_missing", "a_1", "allow")
+		_, err := e.approve(ctx, "r_missing", "a_1", "allow")
 		e.wantNotFound("RespondApproval of an unknown run", err)
-		_, err = e.a.RespondClarify(ctx, "r_missing", "c_1", "short")
+		_, err = e.clarify(ctx, "r_missing", "c_1", "short")
 		e.wantNotFound("RespondClarify of an unknown run", err)
 	}},
 }

@@ -12,7 +12,7 @@ var queueTests = []subtest{
 		ctx, cancel := e.ctx()
 		defer cancel()
 		q := func(msg, key string) (protocol.ControlResult, error) {
-			return e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: msg}, key)
+			return e.queue(ctx, r.SessionID, protocol.QueueRequest{Message: msg}, key)
 		}
 		res, err := q("done first", "k1")
 		e.wantResult("QueueMessage while a run is active", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
@@ -26,7 +26,7 @@ var queueTests = []subtest{
 		e.wantQueueEvent(r.RunID, res.EventID, "done first", "done second") // the repeat was not enqueued
 
 		id := approval.id(e, e.waitEvent(r.RunID, ofType(protocol.EventApprovalReq)))
-		out, err := e.a.RespondApproval(ctx, r.RunID, id, "allow")
+		out, err := e.approve(ctx, r.RunID, id, "allow")
 		e.wantResult("RespondApproval", out, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantRun(r.RunID, e.events(r.RunID), protocol.EventDone)
 		// The queue drains in order, each run from the queue beginning
@@ -43,7 +43,7 @@ var queueTests = []subtest{
 		e.events(first.RunID)
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res, err := e.a.QueueMessage(ctx, Owner, first.SessionID, protocol.QueueRequest{Message: "done queued", Mode: protocol.ModeQueue}, "k1")
+		res, err := e.queue(ctx, first.SessionID, protocol.QueueRequest{Message: "done queued", Mode: protocol.ModeQueue}, "k1")
 		e.wantResult("QueueMessage on an idle session", res, err, protocol.ResultAccepted, "-", first.SessionID)
 		e.wantMessage(res, "started")
 		if res.RunID == "" || res.RunID == first.RunID {
@@ -59,7 +59,7 @@ var queueTests = []subtest{
 		evs := e.events(res.RunID)
 		e.wantRun(res.RunID, evs, protocol.EventDone)
 		e.wantFromQueue(evs, "done queued")
-		res, err = e.a.QueueMessage(ctx, Owner, first.SessionID, protocol.QueueRequest{Message: "done queued"}, "k1")
+		res, err = e.queue(ctx, first.SessionID, protocol.QueueRequest{Message: "done queued"}, "k1")
 		e.wantResult("QueueMessage with a repeated key", res, err, protocol.ResultNotActive, "", first.SessionID)
 	}},
 	{"Full", func(e *env) {
@@ -68,10 +68,10 @@ var queueTests = []subtest{
 		defer cancel()
 		const maxQueue = 50 // executor.Options.MaxQueue's default
 		for i := range maxQueue {
-			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: fmt.Sprintf("done %d", i)}, "")
+			res, err := e.queue(ctx, r.SessionID, protocol.QueueRequest{Message: fmt.Sprintf("done %d", i)}, "")
 			e.wantResult("QueueMessage below the bound", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		}
-		res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "done over"}, "")
+		res, err := e.queue(ctx, r.SessionID, protocol.QueueRequest{Message: "done over"}, "")
 		e.wantResult("QueueMessage on a full queue", res, err, protocol.ResultConflict, "", r.SessionID)
 		e.wantMessage(res, "the session's queue is full")
 		e.cancelAndEnd(r.RunID)
@@ -79,7 +79,7 @@ var queueTests = []subtest{
 	{"UnknownSession", func(e *env) {
 		ctx, cancel := e.ctx()
 		defer cancel()
-		_, err := e.a.QueueMessage(ctx, Owner, "s_missing", protocol.QueueRequest{Message: "done"}, "")
+		_, err := e.queue(ctx, "s_missing", protocol.QueueRequest{Message: "done"}, "")
 		e.wantNotFound("QueueMessage to an unknown session", err)
 	}},
 }
@@ -126,7 +126,7 @@ var steerTests = []subtest{
 		ctx, cancel := e.ctx()
 		defer cancel()
 		steer := func(text, key string) (protocol.ControlResult, error) {
-			return e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: text, Mode: protocol.ModeSteer}, key)
+			return e.queue(ctx, r.SessionID, protocol.QueueRequest{Message: text, Mode: protocol.ModeSteer}, key)
 		}
 		res, err := steer("left", "s1")
 		e.wantResult("steer", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
@@ -155,7 +155,7 @@ var steerTests = []subtest{
 		// A steer that was not delivered does not use up its key: the
 		// same request gets the same answer.
 		for range 2 {
-			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "left", Mode: protocol.ModeSteer}, "s1")
+			res, err := e.queue(ctx, r.SessionID, protocol.QueueRequest{Message: "left", Mode: protocol.ModeSteer}, "s1")
 			e.wantResult("steer a driver that cannot steer", res, err, protocol.ResultUnsupported, r.RunID, r.SessionID)
 		}
 		e.cancelAndEnd(r.RunID)
@@ -166,11 +166,11 @@ var steerTests = []subtest{
 		defer cancel()
 		const buffer = 16 // the steer buffer of an execution
 		for i := range buffer {
-			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: fmt.Sprint(i), Mode: protocol.ModeSteer}, "")
+			res, err := e.queue(ctx, r.SessionID, protocol.QueueRequest{Message: fmt.Sprint(i), Mode: protocol.ModeSteer}, "")
 			e.wantResult("steer within the buffer", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		}
 		for range 2 { // not delivered: its key is not used up
-			res, err := e.a.QueueMessage(ctx, Owner, r.SessionID, protocol.QueueRequest{Message: "over", Mode: protocol.ModeSteer}, "s-over")
+			res, err := e.queue(ctx, r.SessionID, protocol.QueueRequest{Message: "over", Mode: protocol.ModeSteer}, "s-over")
 			e.wantResult("steer past the buffer", res, err, protocol.ResultConflict, r.RunID, r.SessionID)
 			e.wantMessage(res, "the run has too much guidance waiting")
 		}

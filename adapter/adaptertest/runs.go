@@ -246,7 +246,7 @@ var cancelTests = []subtest{
 		r := e.startReady("", "block")
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res, err := e.a.CancelRun(ctx, r.RunID)
+		res, err := e.cancel(ctx, r.RunID)
 		e.wantResult("CancelRun of an active run", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantMessage(res, "cancelling")
 		evs := e.events(r.RunID)
@@ -258,7 +258,7 @@ var cancelTests = []subtest{
 		if p := payload[protocol.CancelledPayload](e.t, evs[len(evs)-1]); p.Reason != "cancelled by user" {
 			e.t.Errorf("cancelled = %+v; want reason %q", p, "cancelled by user")
 		}
-		res, err = e.a.CancelRun(ctx, r.RunID)
+		res, err = e.cancel(ctx, r.RunID)
 		e.wantResult("CancelRun after the end", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
 		e.wantMessage(res, "the run has already ended")
 	}},
@@ -266,10 +266,10 @@ var cancelTests = []subtest{
 		r := e.startReady("", "block")
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res, err := e.a.CancelRun(ctx, r.RunID)
+		res, err := e.cancel(ctx, r.RunID)
 		e.wantResult("first CancelRun", res, err, protocol.ResultAccepted, r.RunID, r.SessionID)
 		e.wantMessage(res, "cancelling")
-		res, err = e.a.CancelRun(ctx, r.RunID)
+		res, err = e.cancel(ctx, r.RunID)
 		e.wantResult("second CancelRun", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
 		evs := e.events(r.RunID)
 		e.wantRun(r.RunID, evs, protocol.EventCancelled)
@@ -284,7 +284,7 @@ var cancelTests = []subtest{
 			wg.Go(func() {
 				ctx, cancel := e.ctx()
 				defer cancel()
-				results[i], errs[i] = e.a.CancelRun(ctx, r.RunID)
+				results[i], errs[i] = e.cancel(ctx, r.RunID)
 			})
 		}
 		wg.Wait()
@@ -313,7 +313,7 @@ var cancelTests = []subtest{
 		e.events(r.RunID)
 		ctx, cancel := e.ctx()
 		defer cancel()
-		res, err := e.a.CancelRun(ctx, r.RunID)
+		res, err := e.cancel(ctx, r.RunID)
 		e.wantResult("CancelRun of a completed run", res, err, protocol.ResultNotActive, r.RunID, r.SessionID)
 		e.wantMessage(res, "the run has already ended")
 		if evs := e.events(r.RunID); evs[len(evs)-1].Type != protocol.EventDone {
@@ -323,7 +323,7 @@ var cancelTests = []subtest{
 	{"UnknownRun", func(e *env) {
 		ctx, cancel := e.ctx()
 		defer cancel()
-		_, err := e.a.CancelRun(ctx, "r_missing")
+		_, err := e.cancel(ctx, "r_missing")
 		e.wantNotFound("CancelRun of an unknown run", err)
 	}},
 }

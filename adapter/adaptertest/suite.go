@@ -31,6 +31,10 @@ type Harness struct {
 	// cursor <run>:0 instead of running with the run.started cursor
 	// <run>:1, and so does a queue control that starts a run.
 	Dispatched bool
+	// MetaReads, when set, counts the run and session metas read from the
+	// journal by every process of the harness (a counting store, see
+	// CountingStore): the suite checks each control of a run reads one.
+	MetaReads func() int64
 }
 
 // NewHarness builds a Harness with s's drivers.
@@ -59,6 +63,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"QueueMessage", queueTests},
 		{"Steer", steerTests},
 		{"UpdateGoal", goalTests},
+		{"Control", controlTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -89,6 +94,37 @@ type env struct {
 
 func (e *env) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), waitFor)
+}
+
+// control sends m for owner with key through the adapter's Control.
+func (e *env) control(ctx context.Context, owner string, m protocol.Control, key string) (protocol.ControlResult, error) {
+	return e.a.Control(ctx, adapter.NewControl(&m, owner, key))
+}
+
+// cancel cancels a run of Owner's.
+func (e *env) cancel(ctx context.Context, runID string) (protocol.ControlResult, error) {
+	return e.control(ctx, Owner, protocol.Control{Op: protocol.OpCancel, RunID: runID}, "")
+}
+
+// approve answers an approval of a run of Owner's.
+func (e *env) approve(ctx context.Context, runID, approvalID, choice string) (protocol.ControlResult, error) {
+	return e.control(ctx, Owner, protocol.Control{Op: protocol.OpApprove, RunID: runID, ApprovalID: approvalID, Choice: choice}, "")
+}
+
+// clarify answers a clarify of a run of Owner's.
+func (e *env) clarify(ctx context.Context, runID, clarifyID, response string) (protocol.ControlResult, error) {
+	return e.control(ctx, Owner, protocol.Control{Op: protocol.OpClarify, RunID: runID, ClarifyID: clarifyID, Response: response}, "")
+}
+
+// queue queues (or, in mode steer, steers) a message in a session of
+// Owner's.
+func (e *env) queue(ctx context.Context, sid string, req protocol.QueueRequest, key string) (protocol.ControlResult, error) {
+	return e.control(ctx, Owner, protocol.Control{Op: protocol.OpQueue, SessionID: sid, Message: req.Message, Mode: req.Mode}, key)
+}
+
+// goal changes the goal of a session of Owner's.
+func (e *env) goal(ctx context.Context, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
+	return e.control(ctx, Owner, protocol.Control{Op: protocol.OpGoal, SessionID: sid, Action: req.Action, Text: req.Text}, "")
 }
 
 // start starts a run of script in sid (a new session when empty) and fails
@@ -179,7 +215,7 @@ func (e *env) cancelAndEnd(runID string) []protocol.Envelope {
 	e.t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	res, err := e.a.CancelRun(ctx, runID)
+	res, err := e.cancel(ctx, runID)
 	if err != nil || !res.Accepted {
 		e.t.Fatalf("CancelRun(%s) = %+v, %v; want accepted", runID, res, err)
 	}

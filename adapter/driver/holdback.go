@@ -131,8 +131,9 @@ func splitHeld(s string) (out, held string) {
 }
 
 // emitStreamed journals a text event through the hold-back: the stream's
-// held text and the new text are split; what can go out is journaled
-// (redacted) as one event, the rest waits. A held stream other than this
+// held text and the new text are split; what can go out is journaled as
+// one event (redacted by the journal, like every event: the hold-back only
+// keeps a secret split over deltas whole), the rest waits. A held stream other than this
 // one is flushed first. Called with x.emitMu held.
 func (x *Execution) emitStreamed(ctx context.Context, e protocol.Envelope, id, stream, text string) (protocol.Envelope, error) {
 	h := x.held
@@ -164,7 +165,7 @@ func (x *Execution) emitStreamed(ctx context.Context, e protocol.Envelope, id, s
 	if out == "" {
 		return protocol.Envelope{RunID: x.RunID, SessionID: x.SessionID, Type: e.Type}, nil
 	}
-	ev, err := h.event(x, journal.RedactString(out))
+	ev, err := h.event(x, out) // the journal redacts it (journal.Prepare), whole
 	if err != nil {
 		return ev, err
 	}
@@ -191,7 +192,7 @@ func (x *Execution) armHeld() {
 	})
 }
 
-// flushHeld journals the held text, if any (redacted). Called with
+// flushHeld journals the held text, if any. Called with
 // x.emitMu held.
 func (x *Execution) flushHeld(ctx context.Context) error {
 	h := x.held
@@ -203,7 +204,7 @@ func (x *Execution) flushHeld(ctx context.Context) error {
 	if x.heldTimer != nil {
 		x.heldTimer.Stop()
 	}
-	ev, err := h.event(x, journal.RedactString(h.text))
+	ev, err := h.event(x, h.text)
 	if err != nil {
 		return err
 	}

@@ -181,15 +181,15 @@ echo '{"type":"done","payload":{"status":"completed","usage":null}}'
 	rid := start(h, "", "go")
 	ctx := context.Background()
 	h.WaitFor(rid, 10*time.Second, func(e protocol.Envelope) bool { return e.Type == protocol.EventApprovalReq })
-	if res, err := h.RT.RespondApproval(ctx, rid, "a1", "deny"); err != nil || !res.Accepted {
+	if res, err := h.Control(ctx, protocol.Control{Op: protocol.OpApprove, RunID: rid, ApprovalID: "a1", Choice: "deny"}); err != nil || !res.Accepted {
 		t.Fatalf("approve: %+v %v", res, err)
 	}
 	h.WaitFor(rid, 10*time.Second, func(e protocol.Envelope) bool { return e.Type == protocol.EventClarifyReq })
-	if res, err := h.RT.RespondClarify(ctx, rid, "c1", "the small one"); err != nil || !res.Accepted {
+	if res, err := h.Control(ctx, protocol.Control{Op: protocol.OpClarify, RunID: rid, ClarifyID: "c1", Response: "the small one"}); err != nil || !res.Accepted {
 		t.Fatalf("clarify: %+v %v", res, err)
 	}
 	first := h.WaitFor(rid, 10*time.Second, func(e protocol.Envelope) bool { return e.Type == protocol.EventProgress })
-	if res, err := h.RT.QueueMessage(ctx, "local", first.SessionID, protocol.QueueRequest{Message: "go left", Mode: protocol.ModeSteer}, ""); err != nil || !res.Accepted {
+	if res, err := h.Control(ctx, protocol.Control{Op: protocol.OpQueue, SessionID: first.SessionID, Message: "go left", Mode: protocol.ModeSteer}); err != nil || !res.Accepted {
 		t.Fatalf("steer: %+v %v", res, err)
 	}
 	ev := h.Events(rid, 10*time.Second)
@@ -412,7 +412,7 @@ func TestExampleAgent(t *testing.T) {
 
 	rid = start(h, ev[0].SessionID, "please approve this")
 	h.WaitFor(rid, 20*time.Second, func(e protocol.Envelope) bool { return e.Type == protocol.EventApprovalReq })
-	if res, err := h.RT.RespondApproval(context.Background(), rid, "a1", "once"); err != nil || !res.Accepted {
+	if res, err := h.Control(context.Background(), protocol.Control{Op: protocol.OpApprove, RunID: rid, ApprovalID: "a1", Choice: "once"}); err != nil || !res.Accepted {
 		t.Fatalf("approve: %+v %v", res, err)
 	}
 	ev = h.Events(rid, 20*time.Second)

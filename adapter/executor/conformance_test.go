@@ -1,31 +1,28 @@
 package executor_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/adaptertest"
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/internal/drivertest"
-	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 )
 
 // TestConformance runs the RuntimeAdapter conformance suite in-process:
-// one executor over an embedded bolt journal, behind the Router as the
-// hub uses it.
+// one executor over an in-memory journal, behind the Router as the
+// hub uses it; the journal counts the metas read.
 func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, s adaptertest.Setup) adaptertest.Harness {
-		store, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := mem.New(mem.Options{})
 		log, _ := drivertest.Logger()
-		exec := executor.New(store, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Logger: log})
+		counted := &adaptertest.CountingStore{Store: store}
+		exec := executor.New(counted, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Logger: log})
 		t.Cleanup(func() {
 			exec.Close()
 			store.Close()
 		})
-		return adaptertest.Harness{Adapter: adapter.NewRouter(store, exec, nil)}
+		return adaptertest.Harness{Adapter: adapter.NewRouter(counted, exec, nil), MetaReads: counted.Reads}
 	})
 }

@@ -21,25 +21,19 @@ var (
 	errNoGoal    = errors.New("no goal")
 )
 
-// updater returns the journal's session updater, if it has one.
-func (a *InProcess) updater() (journal.SessionUpdater, bool) {
-	u, ok := a.store.(journal.SessionUpdater)
-	return u, ok
-}
-
-// Enqueue implements adapter.Local (QueueMessage in mode queue): the
+// enqueue executes a queue control (mode queue) for owner: the
 // message joins the session's FIFO (journaled as queue.updated on the
 // active run), or starts a run at once when the session is idle. A
 // repeated key does not enqueue twice.
-func (a *InProcess) Enqueue(ctx context.Context, sid, message, key string) (protocol.ControlResult, error) {
-	u, ok := a.updater()
-	if !ok {
-		return adapter.Result(protocol.ResultUnsupported, "this journal cannot hold a queue", "", sid, ""), nil
-	}
+func (a *InProcess) enqueue(ctx context.Context, owner, sid, message, key string) (protocol.ControlResult, error) {
+	u := a.store
 	id := adapter.NewID("q_")
 	startNow := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		startNow = false
+		if m.Owner != owner {
+			return journal.ErrNotFound
+		}
 		if err := adapter.RememberKey(m, key); err != nil {
 			return err
 		}
@@ -100,10 +94,7 @@ var errTitled = errors.New("the session has a title")
 // rule). A failure only logs: the run goes on, and its title still shows
 // while it is the latest.
 func (a *InProcess) adoptTitle(ctx context.Context, sid, title string) {
-	u, ok := a.updater()
-	if !ok {
-		return
-	}
+	u := a.store
 	_, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		if m.Title != "" {
 			return errTitled
@@ -214,11 +205,7 @@ var errHeadMoved = fmt.Errorf("executor: the queue's head moved: %w", journal.Er
 // it at start-up (Recover does) and, with a shared journal, periodically
 // (a node's reaper does).
 func (a *InProcess) DrainIdle(ctx context.Context) (int, error) {
-	q, ok := a.store.(journal.Queues)
-	if !ok {
-		return 0, nil
-	}
-	ids, err := q.IdleQueues(ctx)
+	ids, err := a.store.IdleQueues(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -234,18 +221,18 @@ func (a *InProcess) DrainIdle(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// UpdateGoal implements adapter.Local (RuntimeAdapter.UpdateGoal): it
+// updateGoal executes a goal control for owner: it
 // changes the session's goal state (journaled as goal.updated on the active
 // run) and, when a goal is set or resumed on an idle session, lets the
 // runtime decide whether to continue.
-func (a *InProcess) UpdateGoal(ctx context.Context, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
-	u, ok := a.updater()
-	if !ok {
-		return adapter.Result(protocol.ResultUnsupported, "this journal cannot hold a goal", "", sid, ""), nil
-	}
+func (a *InProcess) updateGoal(ctx context.Context, owner, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
+	u := a.store
 	changed := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		changed = false
+		if m.Owner != owner {
+			return journal.ErrNotFound
+		}
 		g := m.Goal
 		live := g != nil && (g.State == protocol.GoalActive || g.State == protocol.GoalPaused)
 		switch req.Action {
@@ -336,9 +323,9 @@ func (a *InProcess) evaluate(g protocol.GoalUpdatedPayload) driver.GoalDecision 
 // its terminal event: it journals the goal's new state on the run and
 // reports whether the goal wants another run.
 func (a *InProcess) postTurn(ctx context.Context, x *driver.Execution, drv driver.Driver) bool {
-	u, ok := a.updater()
+	u := a.store
 	ev, isEv := drv.(driver.GoalEvaluator)
-	if !ok || !isEv {
+	if !isEv {
 		return false
 	}
 	cont := false
@@ -371,10 +358,7 @@ func (a *InProcess) postTurn(ctx context.Context, x *driver.Execution, drv drive
 
 // startGoalRun starts the next run of an active goal, counting its turn.
 func (a *InProcess) startGoalRun(ctx context.Context, sid string) {
-	u, ok := a.updater()
-	if !ok {
-		return
-	}
+	u := a.store
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		g := m.Goal
 		if g == nil || g.State != protocol.GoalActive || m.ActiveRun != "" {

@@ -12,32 +12,67 @@ import (
 
 var _ adapter.Local = (*InProcess)(nil)
 
-// Control implements adapter.Local: it delivers c to the run when the run
-// executes in this process, and reports executing false, having done
-// nothing, when it does not. It reads no meta: run is the caller's (for a
-// steer, only ID and SessionID are used), and the caller answers a run that
-// has ended (adapter.Unowned). A control that came from another process
-// reaches the executor here, so it is never sent back out.
-func (a *InProcess) Control(ctx context.Context, run journal.RunMeta, c adapter.RemoteControl) (protocol.ControlResult, bool, error) {
+// Control implements adapter.Local; it is the one place that tells the
+// ops apart. A control of a session (start, queue, goal) is executed here.
+// A control of a run is delivered when the run executes in this process;
+// executing is false, having done nothing, when it does not. It reads no
+// run meta: run is the caller's (for a steer, only ID and SessionID are
+// used), and the caller answers a run that has ended (adapter.Unowned). A
+// control that came from another process reaches the executor here, so it
+// is never sent back out.
+func (a *InProcess) Control(ctx context.Context, run journal.RunMeta, c adapter.Control) (protocol.ControlResult, bool, error) {
+	switch c.Op {
+	case protocol.OpStart:
+		res, err := a.startControl(ctx, c)
+		return res, true, err
+	case protocol.OpQueue:
+		if c.Steers() {
+			return a.onRun(run, func(l *live) (protocol.ControlResult, error) { return a.steer(ctx, l, run, c.Message) })
+		}
+		res, err := a.enqueue(ctx, c.Owner, c.SessionID, c.Message, c.Key)
+		return res, true, err
+	case protocol.OpGoal:
+		res, err := a.updateGoal(ctx, c.Owner, c.SessionID, protocol.GoalRequest{Action: c.Action, Text: c.Text})
+		return res, true, err
+	case protocol.OpCancel:
+		return a.onRun(run, func(l *live) (protocol.ControlResult, error) { return a.cancelRun(ctx, l, run) })
+	case protocol.OpApprove:
+		return a.onRun(run, func(l *live) (protocol.ControlResult, error) {
+			return a.respond(l, run, c.ApprovalID, c.Choice, true)
+		})
+	case protocol.OpClarify:
+		return a.onRun(run, func(l *live) (protocol.ControlResult, error) {
+			return a.respond(l, run, c.ClarifyID, c.Response, false)
+		})
+	}
+	return adapter.Result(protocol.ResultUnsupported, "unknown op", c.RunID, c.SessionID, ""), true, nil
+}
+
+// onRun calls fn with run when it executes here; executing is false, and
+// fn is not called, when it does not.
+func (a *InProcess) onRun(run journal.RunMeta, fn func(*live) (protocol.ControlResult, error)) (res protocol.ControlResult, executing bool, err error) {
 	a.mu.Lock()
 	l := a.live[run.ID]
 	a.mu.Unlock()
 	if l == nil {
 		return protocol.ControlResult{}, false, nil
 	}
-	var res protocol.ControlResult
-	var err error
-	switch c.Op {
-	case protocol.OpCancel:
-		res, err = a.cancelRun(ctx, l, run)
-	case protocol.OpApprove, protocol.OpClarify:
-		res, err = a.respond(l, run, c.PromptID, c.Answer, c.Op == protocol.OpApprove)
-	case protocol.ModeSteer:
-		res, err = a.steer(ctx, l, run, c.Answer)
-	default:
-		res = adapter.Result(protocol.ResultUnsupported, "unknown control", run.ID, run.SessionID, "")
-	}
+	res, err = fn(l)
 	return res, true, err
+}
+
+// startControl starts a run for a start control; a session with an active
+// run answers conflict.
+func (a *InProcess) startControl(ctx context.Context, c adapter.Control) (protocol.ControlResult, error) {
+	r, err := a.StartRun(ctx, c.Owner, c.StartRequest())
+	switch {
+	case errors.Is(err, adapter.ErrConflict):
+		return adapter.Result(protocol.ResultConflict, "the session already has an active run", "", c.SessionID, ""), nil
+	case err != nil:
+		return protocol.ControlResult{}, err
+	}
+	return protocol.ControlResult{Accepted: true, Status: protocol.ResultAccepted, EventID: r.Cursor,
+		RunID: r.RunID, SessionID: r.SessionID, Message: "started"}, nil
 }
 
 // cancelRun moves the run to cancelling; its executor stops and writes one

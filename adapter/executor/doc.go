@@ -3,8 +3,8 @@
 // registers the run, journals run.started, runs the driver in a goroutine
 // it owns and writes the run's single terminal event (done, cancelled or
 // error) — retried until the journal takes it. It also owns what follows a
-// run in its session: the queue (Enqueue, drain), the standing goal
-// (UpdateGoal, the post-turn evaluation and its continuation runs) and the
+// run in its session: the queue (enqueue, drain), the standing goal
+// (updateGoal, the post-turn evaluation and its continuation runs) and the
 // session's title.
 //
 // It implements adapter.Local, the executor the adapter's Router drives:

@@ -71,7 +71,7 @@ type Options struct {
 // InProcess executes runs in goroutines it owns. Close cancels them, writes
 // each one terminal error (interrupted) and waits for them.
 type InProcess struct {
-	store adapter.Store
+	store journal.Store
 	opts  Options
 
 	ctx    context.Context
@@ -95,7 +95,7 @@ type live struct {
 var errUserCancel = errors.New("cancelled by user")
 
 // New returns an executor of runs in this process over store.
-func New(store adapter.Store, opts Options) *InProcess {
+func New(store journal.Store, opts Options) *InProcess {
 	if opts.DefaultDriver == "" {
 		opts.DefaultDriver = "sim"
 	}

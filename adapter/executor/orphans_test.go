@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,17 +10,14 @@ import (
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/internal/drivertest"
 	"github.com/runhub/runhub/journal"
-	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 )
 
 // A run left open whose driver the restarted hub no longer has is still
 // ended as interrupted, and the hub says (a warning naming the run) that
 // it could not stop what the run started upstream.
 func TestRecoverWarnsOrphanWithoutDriver(t *testing.T) {
-	store, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := mem.New(mem.Options{})
 	defer store.Close()
 	ctx := context.Background()
 	sid := adapter.NewID("s_")

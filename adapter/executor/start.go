@@ -96,11 +96,7 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 	}
 	meta := journal.RunMeta{ID: adapter.NewID("r_"), SessionID: req.SessionID, Owner: owner, CreatedAt: now, Request: reqJSON}
 	if update != nil {
-		q, ok := a.store.(journal.Queues)
-		if !ok {
-			return meta, nil, errors.New("executor: the journal cannot begin a run with a session update")
-		}
-		_, err = q.BeginRunUpdate(ctx, meta, update)
+		_, err = a.store.BeginRunUpdate(ctx, meta, update)
 	} else {
 		err = a.store.BeginRun(ctx, meta)
 	}

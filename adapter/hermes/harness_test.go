@@ -111,6 +111,12 @@ func (h *harness) close() {
 	}
 }
 
+// control sends m through the runtime for the owner of the runs start
+// starts.
+func (h *harness) control(ctx context.Context, m protocol.Control) (protocol.ControlResult, error) {
+	return h.rt.Control(ctx, adapter.NewControl(&m, "local", ""))
+}
+
 // start starts a run (in session sid, or a new one).
 func (h *harness) start(sid, message string) protocol.RunStartResult {
 	h.t.Helper()

@@ -96,11 +96,9 @@ func FromProfile(p profile.Profile, env profile.Env) (driver.Driver, error) {
 		Logger: env.Logger})
 }
 
-// Message is one chat message sent upstream.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+// Message is one chat message sent upstream: a turn of the conversation
+// (role system, user or assistant).
+type Message = driver.Turn
 
 type chatRequest struct {
 	Model         string    `json:"model"`
@@ -229,9 +227,7 @@ func (d *Driver) messages(ctx context.Context, x *driver.Execution) ([]Message, 
 	if d.cfg.Instructions != "" {
 		msgs = append(msgs, Message{Role: "system", Content: d.cfg.Instructions})
 	}
-	for _, t := range turns {
-		msgs = append(msgs, Message{Role: t.Role, Content: t.Content})
-	}
+	msgs = append(msgs, turns...)
 	return append(msgs, Message{Role: "user", Content: x.Request.Message}), nil
 }
 

@@ -79,21 +79,23 @@ func (p process) close(t *testing.T) {
 // run to the run queue and routes controls through runner.Controls; a
 // runner (an executor with a consuming Node) takes the runs and answers
 // the controls. Each is a process of its own as far as Redis goes (its
-// own client and journal store).
+// own client and journal store); both journals count the metas read.
 func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, s adaptertest.Setup) adaptertest.Harness {
 		prefix := fmt.Sprintf("conf%d:", prefixes.Add(1))
 		log, _ := drivertest.Logger()
 
 		hub := openProcess(t, prefix)
-		hubNode := runner.NewNode(hub.store, runner.NodeOptions{Config: hub.cfg, Logger: log})
-		hubExec := executor.New(hub.store, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver,
+		hubStore := &adaptertest.CountingStore{Store: hub.store}
+		hubNode := runner.NewNode(hubStore, runner.NodeOptions{Config: hub.cfg, Logger: log})
+		hubExec := executor.New(hubStore, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver,
 			Dispatch: runner.NewQueue(hub.cfg).Dispatch, Logger: log})
 		hubNode.Start(hubExec)
 
 		run := openProcess(t, prefix)
-		runNode := runner.NewNode(run.store, runner.NodeOptions{Config: run.cfg, Consume: true, Logger: log})
-		runExec := executor.New(run.store, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver,
+		runStore := &adaptertest.CountingStore{Store: run.store}
+		runNode := runner.NewNode(runStore, runner.NodeOptions{Config: run.cfg, Consume: true, Logger: log})
+		runExec := executor.New(runStore, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver,
 			Claim: runNode.Claim, Release: runNode.Release, Logger: log})
 		runNode.Start(runExec)
 
@@ -105,6 +107,7 @@ func TestConformance(t *testing.T) {
 			run.close(t)
 			hub.close(t)
 		})
-		return adaptertest.Harness{Adapter: adapter.NewRouter(hub.store, hubExec, runner.NewControls(hub.cfg)), Dispatched: true}
+		return adaptertest.Harness{Adapter: adapter.NewRouter(hubStore, hubExec, runner.NewControls(hub.cfg)), Dispatched: true,
+			MetaReads: func() int64 { return hubStore.Reads() + runStore.Reads() }}
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -31,8 +32,20 @@ const (
 	ctlTTL    = time.Hour
 )
 
+// controlEntry is a control on an owner's inbox: the control and the run's
+// meta the sender read, so that the owner reads none.
+type controlEntry struct {
+	Run     journal.RunMeta `json:"run"`
+	Control adapter.Control `json:"control"`
+}
+
 // Control implements adapter.Remote.
-func (c *Controls) Control(ctx context.Context, runID string, rc adapter.RemoteControl) (protocol.ControlResult, bool, error) {
+func (c *Controls) Control(ctx context.Context, run journal.RunMeta, rc adapter.Control) (protocol.ControlResult, bool, error) {
+	runID := run.ID
+	body, err := json.Marshal(controlEntry{Run: run, Control: rc})
+	if err != nil {
+		return protocol.ControlResult{}, false, err
+	}
 	rdb := c.cfg.Client
 	owner, err := rdb.Get(ctx, c.cfg.lease(runID)).Result()
 	if errors.Is(err, goredis.Nil) {
@@ -45,7 +58,7 @@ func (c *Controls) Control(ctx context.Context, runID string, rc adapter.RemoteC
 	ctl := c.cfg.inbox(owner)
 	if _, err := rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.XAdd(ctx, &goredis.XAddArgs{Stream: ctl, MaxLen: ctlMaxLen, Approx: true,
-			Values: []any{"run", runID, "op", rc.Op, "prompt_id", rc.PromptID, "answer", rc.Answer, "reply", reply}})
+			Values: []any{"run", runID, "control", body, "reply", reply}})
 		// The owner deletes its inbox when it stops; a dead owner's expires.
 		p.Expire(ctx, ctl, ctlTTL)
 		return nil

@@ -11,9 +11,11 @@
 //
 //	rh:runq                 stream  run queue; group "runners"; fields run, session
 //	rh:run:{RID}:lease      string  the owning node's id, PX lease TTL
-//	rh:node:{<id>}:ctl      stream  a node's inbox: controls for its runs: run, op,
-//	                                prompt_id, answer, reply; deleted when the node
-//	                                stops, else expires 1 h after its last control
+//	rh:node:{<id>}:ctl      stream  a node's inbox: controls for its runs: run,
+//	                                control (JSON: the adapter.Control and the run's
+//	                                meta as the sender read it), reply; deleted when
+//	                                the node stops, else expires 1 h after its last
+//	                                control
 //	rh:reply:<id>           list    one control's answer (a ControlResult), expires
 //	rh:node:{<id>}:wake     stream  wakes a node's control listener (same hash tag
 //	                                as its inbox); deleted when the node stops, else

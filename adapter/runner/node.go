@@ -273,8 +273,9 @@ func (n *Node) listenLoop(ctx context.Context) {
 }
 
 // answer executes one control on the local executor and pushes its result.
-// The control came from another process, so it goes to the executor's
-// local-only Control, never back out; a run this node leases but does not
+// The entry carries the run's meta as the sender read it: the node reads
+// none. The control came from another process, so it goes to the
+// executor's local-only Control, never back out; a run this node leases but does not
 // execute (between its claim and start, or its end and the lease's
 // release) is answered as no executor's (adapter.Unowned).
 func (n *Node) answer(ctx context.Context, runID string, m goredis.XMessage) {
@@ -283,23 +284,26 @@ func (n *Node) answer(ctx context.Context, runID string, m goredis.XMessage) {
 	if reply == "" {
 		return
 	}
-	c := adapter.RemoteControl{Op: str("op"), PromptID: str("prompt_id"), Answer: str("answer")}
+	var ce controlEntry
+	err := json.Unmarshal([]byte(str("control")), &ce)
+	switch {
+	case err != nil:
+	case ce.Run.ID != runID:
+		err = fmt.Errorf("runner: a control for %s names run %q", runID, ce.Run.ID)
+	case !ce.Control.OfRun():
+		// Only a run's controls travel to its executor; a session's are
+		// answered where they were sent.
+		err = fmt.Errorf("runner: control %q of run %s is no control of a run", ce.Control.Op, runID)
+	}
 	var res protocol.ControlResult
-	var err error
-	switch c.Op {
-	case protocol.OpCancel, protocol.OpApprove, protocol.OpClarify, protocol.ModeSteer:
-		var meta journal.RunMeta
-		if meta, err = n.store.Run(ctx, runID); err == nil {
-			executing := false
-			if !meta.Terminal {
-				res, executing, err = n.exec.Control(ctx, meta, c)
-			}
-			if !executing && err == nil {
-				res, err = adapter.Unowned(ctx, n.store, meta, c)
-			}
+	if err == nil {
+		executing := false
+		if !ce.Run.Terminal {
+			res, executing, err = n.exec.Control(ctx, ce.Run, ce.Control)
 		}
-	default:
-		res = adapter.Result(protocol.ResultUnsupported, "unknown control", runID, "", "")
+		if !executing && err == nil {
+			res, err = adapter.Unowned(ctx, n.store, ce.Run, ce.Control)
+		}
 	}
 	var body []byte
 	if err != nil {

@@ -38,3 +38,19 @@ func loadProfiles(cfg RuntimeConfig, log *slog.Logger) (*profile.Config, map[str
 	}
 	return profiles, drivers, nil
 }
+
+// providerDrivers are the drivers a start picks by provider (a start naming
+// no profile): the simulator, registered once (driverBuilders), the
+// built-in profile's own unless the profile file gave that name to
+// another driver.
+func providerDrivers(cfg RuntimeConfig, log *slog.Logger, profiles map[string]driver.Profile) (map[string]driver.Driver, error) {
+	if pd, ok := profiles[profile.BuiltinSim]; ok && pd.Kind == profile.KindSim {
+		return map[string]driver.Driver{profile.KindSim: pd.Driver}, nil
+	}
+	d, err := driverBuilders()[profile.KindSim](profile.Profile{Name: profile.BuiltinSim, Driver: profile.KindSim},
+		profile.Env{ClarifyTimeout: cfg.ClarifyTimeout, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]driver.Driver{profile.KindSim: d}, nil
+}

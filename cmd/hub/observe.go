@@ -17,8 +17,8 @@ import (
 // and read latencies, failures, and the events (by type) and run outcomes
 // this process journaled. The backends know nothing of it.
 type observedStore struct {
-	journal.Store
-	m *metrics.Metrics
+	journal.Store // a freshAppends telling m of each event journaled here
+	m             *metrics.Metrics
 }
 
 // observe wraps store with m (store itself when m is nil).
@@ -26,21 +26,33 @@ func observe(store journal.Store, m *metrics.Metrics) journal.Store {
 	if m == nil {
 		return store
 	}
-	return &observedStore{Store: store, m: m}
+	return &observedStore{Store: &freshAppends{Store: store, fn: m.EventAppended}, m: m}
 }
 
-// Append journals e. An event without created_at gets it here, so that an
-// idempotent replay of an event another writer stored first (its
-// created_at differs) is told apart and not counted twice.
+// Append journals e, measured.
 func (s *observedStore) Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error) {
-	if e.CreatedAt == 0 {
-		e.CreatedAt = protocol.Timestamp(time.Now())
-	}
 	start := time.Now()
 	out, err := s.Store.Append(ctx, e, key)
 	s.m.JournalAppend(time.Since(start), journalFailure(err))
+	return out, err
+}
+
+// freshAppends is the journal telling fn of each event this process
+// journaled. An event without created_at gets it here, so that an
+// idempotent replay of an event another writer stored first (its
+// created_at differs) is told apart and not told twice.
+type freshAppends struct {
+	journal.Store
+	fn func(*protocol.Envelope)
+}
+
+func (s *freshAppends) Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error) {
+	if e.CreatedAt == 0 {
+		e.CreatedAt = protocol.Timestamp(time.Now())
+	}
+	out, err := s.Store.Append(ctx, e, key)
 	if err == nil && out.CreatedAt == e.CreatedAt {
-		s.m.EventAppended(&out)
+		s.fn(&out)
 	}
 	return out, err
 }
@@ -97,23 +109,14 @@ func journalFailure(err error) bool {
 	return true
 }
 
-// reaperStore is the journal the Redis node reaps through: a terminal
+// reaped is the journal the Redis node reaps through: a terminal
 // interrupted error it journals is a run whose lease expired.
-type reaperStore struct {
-	journal.Store
-	m *metrics.Metrics
-}
-
-func (s *reaperStore) Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error) {
-	if e.CreatedAt == 0 {
-		e.CreatedAt = protocol.Timestamp(time.Now())
-	}
-	out, err := s.Store.Append(ctx, e, key)
-	if err == nil && out.CreatedAt == e.CreatedAt && out.Terminal &&
-		metrics.TerminalState(&out) == protocol.StatusInterrupted {
-		s.m.LeaseExpired()
-	}
-	return out, err
+func reaped(store journal.Store, m *metrics.Metrics) journal.Store {
+	return &freshAppends{Store: store, fn: func(e *protocol.Envelope) {
+		if e.Terminal && metrics.TerminalState(e) == protocol.StatusInterrupted {
+			m.LeaseExpired()
+		}
+	}}
 }
 
 // redisHook counts failed Redis commands and dials by kind, and

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -25,7 +24,7 @@ import (
 	"github.com/runhub/runhub/hub/metrics"
 	"github.com/runhub/runhub/internal/redistest"
 	"github.com/runhub/runhub/journal"
-	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -401,10 +400,7 @@ func TestProcess_MetricsScaled(t *testing.T) {
 // Duplicates are not counted: an idempotent retry of a stored event, and
 // a second reaper that loses the race to end the same run.
 func TestObservedStore_CountsOnce(t *testing.T) {
-	b, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mem.New(mem.Options{})
 	defer b.Close()
 	m := metrics.New("test")
 	s := observe(b, m)
@@ -421,7 +417,7 @@ func TestObservedStore_CountsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reapers := []journal.Store{&reaperStore{Store: s, m: m}, &reaperStore{Store: s, m: m}}
+	reapers := []journal.Store{reaped(s, m), reaped(s, m)}
 	term, _ := protocol.NewEvent("r_1", "s_1", protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted, Message: "lease", Terminal: true, LastSeq: 1})
 	for _, r := range reapers {
 		if _, err := r.Append(ctx, term, "r_1/interrupted"); err != nil {

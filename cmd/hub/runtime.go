@@ -12,11 +12,9 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
-	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/adapter/runner"
-	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub/metrics"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
@@ -57,8 +55,11 @@ type procRuntime struct {
 //
 // m (nil: none) measures the journal, Redis and the executor.
 func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode string, consume bool, m *metrics.Metrics) (*procRuntime, error) {
-	drivers := map[string]driver.Driver{"sim": &sim.Driver{ClarifyTimeout: cfg.ClarifyTimeout}}
 	profiles, profileDrivers, err := loadProfiles(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	drivers, err := providerDrivers(cfg, log, profileDrivers)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	opts.AppendRetry = cfg.LeaseTTL
 	var reaper journal.Store = rt.store
 	if m != nil {
-		reaper = &reaperStore{Store: rt.store, m: m}
+		reaper = reaped(rt.store, m)
 	}
 	rt.node = runner.NewNode(reaper, runner.NodeOptions{Config: rcfg, ID: cfg.NodeID, Consume: consume, MaxRuns: cfg.MaxRuns, Logger: log})
 	switch {

@@ -3,7 +3,6 @@ package redislimit
 import (
 	"context"
 	_ "embed"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -14,15 +13,8 @@ import (
 // DefaultTTL is how long a claim outlives its hub's last renewal.
 const DefaultTTL = 30 * time.Second
 
-// Options configures a Counter.
-type Options struct {
-	// Prefix starts every key (default "rh:", the journal's).
-	Prefix string
-	// TTL is how long a claim lives without renewal (default DefaultTTL).
-	TTL time.Duration
-	// Logger (default slog.Default()).
-	Logger *slog.Logger
-}
+// Options configures a Counter (the options every store of claims takes).
+type Options = redisclaims.Options
 
 // Counter is one hub's view of the shared socket counts.
 type Counter struct {

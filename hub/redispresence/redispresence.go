@@ -19,7 +19,6 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -31,15 +30,8 @@ import (
 // DefaultTTL is how long an entry outlives its hub's last renewal.
 const DefaultTTL = 10 * time.Second
 
-// Options configures a Store.
-type Options struct {
-	// Prefix starts every key and the channel (default "rh:", the journal's).
-	Prefix string
-	// TTL is how long an entry lives without renewal (default DefaultTTL).
-	TTL time.Duration
-	// Logger (default slog.Default()).
-	Logger *slog.Logger
-}
+// Options configures a Store (the options every store of claims takes).
+type Options = redisclaims.Options
 
 // Store is one hub's handle on the shared presence.
 type Store struct {

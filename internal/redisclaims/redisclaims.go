@@ -25,6 +25,19 @@ var nowLua string
 // local now to Redis's clock in ms.
 func Script(body string) *goredis.Script { return goredis.NewScript(nowLua + body) }
 
+// Options configure a store of claims (hub/redislimit's Counter,
+// hub/redispresence's Store).
+type Options struct {
+	// Prefix starts every key (and channel) of the store (default "rh:",
+	// the journal's).
+	Prefix string
+	// TTL is how long a claim lives without renewal (default: the store's
+	// DefaultTTL).
+	TTL time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
 // Defaults fills in the options every store shares: prefix "rh:" (the
 // journal's), TTL def and slog.Default().
 func Defaults(prefix string, ttl, def time.Duration, log *slog.Logger) (string, time.Duration, *slog.Logger) {

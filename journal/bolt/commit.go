@@ -208,7 +208,7 @@ func (s *Store) commit(w *writer, batch []*request) {
 			fresh = append(fresh, journal.SessionChangedRecord(r.session.ID))
 		}
 	}
-	s.bus.publish(fresh)
+	s.bus.Publish(fresh)
 	clear(fresh)
 	w.published = fresh[:0]
 	for _, r := range batch {

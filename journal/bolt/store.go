@@ -13,6 +13,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/journal/internal/localbus"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -20,7 +21,7 @@ import (
 type Store struct {
 	db   *bbolt.DB
 	opts Options
-	bus  *bus
+	bus  *localbus.Bus
 
 	// mu guards closed; senders on reqs and readers hold it shared, so
 	// Close (exclusive) knows none is left when it stops the committer.
@@ -62,7 +63,7 @@ func Open(path string, opts Options) (*Store, error) {
 	s := &Store{
 		db:   db,
 		opts: opts,
-		bus:  newBus(),
+		bus:  localbus.New(),
 		reqs: make(chan *request, opts.GroupCommit.MaxBatch),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
@@ -86,7 +87,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
-	s.bus.close()
+	s.bus.Close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("journal/bolt: close: %w", err)
 	}
@@ -339,11 +340,11 @@ func (s *Store) Trim(ctx context.Context, before time.Time) (int, error) {
 // SubscribeRun calls fn with every event appended to runID from now on;
 // see journal.Bus.
 func (s *Store) SubscribeRun(runID string, fn func(protocol.Envelope)) (cancel func()) {
-	return s.bus.subscribeRun(runID, fn)
+	return s.bus.SubscribeRun(runID, fn)
 }
 
 // SubscribeFeed calls fn with every event of every run from now on; see
 // journal.Bus.
 func (s *Store) SubscribeFeed(fn func(protocol.Envelope)) (cancel func()) {
-	return s.bus.subscribeFeed(fn)
+	return s.bus.SubscribeFeed(fn)
 }

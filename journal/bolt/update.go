@@ -51,7 +51,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 		return tx.Bucket(bucketSessions).Put([]byte(id), raw)
 	})
 	if err == nil {
-		s.bus.publish([]protocol.Envelope{journal.SessionChangedRecord(id)})
+		s.bus.Publish([]protocol.Envelope{journal.SessionChangedRecord(id)})
 	}
 	return out, err
 }

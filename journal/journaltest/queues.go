@@ -33,7 +33,7 @@ var errMoved = errors.New("the queue head moved")
 
 func enqueue(t *testing.T, f *fixture, sid string, ids ...string) {
 	t.Helper()
-	_, err := updater(t, f.s).UpdateSession(f.ctx, sid, func(m *journal.SessionMeta) error {
+	_, err := f.s.UpdateSession(f.ctx, sid, func(m *journal.SessionMeta) error {
 		for _, id := range ids {
 			m.Queue = append(m.Queue, journal.QueuedMessage{ID: id, Message: "message " + id})
 		}
@@ -144,7 +144,7 @@ func testIdleQueues(t *testing.T, b Backend) {
 	empty := f.session("alice")
 	emptied := f.session("alice")
 	enqueue(t, f, emptied, "q1")
-	if _, err := updater(t, f.s).UpdateSession(f.ctx, emptied, func(m *journal.SessionMeta) error {
+	if _, err := f.s.UpdateSession(f.ctx, emptied, func(m *journal.SessionMeta) error {
 		m.Queue = nil
 		return nil
 	}); err != nil {

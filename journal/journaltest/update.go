@@ -17,20 +17,11 @@ var updateTests = []subtest{
 	{"Durable", testUpdateSessionDurable},
 }
 
-func updater(t *testing.T, s journal.Store) journal.SessionUpdater {
-	t.Helper()
-	u, ok := s.(journal.SessionUpdater)
-	if !ok {
-		t.Fatalf("%T does not implement journal.SessionUpdater", s)
-	}
-	return u
-}
-
 // 50 concurrent updates each append one queued message: all 50 land, none
 // lost to a race.
 func testUpdateSessionAtomic(t *testing.T, b Backend) {
 	f := newFixture(t, b)
-	u := updater(t, f.s)
+	u := f.s
 	sid := f.session("alice")
 	var wg sync.WaitGroup
 	errs := make(chan error, 50)
@@ -66,7 +57,7 @@ func testUpdateSessionAtomic(t *testing.T, b Backend) {
 // is ErrNotFound.
 func testUpdateSessionError(t *testing.T, b Backend) {
 	f := newFixture(t, b)
-	u := updater(t, f.s)
+	u := f.s
 	sid := f.session("alice")
 	boom := errors.New("boom")
 	_, err := u.UpdateSession(f.ctx, sid, func(m *journal.SessionMeta) error {
@@ -86,7 +77,7 @@ func testUpdateSessionError(t *testing.T, b Backend) {
 // fn sees the current active run; changes to registry fields are ignored.
 func testUpdateSessionFields(t *testing.T, b Backend) {
 	f := newFixture(t, b)
-	u := updater(t, f.s)
+	u := f.s
 	sid, rid := f.run()
 	var sawActive string
 	out, err := u.UpdateSession(f.ctx, sid, func(m *journal.SessionMeta) error {
@@ -119,7 +110,7 @@ func testUpdateSessionFields(t *testing.T, b Backend) {
 func testUpdateSessionDurable(t *testing.T, b Backend) {
 	f := newFixture(t, b)
 	sid := f.session("alice")
-	if _, err := updater(t, f.s).UpdateSession(f.ctx, sid, func(m *journal.SessionMeta) error {
+	if _, err := f.s.UpdateSession(f.ctx, sid, func(m *journal.SessionMeta) error {
 		m.Queue = []journal.QueuedMessage{{ID: "q1", Message: "next", QueuedAt: 1}}
 		m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalActive, Text: "turns=2"}
 		return nil

@@ -148,10 +148,16 @@ func (h *Harness) WaitFor(runID string, within time.Duration, match func(protoco
 	return protocol.Envelope{}
 }
 
+// Control sends m through the runtime for the owner of the runs Start
+// starts.
+func (h *Harness) Control(ctx context.Context, m protocol.Control) (protocol.ControlResult, error) {
+	return h.RT.Control(ctx, adapter.NewControl(&m, "local", ""))
+}
+
 // Cancel cancels a run and fails the test unless the cancel is accepted.
 func (h *Harness) Cancel(runID string) {
 	h.t.Helper()
-	res, err := h.RT.CancelRun(context.Background(), runID)
+	res, err := h.Control(context.Background(), protocol.Control{Op: protocol.OpCancel, RunID: runID})
 	if err != nil || !res.Accepted {
 		h.t.Fatalf("cancel: %+v, %v", res, err)
 	}

@@ -1,4 +1,7 @@
-package bolt
+// Package localbus is the in-process journal.Bus of the journals that
+// live in one process (journal/bolt, journal/mem): each publishes what it
+// committed, in commit order, and subscribers get it synchronously.
+package localbus
 
 import (
 	"slices"
@@ -7,10 +10,10 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// bus is the in-process journal.Bus. The committer publishes each committed
+// Bus is the in-process journal.Bus. The journal publishes each committed
 // batch; subscribers are kept in copy-on-write slices so publishing takes
 // the registry lock only to read two slice headers per run.
-type bus struct {
+type Bus struct {
 	mu     sync.RWMutex
 	runs   map[string][]*subscriber
 	feed   []*subscriber
@@ -25,12 +28,13 @@ type subscriber struct {
 	off bool
 }
 
-func newBus() *bus {
-	return &bus{runs: make(map[string][]*subscriber)}
+// New returns an empty bus.
+func New() *Bus {
+	return &Bus{runs: make(map[string][]*subscriber)}
 }
 
-// subscribeRun registers fn for the events of runID.
-func (b *bus) subscribeRun(runID string, fn func(protocol.Envelope)) func() {
+// SubscribeRun registers fn for the events of runID; see journal.Bus.
+func (b *Bus) SubscribeRun(runID string, fn func(protocol.Envelope)) func() {
 	sub := &subscriber{fn: fn}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -50,8 +54,9 @@ func (b *bus) subscribeRun(runID string, fn func(protocol.Envelope)) func() {
 	}
 }
 
-// subscribeFeed registers fn for the events of every run.
-func (b *bus) subscribeFeed(fn func(protocol.Envelope)) func() {
+// SubscribeFeed registers fn for the events of every run; see
+// journal.Bus.
+func (b *Bus) SubscribeFeed(fn func(protocol.Envelope)) func() {
 	sub := &subscriber{fn: fn}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -68,7 +73,7 @@ func (b *bus) subscribeFeed(fn func(protocol.Envelope)) func() {
 
 // remove turns sub off, waiting for a delivery to it in progress, and then
 // drops it from the registry with drop (called under b.mu).
-func (b *bus) remove(sub *subscriber, drop func()) {
+func (b *Bus) remove(sub *subscriber, drop func()) {
 	sub.mu.Lock()
 	already := sub.off
 	sub.off = true
@@ -81,9 +86,9 @@ func (b *bus) remove(sub *subscriber, drop func()) {
 	b.mu.Unlock()
 }
 
-// publish delivers committed events, in order, to the run subscribers of
+// Publish delivers committed events, in order, to the run subscribers of
 // each event's run and to the feed.
-func (b *bus) publish(events []protocol.Envelope) {
+func (b *Bus) Publish(events []protocol.Envelope) {
 	if len(events) == 0 {
 		return
 	}
@@ -133,8 +138,8 @@ func (s *subscriber) deliver(events []protocol.Envelope) {
 	}
 }
 
-// close stops all delivery; later subscriptions are inert.
-func (b *bus) close() {
+// Close stops all delivery; later subscriptions are inert.
+func (b *Bus) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true

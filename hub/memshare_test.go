@@ -1,0 +1,67 @@
+package hub_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/runhub/runhub/client"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/memshare"
+	"github.com/runhub/runhub/protocol"
+)
+
+// Two hubs sharing one memshare.Space count a subject's sockets over both:
+// the socket past MaxSocketsPerSubject is refused on the other hub too.
+func TestMemShare_SocketsAcrossHubs(t *testing.T) {
+	space := memshare.New()
+	a := newTestHub(t, withAuth(t, hub.Config{MaxSocketsPerSubject: 1, SocketCounter: space.Counter()}))
+	b := newTestHubRuntime(t, withAuth(t, hub.Config{MaxSocketsPerSubject: 1, SocketCounter: space.Counter()}), runtimeOpts{Shared: a.store})
+	alice := token(t, "alice", time.Hour, "")
+	first := a.dialToken(t, alice)
+	ws := b.rawSocket(t, nil)
+	sendRaw(t, ws, `{"type":"hello","client":"t","token":"`+alice+`"}`)
+	if got, code := readToClose(t, ws, 5*time.Second); code != protocol.ClosePolicy || len(got) != 1 || got[0] != "error:limit_exceeded" {
+		t.Fatalf("alice's second socket, on the other hub: %v close %d", got, code)
+	}
+	b.dialToken(t, token(t, "bob", time.Hour, ""))
+	first.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := client.Dial(ctxT(t, 5*time.Second), b.WSURL, client.Options{Token: alice})
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's slot was not freed on the other hub: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two hubs sharing one memshare.Space show a session's presence over both.
+func TestMemShare_PresenceAcrossHubs(t *testing.T) {
+	space := memshare.New()
+	a := newTestHub(t, withAuth(t, hub.Config{PresenceStore: space.Presence()}))
+	b := newTestHubRuntime(t, withAuth(t, hub.Config{PresenceStore: space.Presence()}), runtimeOpts{Shared: a.store})
+	ctx := ctxT(t, 30*time.Second)
+	alice := a.dialToken(t, token(t, "alice", time.Hour, ""))
+	sid := startRun(t, alice, simStart("", 2, 0, "")).SessionID
+	if err := alice.Watch(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	there := b.dialToken(t, token(t, "alice", time.Hour, ""))
+	if err := there.Watch(ctx, false, sid); err != nil {
+		t.Fatal(err)
+	}
+	if err := there.Focus(ctx, sid, ""); err != nil {
+		t.Fatal(err)
+	}
+	want := protocol.Presence{Watching: 2, Focused: 1, Subjects: []protocol.PresenceSubject{{Subject: "alice", Watching: 2, Focused: 1}}}
+	col := newCollector()
+	col.until(t, alice, 20*time.Second, "alice's tabs on both hubs", func() bool {
+		st, ok := col.statuses[sid]
+		return ok && reflect.DeepEqual(presenceOf(st), want)
+	})
+}

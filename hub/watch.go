@@ -1,0 +1,99 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// watches is what a socket watches. The reader alone changes and reads it
+// (watch, unwatch); leave reads it once serve has returned. It has no lock:
+// the tracker and presence keep their own records under their own locks.
+type watches struct {
+	all bool     // every session of the socket's subject, now and future
+	ids []string // sorted; the tracker's copy of each id (shared by every socket watching it)
+}
+
+// watch handles a watch message. However many of its ids fail, it is
+// answered with at most one error per kind (not_found, a journal fault),
+// each listing the ids in sessions: a watch of 1,000 unknown ids must not
+// fill the socket's message queue with 1,000 errors.
+func (c *conn) watch(w *protocol.Watch) {
+	if w.All {
+		metas, err := c.store.Sessions(c.ctx, c.subject)
+		if err != nil {
+			c.sendError(journalCode(err), "could not list sessions", protocol.MsgWatch)
+			return
+		}
+		c.watches.all = true
+		c.tracker.watchOwner(c, c.subject, metas)
+		c.presence.watchAll(c)
+	}
+	byID := map[string]string{} // watched now: session → owner
+	defer func() { c.presence.watch(c, byID) }()
+	var unknown []string
+	defer func() {
+		switch len(unknown) {
+		case 0:
+		case 1:
+			c.sendWatchError(protocol.CodeNotFound, "no such session: "+unknown[0], unknown)
+		default:
+			c.sendWatchError(protocol.CodeNotFound, fmt.Sprintf("no such sessions: %d ids (listed in sessions)", len(unknown)), unknown)
+		}
+	}()
+	for i, sid := range w.Sessions {
+		if _, already := slices.BinarySearch(c.watches.ids, sid); already {
+			continue
+		}
+		if len(c.watches.ids) >= c.cfg.MaxWatch {
+			c.sendError(protocol.CodeLimitExceeded, "watching more than the limit of sessions; unwatch some first", protocol.MsgWatch)
+			return
+		}
+		meta, err := c.store.Session(c.ctx, sid)
+		if err != nil || !c.mayRead(meta.Owner) {
+			if err != nil && !errors.Is(err, journal.ErrNotFound) {
+				// The journal fails: the rest would fail alike (and each
+				// could wait out a timeout); watch them again later.
+				rest := slices.Clone(w.Sessions[i:])
+				c.sendWatchError(journalCode(err), fmt.Sprintf("could not load %d sessions (listed in sessions); watch them again later", len(rest)), rest)
+				return
+			}
+			unknown = append(unknown, sid)
+			continue
+		}
+		id := c.tracker.watch(c, meta)
+		byID[id] = meta.Owner
+		if i, found := slices.BinarySearch(c.watches.ids, id); !found {
+			c.watches.ids = slices.Insert(c.watches.ids, i, id)
+		}
+	}
+}
+
+// sendWatchError sends one watch error about sids.
+func (c *conn) sendWatchError(code protocol.Code, msg string, sids []string) {
+	c.send(protocol.ErrorMessage{Type: protocol.MsgError, Code: code, Message: msg, Ref: protocol.MsgWatch, Sessions: sids})
+}
+
+// unwatch handles an unwatch message.
+func (c *conn) unwatch(w *protocol.Watch) {
+	sids := w.Sessions
+	if w.All {
+		sids = sids[:0:0]
+		sids = append(sids, c.watches.ids...)
+		c.watches.all = false
+	}
+	for _, sid := range sids {
+		if i, found := slices.BinarySearch(c.watches.ids, sid); found {
+			c.watches.ids = slices.Delete(c.watches.ids, i, i+1)
+		}
+	}
+	c.out.dropStatuses(sids) // an unsent status of an unwatched session is void
+	c.tracker.unwatch(c, sids)
+	c.presence.unwatch(c, sids, w.All)
+	if w.All {
+		c.tracker.unwatchOwner(c, c.subject)
+	}
+}
