@@ -236,6 +236,9 @@ func New(o Options) (*Sender, error) {
 		if err := checkURL(e.URL); err != nil {
 			return nil, fmt.Errorf("webhook: endpoint %s: %v", e.Name, err)
 		}
+		if len(e.Events) == 0 {
+			e.Events = DefaultTypes
+		}
 		u, _ := url.Parse(e.URL)
 		s.eps = append(s.eps, &endpoint{Endpoint: e, host: u.Scheme + "://" + u.Host + u.Path})
 	}

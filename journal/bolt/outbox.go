@@ -120,4 +120,3 @@ func (s *Store) outboxUpdate(ctx context.Context, id string, fn func(b *bbolt.Bu
 	}
 	return nil
 }
-
