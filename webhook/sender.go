@@ -205,10 +205,11 @@ type Sender struct {
 	next    int
 	leading bool
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	unsub  func()
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	unsub    func()
 }
 
 type endpoint struct {
@@ -264,14 +265,16 @@ func (s *Sender) Start() {
 // Stop stops the loop and waits for the attempts under way (each bounded
 // by Timeout). What was not delivered stays in the outbox.
 func (s *Sender) Stop() {
-	if s.cancel == nil {
-		return
-	}
-	if s.unsub != nil {
-		s.unsub()
-	}
-	s.cancel()
-	s.wg.Wait()
+	s.stopOnce.Do(func() {
+		if s.cancel == nil {
+			return
+		}
+		if s.unsub != nil {
+			s.unsub()
+		}
+		s.cancel()
+		s.wg.Wait()
+	})
 }
 
 func (s *Sender) poke() {

@@ -114,8 +114,8 @@ func TestConfig_File(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		`{"webhooks":[{"url":"gopher://x/","secret":"` + testSecret + `"}]}`: `webhooks[0] (webhook-1): scheme "gopher" refused`,
-		`{"webhooks":[{"name":"a","url":"https://x/","secret_env":"NOPE"}]}`:  "NOPE is empty",
-		`{"webhooks":[{"name":"a","url":"https://x/"}]}`:                      "webhooks[0] (a): secret is empty",
+		`{"webhooks":[{"name":"a","url":"https://x/","secret_env":"NOPE"}]}`: "NOPE is empty",
+		`{"webhooks":[{"name":"a","url":"https://x/"}]}`:                     "webhooks[0] (a): secret is empty",
 		`{"hooks":[]}`: `unknown field "hooks"`,
 		`{"webhooks":[{"name":"a","url":"https://x/","secret":"` + testSecret + `"},{"name":"a","url":"https://y/","secret":"` + testSecret + `"}]}`: `name "a" is used twice`,
 	} {
