@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/runhub/runhub/hub/auth"
+	"github.com/runhub/runhub/internal/redistest"
 	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/webhook"
 )
@@ -25,6 +26,7 @@ var (
 // whReceiver verifies every notification (webhook.Verify) and answers 204.
 type whReceiver struct {
 	t    *testing.T
+	url  string
 	mu   sync.Mutex
 	reqs []webhook.Notification
 	ids  []string
@@ -45,7 +47,7 @@ func startReceiverOn(t *testing.T, addr string) *whReceiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := &whReceiver{t: t}
+	rc := &whReceiver{t: t, url: "http://" + ln.Addr().String() + "/"}
 	rc.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
@@ -307,4 +309,52 @@ func whMetric(t *testing.T, p *hubProcess, series string) float64 {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return seriesValue(string(b), series)
+}
+
+// Two hubs on one Redis journal, runs executed by a runner (which has no
+// webhook settings: the append script records the outbox entries): every
+// run's end is sent by one hub, once.
+func TestProcess_WebhookTwoHubsOnRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hub processes")
+	}
+	rc := startReceiverOn(t, "127.0.0.1:0")
+	s := newScaled(t, redistest.Options{}, 2*time.Second)
+	env := []string{"RUNHUB_WEBHOOK_URL=" + rc.url, "RUNHUB_WEBHOOK_SECRET=" + whSecret,
+		"RUNHUB_WEBHOOK_RETRY_MIN=50ms", "RUNHUB_WEBHOOK_RETRY_MAX=200ms"}
+	hubs := []*hubProcess{s.hub("hub-a", env...), s.hub("hub-b", env...)}
+	s.runner("runner-1")
+	const n = 6
+	runs := map[string]bool{}
+	for i := range n {
+		run := startHTTP(t, hubs[i%2], `{"tokens":2,"token_ms":1}`)
+		runs[run.RunID] = true
+	}
+	waitUntil(t, 30*time.Second, "every run's end delivered", func() bool {
+		ns, _, _ := rc.got()
+		return len(ns) >= n
+	})
+	time.Sleep(500 * time.Millisecond) // more than the retry schedule: nothing more may come
+	ns, ids, bad := rc.got()
+	if bad != 0 || len(ns) != n {
+		t.Fatalf("%d deliveries (%d unverified) for %d runs", len(ns), bad, n)
+	}
+	seen := map[string]bool{}
+	for i, nt := range ns {
+		if nt.Type != webhook.TypeFinished || !runs[nt.Data.RunID] || nt.Data.Finished.Status != protocol.StatusCompleted || seen[ids[i]] {
+			t.Fatalf("delivery %d: %+v (id %s)", i, nt, ids[i])
+		}
+		seen[ids[i]] = true
+	}
+	sent := 0
+	for _, p := range hubs {
+		var view struct{ Deliveries []webhook.Delivery }
+		if code := call(t, "GET", p.URL()+"/v1/webhooks/deliveries?limit=100", nil, &view); code != 200 {
+			t.Fatalf("deliveries view: %d", code)
+		}
+		sent += len(view.Deliveries)
+	}
+	if sent != n {
+		t.Fatalf("the hubs made %d attempts, want %d (one each)", sent, n)
+	}
 }
