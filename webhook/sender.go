@@ -132,8 +132,11 @@ func (o *Options) setDefaults() {
 		o.Now = time.Now
 	}
 	if o.Client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone() // the sender's own pool
+		tr.MaxIdleConnsPerHost = o.Concurrency
 		o.Client = &http.Client{
-			Timeout: o.Timeout,
+			Transport: tr,
+			Timeout:   o.Timeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse // a redirect is an answer, not a delivery
 			},
@@ -198,10 +201,14 @@ type Sender struct {
 	eps  []*endpoint
 	wake chan struct{}
 
+	listFailing bool // the last OutboxList failed (the loop's own)
+
 	saveMu  sync.Mutex // serializes OutboxSave
 	mu      sync.Mutex
 	items   map[string]*item
-	history []Delivery // ring, newest at (next-1)
+	tombs   map[string]int // entries done with, being deleted (-1) or deleted as of list n
+	lists   int            // OutboxList calls begun
+	history []Delivery     // ring, newest at (next-1)
 	next    int
 	leading bool
 
@@ -225,7 +232,7 @@ func New(o Options) (*Sender, error) {
 	if o.Outbox == nil || o.Journal == nil {
 		return nil, errors.New("webhook: a sender needs an outbox and a journal")
 	}
-	s := &Sender{o: o, wake: make(chan struct{}, 1), items: map[string]*item{}}
+	s := &Sender{o: o, wake: make(chan struct{}, 1), items: map[string]*item{}, tombs: map[string]int{}}
 	for _, e := range o.Endpoints {
 		if e.key == nil {
 			key, err := ParseSecret(e.Secret)
@@ -274,6 +281,7 @@ func (s *Sender) Stop() {
 		}
 		s.cancel()
 		s.wg.Wait()
+		s.o.Client.CloseIdleConnections()
 	})
 }
 
@@ -326,21 +334,29 @@ func (s *Sender) scan() {
 	}
 	s.mu.Lock()
 	s.leading = true
+	s.lists++
+	list := s.lists
 	s.mu.Unlock()
 	entries, err := s.o.Outbox.OutboxList(ctx, s.o.MaxPending)
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !s.listFailing { // once per outage, not once per poll
 			s.o.Logger.Warn("webhook: reading the outbox", "err", err)
 		}
+		s.listFailing = true
 		return
+	}
+	if s.listFailing {
+		s.listFailing = false
+		s.o.Logger.Info("webhook: reading the outbox again")
 	}
 	seen := make(map[string]bool, len(entries))
 	for _, en := range entries {
 		seen[en.ID] = true
 		s.mu.Lock()
 		_, known := s.items[en.ID]
+		_, deleted := s.tombs[en.ID]
 		s.mu.Unlock()
-		if known {
+		if known || deleted {
 			continue
 		}
 		it := s.load(ctx, en)
@@ -354,6 +370,11 @@ func (s *Sender) scan() {
 	now := s.o.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for id, at := range s.tombs {
+		if at >= 0 && at < list { // deleted before this list was read: not in it
+			delete(s.tombs, id)
+		}
+	}
 	for id, it := range s.items {
 		if !seen[id] && len(it.inflight) == 0 {
 			delete(s.items, id) // deleted meanwhile (by an earlier holder of the claim)
@@ -449,12 +470,27 @@ func (s *Sender) dispatch(it *item, now time.Time) {
 		go s.attempt(it, ep, attempt)
 	}
 	if !open && len(it.inflight) == 0 {
+		// Done: deleted from the outbox. Until a list read after the
+		// delete shows it gone, the entry is a tombstone, so that a list
+		// read before the delete (or before the last state was saved)
+		// does not bring it back.
 		delete(s.items, it.entry.ID)
 		id := it.entry.ID
+		s.tombs[id] = -1
 		s.wg.Add(1)
 		go func() { // not under s.mu
 			defer s.wg.Done()
-			if err := s.o.Outbox.OutboxDelete(s.ctx, id); err != nil && s.ctx.Err() == nil {
+			s.saveMu.Lock() // after the last OutboxSave of the entry
+			err := s.o.Outbox.OutboxDelete(s.ctx, id)
+			s.saveMu.Unlock()
+			s.mu.Lock()
+			if err != nil {
+				delete(s.tombs, id) // still there: the next list loads its saved state
+			} else {
+				s.tombs[id] = s.lists
+			}
+			s.mu.Unlock()
+			if err != nil && s.ctx.Err() == nil {
 				s.o.Logger.Warn("webhook: deleting an outbox entry", "err", err)
 			}
 		}()
@@ -467,9 +503,15 @@ func (s *Sender) attempt(it *item, ep *endpoint, n int) {
 	start := s.o.Now()
 	code, err := s.post(it, ep, start)
 	took := s.o.Now().Sub(start)
-	s.o.Metrics.attempted(took)
 
 	s.mu.Lock()
+	if s.ctx.Err() != nil { // stopped mid-attempt: not an outcome; the outbox keeps it
+		delete(it.inflight, ep.Name)
+		ep.inflight--
+		s.mu.Unlock()
+		return
+	}
+	s.o.Metrics.attempted(took)
 	es := it.st.Ep[ep.Name]
 	d := Delivery{ID: it.msgID, Endpoint: ep.Name, Type: it.typ, SessionID: it.entry.SessionID, RunID: it.entry.RunID,
 		Attempt: n, HTTPStatus: code, At: float64(start.UnixMicro()) / 1e6, DurationMS: float64(took.Microseconds()) / 1e3}
