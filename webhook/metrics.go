@@ -22,7 +22,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		reg: reg,
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "runhub", Name: "webhook_notifications_total",
-			Help: "Notifications done with, per endpoint, by outcome: delivered (2xx), gave_up (retries exhausted), disabled (410 Gone), dropped (event gone)."},
+			Help: "Notifications done with, per endpoint, by outcome: delivered (2xx), gave_up (retries exhausted), disabled (410 Gone), dropped (event gone), skipped (the run opted out)."},
 			[]string{"outcome"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "runhub", Name: "webhook_attempts_failed_total",
 			Help: "Delivery attempts that failed and are retried or given up, by reason: status (not 2xx/410), timeout, dns, network."},
@@ -32,7 +32,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lags: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "runhub", Name: "webhook_delivery_seconds",
 			Help: "Time from a notification's first attempt to its acknowledgement (retries included).", Buckets: prometheus.ExponentialBuckets(0.005, 4, 12)}),
 	}
-	for _, o := range []string{Delivered, GaveUp, Disabled, Dropped} {
+	for _, o := range []string{Delivered, GaveUp, Disabled, Dropped, Skipped} {
 		m.outcomes.WithLabelValues(o)
 	}
 	for _, r := range []string{"status", "timeout", "dns", "network"} {

@@ -31,10 +31,22 @@ type Outbox interface {
 }
 
 // Journal is what the sender reads of the journal: the event an entry
-// names and its session.
+// names, its run (for the opt-out) and its session.
 type Journal interface {
 	Read(ctx context.Context, runID string, afterSeq uint64, limit int) ([]protocol.Envelope, error)
+	Run(ctx context.Context, runID string) (journal.RunMeta, error)
 	Session(ctx context.Context, id string) (journal.SessionMeta, error)
+}
+
+// optedOut reports whether a run's start request says
+// "metadata": {"webhooks": false}.
+func optedOut(request json.RawMessage) bool {
+	var r struct {
+		Metadata struct {
+			Webhooks *bool `json:"webhooks"`
+		} `json:"metadata"`
+	}
+	return json.Unmarshal(request, &r) == nil && r.Metadata.Webhooks != nil && !*r.Metadata.Webhooks
 }
 
 // Leader says whether this process is the one that sends (with several
@@ -152,6 +164,7 @@ const (
 	GaveUp    = "gave_up"   // Retry.GiveUp passed
 	Disabled  = "disabled"  // the endpoint answered 410 Gone
 	Dropped   = "dropped"   // the event is gone (session deleted, run trimmed) or unreadable
+	Skipped   = "skipped"   // the run opted out ("metadata": {"webhooks": false})
 )
 
 // entryState is the sender's state of one outbox entry, saved in the
@@ -409,6 +422,14 @@ func (s *Sender) load(ctx context.Context, en journal.OutboxEntry) *item {
 		return nil
 	}
 	e := evs[0]
+	run, err := s.o.Journal.Run(ctx, en.RunID)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		return nil
+	}
+	if optedOut(run.Request) {
+		s.skip(ctx, it)
+		return nil
+	}
 	sess, err := s.o.Journal.Session(ctx, e.SessionID)
 	if err != nil && !errors.Is(err, journal.ErrNotFound) {
 		return nil
@@ -423,6 +444,15 @@ func (s *Sender) load(ctx context.Context, en journal.OutboxEntry) *item {
 	}
 	it.body, it.typ = body, typ
 	return it
+}
+
+// skip removes the entry of a run that opted out.
+func (s *Sender) skip(ctx context.Context, it *item) {
+	s.o.Logger.Debug("webhook: the run opted out", "run_id", it.entry.RunID, "seq", it.entry.Seq)
+	s.o.Metrics.outcome(Skipped)
+	if err := s.o.Outbox.OutboxDelete(ctx, it.entry.ID); err != nil && ctx.Err() == nil {
+		s.o.Logger.Warn("webhook: deleting an outbox entry", "err", err)
+	}
 }
 
 // drop removes an entry that cannot be sent.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/webhook"
 )
@@ -445,5 +446,38 @@ func TestDeliveriesHandler(t *testing.T) {
 		if resp.StatusCode != 400 {
 			t.Errorf("limit=%s: %d, want 400", bad, resp.StatusCode)
 		}
+	}
+}
+
+// A run started with "metadata": {"webhooks": false} sends nothing; its
+// entries leave the outbox, counted skipped.
+func TestSender_RunOptsOut(t *testing.T) {
+	s := openBolt(t, t.TempDir())
+	defer s.Close()
+	rc := newReceiver(t, nil)
+	ctx := context.Background()
+	if err := s.CreateSession(ctx, journal.SessionMeta{ID: "s1", Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginRun(ctx, journal.RunMeta{ID: "quiet", SessionID: "s1", Request: []byte(`{"message":"m","metadata":{"webhooks":false}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	approval(t, s, "s1", "quiet")
+	done(t, s, "s1", "quiet")
+	if err := s.BeginRun(ctx, journal.RunMeta{ID: "loud", SessionID: "s1", Request: []byte(`{"message":"m","metadata":{"webhooks":true}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	done(t, s, "s1", "loud")
+	_, _, _, reg := startSender(t, s, webhook.Options{}, endpoint(rc.srv.URL))
+	eventually(t, "an empty outbox", func() bool {
+		en, err := s.OutboxList(ctx, 10)
+		return err == nil && len(en) == 0
+	})
+	reqs := rc.requests()
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0].body), `"run_id":"loud"`) {
+		t.Fatalf("requests %d, want the loud run's end only", len(reqs))
+	}
+	if got := metric(t, reg, "runhub_webhook_notifications_total", webhook.Skipped); got != 2 {
+		t.Fatalf("skipped %v, want 2", got)
 	}
 }
