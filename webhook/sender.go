@@ -223,7 +223,6 @@ type Sender struct {
 	lists   int            // OutboxList calls begun
 	history []Delivery     // ring, newest at (next-1)
 	next    int
-	leading bool
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -333,20 +332,18 @@ func (s *Sender) isLeading() bool { return s.o.Leader == nil || s.o.Leader.Leadi
 func (s *Sender) scan() {
 	ctx := s.ctx
 	if !s.isLeading() {
+		// Not (or no longer) the sender: forget what is not in flight; the
+		// holder of the claim works from the outbox.
 		s.mu.Lock()
-		if s.leading { // lost the claim: forget; the next holder reads the outbox
-			s.leading = false
-			for id, it := range s.items {
-				if len(it.inflight) == 0 {
-					delete(s.items, id)
-				}
+		for id, it := range s.items {
+			if len(it.inflight) == 0 {
+				delete(s.items, id)
 			}
 		}
 		s.mu.Unlock()
 		return
 	}
 	s.mu.Lock()
-	s.leading = true
 	s.lists++
 	list := s.lists
 	s.mu.Unlock()
