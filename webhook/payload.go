@@ -70,8 +70,45 @@ type Finished struct {
 	Event   protocol.EventType `json:"event"`
 	Code    string             `json:"code,omitempty"`    // error: its code
 	Message string             `json:"message,omitempty"` // error: its message; cancelled: the reason
-	// Result summarises a completed run: its usage, when it reported one.
-	Result *protocol.Usage `json:"result,omitempty"`
+	// Summary is the start of the run's last assistant message (up to
+	// 2,000 bytes), when the run streamed one.
+	Summary string `json:"summary,omitempty"`
+	// Usage is a completed run's usage, when it reported one.
+	Usage *protocol.Usage `json:"usage,omitempty"`
+}
+
+// summaryWindow is how many events before a run's end are read for its
+// summary: a last message longer than that is summarised by its end.
+const summaryWindow = 2000
+
+// lastMessage is the text of the last assistant message among events
+// (token.delta), bounded to maxText bytes.
+func lastMessage(events []protocol.Envelope) string {
+	id := ""
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == protocol.EventTokenDelta {
+			p, err := protocol.DecodePayload[protocol.TokenDeltaPayload](&events[i])
+			if err == nil {
+				id = p.MessageID
+				break
+			}
+		}
+	}
+	var b strings.Builder
+	for i := range events {
+		if events[i].Type != protocol.EventTokenDelta {
+			continue
+		}
+		p, err := protocol.DecodePayload[protocol.TokenDeltaPayload](&events[i])
+		if err != nil || p.MessageID != id {
+			continue
+		}
+		b.WriteString(p.Text)
+		if b.Len() > maxText {
+			break
+		}
+	}
+	return clip(strings.TrimSpace(b.String()), maxText)
 }
 
 // Goal is a change of the session's standing goal (session.goal).
@@ -99,7 +136,7 @@ func typeOf(t protocol.EventType, terminal bool) string {
 
 // build makes the notification of e; sess may be zero (the session is
 // gone). publicURL, when set, is the workbench's base URL.
-func build(e *protocol.Envelope, sess journal.SessionMeta, publicURL string) ([]byte, string, error) {
+func build(e *protocol.Envelope, sess journal.SessionMeta, publicURL, summary string) ([]byte, string, error) {
 	typ := typeOf(e.Type, e.Terminal)
 	n := Notification{
 		Type:      typ,
@@ -135,14 +172,14 @@ func build(e *protocol.Envelope, sess journal.SessionMeta, publicURL string) ([]
 		n.Data.Goal = &Goal{State: clip(p.State, maxShort), Text: clip(p.Text, maxText), Turns: p.Turns, Reason: clip(p.Reason, maxShort)}
 	case TypeFinished:
 		st, _ := session.TerminalStatus(e)
-		f := &Finished{Status: st, Event: e.Type}
+		f := &Finished{Status: st, Event: e.Type, Summary: summary}
 		switch e.Type {
 		case protocol.EventDone:
 			p, _ := protocol.DecodePayload[protocol.DonePayload](e)
 			if p.Usage != nil {
 				u := *p.Usage
 				u.Model = clip(u.Model, maxShort)
-				f.Result = &u
+				f.Usage = &u
 			}
 		case protocol.EventCancelled:
 			p, _ := protocol.DecodePayload[protocol.CancelledPayload](e)

@@ -431,7 +431,15 @@ func (s *Sender) load(ctx context.Context, en journal.OutboxEntry) *item {
 	if err != nil && !errors.Is(err, journal.ErrNotFound) {
 		return nil
 	}
-	body, typ, err := build(&e, sess, s.o.PublicURL)
+	summary := ""
+	if e.Terminal && e.Seq > 1 {
+		// The run's last message, from at most summaryWindow events before its end.
+		from := e.Seq - 1 - min(e.Seq-1, summaryWindow)
+		if evs, err := s.o.Journal.Read(ctx, en.RunID, from, summaryWindow); err == nil {
+			summary = lastMessage(evs)
+		}
+	}
+	body, typ, err := build(&e, sess, s.o.PublicURL, summary)
 	if err == nil && len(body) > MaxBody {
 		err = fmt.Errorf("body of %d bytes over %d", len(body), MaxBody)
 	}

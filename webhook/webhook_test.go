@@ -141,7 +141,10 @@ func TestSender_RetriesThenDeliversOnce(t *testing.T) {
 	})
 	newRun(t, s, "s1", "r1")
 	ap := approval(t, s, "s1", "r1")
-	appendEv(t, s, "s1", "r1", protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m", Text: "not notable"})
+	appendEv(t, s, "s1", "r1", protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: "not notable"})
+	appendEv(t, s, "s1", "r1", protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m2", Text: "The files "})
+	appendEv(t, s, "s1", "r1", protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: "t", Name: "rm", Args: []byte(`{}`)})
+	appendEv(t, s, "s1", "r1", protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m2", Text: "are gone. "})
 	fin := done(t, s, "s1", "r1")
 	_, _, _, reg := startSender(t, s, webhook.Options{PublicURL: "https://hub.example.test/"}, endpoint(rc.srv.URL))
 
@@ -179,7 +182,7 @@ func TestSender_RetriesThenDeliversOnce(t *testing.T) {
 		t.Errorf("approval notification %+v", a)
 	}
 	if f.Data.Finished == nil || f.Data.Finished.Status != protocol.StatusCompleted || f.Data.Seq != fin.Seq ||
-		f.Data.Finished.Result == nil || f.Data.Finished.Result.OutputTokens != 5 {
+		f.Data.Finished.Usage == nil || f.Data.Finished.Usage.OutputTokens != 5 || f.Data.Finished.Summary != "The files are gone." {
 		t.Errorf("finished notification %+v", f)
 	}
 	if got := metric(t, reg, "runhub_webhook_notifications_total", webhook.Delivered); got != 2 {
