@@ -484,3 +484,29 @@ func TestSender_RunOptsOut(t *testing.T) {
 		t.Fatalf("skipped %v, want 2", got)
 	}
 }
+
+// Bodies are bounded whatever the event holds: long texts are clipped,
+// choices capped.
+func TestSender_BodiesAreBounded(t *testing.T) {
+	s := openBolt(t, t.TempDir())
+	defer s.Close()
+	rc := newReceiver(t, nil)
+	newRun(t, s, "s1", "r1")
+	choices := make([]string, 60)
+	for i := range choices {
+		choices[i] = strings.Repeat("c", 1000)
+	}
+	appendEv(t, s, "s1", "r1", protocol.EventApprovalReq, protocol.ApprovalRequestedPayload{ApprovalID: "a1",
+		Summary: strings.Repeat("\x01é", 15000), Risk: "high", Choices: choices})
+	startSender(t, s, webhook.Options{}, endpoint(rc.srv.URL))
+	eventually(t, "the delivery", func() bool { return len(rc.acked()) == 1 })
+	body := rc.requests()[0].body
+	var n webhook.Notification
+	if err := json.Unmarshal(body, &n); err != nil {
+		t.Fatal(err)
+	}
+	if len(body) > webhook.MaxBody || len(n.Data.Approval.Summary) > 2000+len("…") || len(n.Data.Approval.Choices) != 20 ||
+		len(n.Data.Approval.Choices[0]) > 200+len("…") {
+		t.Fatalf("a body of %d bytes, summary %d bytes, %d choices", len(body), len(n.Data.Approval.Summary), len(n.Data.Approval.Choices))
+	}
+}
