@@ -11,8 +11,13 @@ import (
 // the outbox is on; other events never; entries keep the sender's state
 // and leave with it.
 func TestOutbox_RecordsNotableEvents(t *testing.T) {
+	t.Run("single", func(t *testing.T) { testOutbox(t, srv.URL()) })
+	t.Run("cluster", func(t *testing.T) { testOutbox(t, clusterURL(t)) })
+}
+
+func testOutbox(t *testing.T, url string) {
 	ctx := context.Background()
-	s := openStore(t, Options{Shards: 4})
+	s := openStore(t, Options{URL: url, Shards: 4})
 	mkRun(t, s, "s1", "r1")
 	if _, err := s.Append(ctx, approvalEv("s1", "r1"), ""); err != nil {
 		t.Fatal(err)
@@ -27,7 +32,7 @@ func TestOutbox_RecordsNotableEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another Store on the same journal (a runner) records too.
-	other := openStore(t, Options{Shards: 4, Prefix: s.opts.Prefix})
+	other := openStore(t, Options{URL: url, Shards: 4, Prefix: s.opts.Prefix})
 	mkRun(t, s, "s2", "r2")
 	for _, e := range []protocol.Envelope{token("s1", "r1", "x"), approvalEv("s1", "r1"), done("s1", "r1")} {
 		if _, err := s.Append(ctx, e, ""); err != nil {
