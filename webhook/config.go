@@ -98,19 +98,23 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// check validates e and fills its defaults; where names the setting for
-// errors (an environment variable, or the file and the entry).
-func (e *Endpoint) check(where string, getenv func(string) string) error {
+// names are what errors call an endpoint's settings: the variables of the
+// environment's endpoint, or the file and the entry.
+type names struct{ url, secret, events string }
+
+// check validates e and fills its defaults; the errors name the setting at
+// fault (n) and never contain the secret.
+func (e *Endpoint) check(n names, getenv func(string) string) error {
 	if e.URL == "" {
-		return fmt.Errorf("%s: url is empty", where)
+		return fmt.Errorf("%s is empty", n.url)
 	}
 	if err := checkURL(e.URL); err != nil {
-		return fmt.Errorf("%s: %v", where, err)
+		return fmt.Errorf("%s: %v", n.url, err)
 	}
-	secret, from := e.Secret, where+": secret"
+	secret, from := e.Secret, n.secret
 	if e.SecretEnv != "" {
 		if e.Secret != "" {
-			return fmt.Errorf("%s: set secret or secret_env, not both", where)
+			return fmt.Errorf("%s: set secret or secret_env, not both", n.secret)
 		}
 		secret, from = getenv(e.SecretEnv), e.SecretEnv
 	}
@@ -127,7 +131,7 @@ func (e *Endpoint) check(where string, getenv func(string) string) error {
 	}
 	for _, t := range e.Events {
 		if !slices.Contains(Types, t) {
-			return fmt.Errorf("%s: event %q: want one of %s", where, t, strings.Join(Types, ", "))
+			return fmt.Errorf("%s: event %q: want one of %s", n.events, t, strings.Join(Types, ", "))
 		}
 	}
 	return nil
@@ -156,27 +160,13 @@ func (c Config) Endpoints() ([]Endpoint, error) {
 		if c.URL == "" {
 			return nil, fmt.Errorf("%s is set but %s is empty", c.SecretVar, c.URLVar)
 		}
-		if err := checkURL(c.URL); err != nil {
-			return nil, fmt.Errorf("%s: %v", c.URLVar, err)
-		}
-		if c.Secret == "" {
-			return nil, fmt.Errorf("%s is set but %s is empty: every endpoint needs a secret", c.URLVar, c.SecretVar)
-		}
 		e := Endpoint{Name: "default", URL: c.URL, Secret: c.Secret}
 		if c.Events != "" {
 			for _, t := range strings.Split(c.Events, ",") {
 				e.Events = append(e.Events, strings.TrimSpace(t))
 			}
 		}
-		if err := e.check(c.URLVar, getenv); err != nil {
-			// Name the variable that holds the part at fault.
-			msg := err.Error()
-			switch {
-			case strings.Contains(msg, ": secret"):
-				return nil, fmt.Errorf("%s%s", c.SecretVar, strings.TrimPrefix(msg, c.URLVar+": secret"))
-			case strings.Contains(msg, ": event "):
-				return nil, fmt.Errorf("%s%s", c.EventsVar, strings.TrimPrefix(msg, c.URLVar))
-			}
+		if err := e.check(names{c.URLVar, c.SecretVar, c.EventsVar}, getenv); err != nil {
 			return nil, err
 		}
 		out = append(out, e)
@@ -197,7 +187,8 @@ func (c Config) Endpoints() ([]Endpoint, error) {
 			if e.Name == "" {
 				e.Name = fmt.Sprintf("webhook-%d", i+1)
 			}
-			if err := e.check(fmt.Sprintf("%s %s: webhooks[%d] (%s)", c.FileVar, c.File, i, e.Name), getenv); err != nil {
+			where := fmt.Sprintf("%s %s: webhooks[%d] (%s)", c.FileVar, c.File, i, e.Name)
+			if err := e.check(names{where + ": url", where + ": secret", where + ": events"}, getenv); err != nil {
 				return nil, err
 			}
 			out = append(out, e)

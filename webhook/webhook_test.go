@@ -114,7 +114,7 @@ func TestConfig_File(t *testing.T) {
 		t.Fatalf("endpoints %+v, %v", eps, err)
 	}
 	for body, want := range map[string]string{
-		`{"webhooks":[{"url":"gopher://x/","secret":"` + testSecret + `"}]}`: `webhooks[0] (webhook-1): scheme "gopher" refused`,
+		`{"webhooks":[{"url":"gopher://x/","secret":"` + testSecret + `"}]}`: `webhooks[0] (webhook-1): url: scheme "gopher" refused`,
 		`{"webhooks":[{"name":"a","url":"https://x/","secret_env":"NOPE"}]}`: "NOPE is empty",
 		`{"webhooks":[{"name":"a","url":"https://x/"}]}`:                     "webhooks[0] (a): secret is empty",
 		`{"hooks":[]}`: `unknown field "hooks"`,
