@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
@@ -241,6 +239,3 @@ func metric(t *testing.T, reg *prometheus.Registry, name, label string) float64 
 	t.Fatalf("no metric %s{%s}", name, label)
 	return 0
 }
-
-var _ = testutil.ToFloat64
-var _ = fmt.Sprint

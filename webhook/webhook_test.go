@@ -38,8 +38,6 @@ func TestSign_Vectors(t *testing.T) {
 		}
 		h := http.Header{}
 		h.Set(webhook.HeaderID, v.id)
-		h.Set(webhook.HeaderTimestamp, "1614265330")
-		h.Set(webhook.HeaderTimestamp, time.Unix(v.ts, 0).Format("")+"")
 		h.Set(webhook.HeaderTimestamp, jsonInt(v.ts))
 		h.Set(webhook.HeaderSignature, "v1,bm90IGl0 "+v.want) // several signatures: one matches
 		if err := webhook.Verify(key, h, []byte(v.body), time.Unix(v.ts, 0)); err != nil {
