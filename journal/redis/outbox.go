@@ -47,6 +47,8 @@ return 1`)
 // first, shard after shard (webhook.Outbox).
 func (s *Store) OutboxList(ctx context.Context, limit int) ([]journal.OutboxEntry, error) {
 	var out []journal.OutboxEntry
+	var empty []int
+	defer func() { s.sweepOutboxStates(ctx, empty) }()
 	for n := range s.k.shards() {
 		if len(out) >= limit {
 			break
@@ -56,6 +58,7 @@ func (s *Store) OutboxList(ctx context.Context, limit int) ([]journal.OutboxEntr
 			return out, s.fail("outbox list", err)
 		}
 		if len(msgs) == 0 {
+			empty = append(empty, n)
 			continue
 		}
 		ids := make([]string, len(msgs))
@@ -82,6 +85,28 @@ func (s *Store) OutboxList(ctx context.Context, limit int) ([]journal.OutboxEntr
 	}
 	return out, nil
 }
+
+// sweepOutboxStates drops the state hash of each empty outbox of shards:
+// states of entries the stream's cap trimmed away would stay otherwise.
+// One pipeline; a failure is left to the next list.
+func (s *Store) sweepOutboxStates(ctx context.Context, shards []int) {
+	if len(shards) == 0 || ctx.Err() != nil {
+		return
+	}
+	_, _ = s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, n := range shards {
+			sweepStateScript.Eval(ctx, p, []string{s.k.outbox(n), s.k.outboxState(n)})
+		}
+		return nil
+	})
+}
+
+// sweepStateScript deletes KEYS[2] when the stream KEYS[1] is empty.
+var sweepStateScript = goredis.NewScript(`
+if redis.call('XLEN', KEYS[1]) == 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('DEL', KEYS[2])
+end
+return 1`)
 
 // OutboxSave stores the sender's state of the entry id, unless the entry
 // is gone.

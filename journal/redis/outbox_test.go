@@ -82,6 +82,18 @@ func testOutbox(t *testing.T, url string) {
 			t.Fatalf("shard %d keeps %d states after the deletes", n, k)
 		}
 	}
+	// A state left by an entry the stream's cap trimmed away goes with
+	// the next list that finds the outbox empty.
+	n := s.k.shardOf("s1")
+	if err := s.rdb.HSet(ctx, s.k.outboxState(n), "1-1", `{"n":3}`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.OutboxList(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := s.rdb.Exists(ctx, s.k.outboxState(n)).Result(); k != 0 {
+		t.Fatal("an orphaned state survived a list of the empty outbox")
+	}
 	if err := s.OutboxDelete(ctx, "bogus"); err == nil {
 		t.Fatal("a bogus id was accepted")
 	}
