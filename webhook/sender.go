@@ -156,6 +156,9 @@ func (o *Options) setDefaults() {
 	}
 }
 
+// saveTimeout bounds one OutboxSave.
+const saveTimeout = 5 * time.Second
+
 // Outcomes of a notification at one endpoint (state "done"), and of one
 // attempt in the deliveries view.
 const (
@@ -540,7 +543,7 @@ func (s *Sender) attempt(it *item, ep *endpoint, n int) {
 	took := s.o.Now().Sub(start)
 
 	s.mu.Lock()
-	if s.ctx.Err() != nil { // stopped mid-attempt: not an outcome; the outbox keeps it
+	if err != nil && s.ctx.Err() != nil { // stopped mid-attempt: not an outcome; the outbox keeps it
 		delete(it.inflight, ep.Name)
 		ep.inflight--
 		s.mu.Unlock()
@@ -601,9 +604,13 @@ func (s *Sender) attempt(it *item, ep *endpoint, n int) {
 	s.mu.Lock()
 	state, _ := json.Marshal(it.st)
 	s.mu.Unlock()
-	err = s.o.Outbox.OutboxSave(s.ctx, it.entry.ID, state)
+	// Saved even when Stop came meanwhile (Stop waits for it): an
+	// acknowledged delivery must not be sent again after the restart.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), saveTimeout)
+	err = s.o.Outbox.OutboxSave(sctx, it.entry.ID, state)
+	cancel()
 	s.saveMu.Unlock()
-	if err != nil && s.ctx.Err() == nil {
+	if err != nil {
 		s.o.Logger.Warn("webhook: saving outbox state", "err", err)
 	}
 	s.poke() // the entry may be done, or another attempt may be due

@@ -284,6 +284,10 @@ func TestSender_GoneDisables(t *testing.T) {
 	g.Name, o.Name = "gone", "ok"
 	_, logs, _, reg := startSender(t, s, webhook.Options{}, g, o)
 	eventually(t, "the first notification", func() bool { return len(ok.acked()) == 1 && len(gone.requests()) == 1 })
+	// (Attempts already under way when the 410 arrives still go out.)
+	eventually(t, "the endpoint disabled", func() bool {
+		return metric(t, reg, "runhub_webhook_notifications_total", webhook.Disabled) == 1
+	})
 	done(t, s, "s1", "r1")
 	eventually(t, "the second notification", func() bool { return len(ok.acked()) == 2 })
 	eventually(t, "an empty outbox", func() bool {
