@@ -313,7 +313,8 @@ func whMetric(t *testing.T, p *hubProcess, series string) float64 {
 
 // Two hubs on one Redis journal, runs executed by a runner (which has no
 // webhook settings: the append script records the outbox entries): every
-// run's end is sent by one hub, once.
+// run's end is sent by one hub, once; when that hub is killed, the other
+// takes over.
 func TestProcess_WebhookTwoHubsOnRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hub processes")
@@ -346,15 +347,42 @@ func TestProcess_WebhookTwoHubsOnRedis(t *testing.T) {
 		}
 		seen[ids[i]] = true
 	}
-	sent := 0
-	for _, p := range hubs {
+	sent, sender := 0, -1
+	for i, p := range hubs {
 		var view struct{ Deliveries []webhook.Delivery }
 		if code := call(t, "GET", p.URL()+"/v1/webhooks/deliveries?limit=100", nil, &view); code != 200 {
 			t.Fatalf("deliveries view: %d", code)
 		}
 		sent += len(view.Deliveries)
+		if len(view.Deliveries) > 0 {
+			sender = i
+		}
 	}
 	if sent != n {
 		t.Fatalf("the hubs made %d attempts, want %d (one each)", sent, n)
+	}
+
+	// SIGKILL the sending hub: once its claim lapses the other sends the
+	// next ends, each once.
+	hubs[sender].kill()
+	other := hubs[1-sender]
+	for range n {
+		run := startHTTP(t, other, `{"tokens":2,"token_ms":1}`)
+		runs[run.RunID] = true
+	}
+	waitUntil(t, 30*time.Second, "the next ends delivered by the other hub", func() bool {
+		ns, _, _ := rc.got()
+		return len(ns) >= 2*n
+	})
+	time.Sleep(500 * time.Millisecond)
+	ns, ids, bad = rc.got()
+	if bad != 0 || len(ns) != 2*n {
+		t.Fatalf("%d deliveries (%d unverified) for %d runs", len(ns), bad, 2*n)
+	}
+	for i, nt := range ns[n:] {
+		if !runs[nt.Data.RunID] || seen[ids[n+i]] {
+			t.Fatalf("delivery %d after the kill: %+v (id %s)", n+i, nt, ids[n+i])
+		}
+		seen[ids[n+i]] = true
 	}
 }
