@@ -42,7 +42,8 @@ func (h *Hub) aguiRun(c echo.Context) error {
 	}
 	ctx, cancel := h.sseContext(ctx, p.Expires)
 	defer cancel()
-	w := startSSE(c)
+	w := h.startSSE(ctx, c, nil)
+	defer w.close()
 	h.aguiPump(ctx, w, rid, pos)
 	return nil
 }
@@ -78,7 +79,8 @@ func (h *Hub) aguiSession(c echo.Context) error {
 	}
 	ctx, cancel := h.sseContext(ctx, p.Expires)
 	defer cancel()
-	w := startSSE(c)
+	w := h.startSSE(ctx, c, nil)
+	defer w.close()
 	prev := ""
 	for {
 		if pos.RunID == "" {
@@ -98,7 +100,7 @@ func (h *Hub) aguiSession(c echo.Context) error {
 // stream from the start had after pos. It reports whether the run's last
 // event was reached (false: the client left, the hub stops, a write or a
 // journal read failed).
-func (h *Hub) aguiPump(ctx context.Context, w *echo.Response, rid string, pos agui.Position) bool {
+func (h *Hub) aguiPump(ctx context.Context, w *sseStream, rid string, pos agui.Position) bool {
 	var m agui.Mapper
 	buf := make([]byte, 0, 1024)
 	for e, err := range h.runtime.ObserveRun(ctx, rid, 0) {
@@ -118,10 +120,9 @@ func (h *Hub) aguiPump(ctx context.Context, w *echo.Response, rid string, pos ag
 			buf = appendSSE(buf, agui.EventID(rid, e.Seq, k), "", data)
 		}
 		if len(buf) > 0 {
-			if _, err := w.Write(buf); err != nil {
+			if err := w.Write(buf); err != nil {
 				return false
 			}
-			w.Flush()
 		}
 		if e.Terminal {
 			return true

@@ -56,7 +56,7 @@ func installAGUI(t *testing.T) (node, dir string) {
 		t.Fatal("npm is not installed (apt-get install npm): the AG-UI packages cannot be installed")
 	}
 	dir = t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "check.mjs"} {
+	for _, f := range []string{"package.json", "package-lock.json", "check.mjs", "run.mjs"} {
 		b, err := os.ReadFile(filepath.Join("..", "web", "agui-test", f))
 		if err != nil {
 			t.Fatal(err)

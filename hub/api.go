@@ -39,6 +39,7 @@ func (h *Hub) Routes(e *echo.Echo) {
 	g.POST("/runs/:rid/cancel", h.cancelRun)
 	g.POST("/runs/:rid/approvals/:aid", h.approve)
 	g.POST("/runs/:rid/clarifications/:cid", h.clarify)
+	h.interopRoutes(e, g)
 }
 
 // RouteProfiles registers GET /v1/profiles (answered by ProfilesHandler)

@@ -68,7 +68,8 @@ func (h *Hub) events(c echo.Context) error {
 func (h *Hub) streamSSE(c echo.Context, rid string, after uint64, expires time.Time) error {
 	ctx, cancel := h.sseContext(c.Request().Context(), expires)
 	defer cancel()
-	w := startSSE(c)
+	w := h.startSSE(ctx, c, nil)
+	defer w.close()
 	buf := make([]byte, 0, 1024)
 	for e, err := range h.runtime.ObserveRun(ctx, rid, after) {
 		if err != nil {
@@ -79,10 +80,9 @@ func (h *Hub) streamSSE(c echo.Context, rid string, after uint64, expires time.T
 			return nil
 		}
 		buf = appendSSE(buf[:0], e.EventID, string(e.Type), data)
-		if _, err := w.Write(buf); err != nil {
+		if err := w.Write(buf); err != nil {
 			return nil
 		}
-		w.Flush()
 	}
 	return nil
 }

@@ -91,6 +91,11 @@ type Config struct {
 	// limit). Replicas count from the shared journal, so concurrent starts
 	// through different hubs may overshoot by their number.
 	MaxRunsPerSubject int
+	// SSEKeepAlive is how often every SSE stream (the run events, the
+	// AG-UI export and run endpoint, the AI SDK chat streams) sends a
+	// keep-alive comment, so that proxies do not close a quiet stream
+	// (default 15 s; negative: none).
+	SSEKeepAlive time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// Metrics counts deliveries, frames, replays, slow consumers and
@@ -131,6 +136,9 @@ func (c *Config) defaults() {
 	}
 	if c.GoawayReconnect == 0 {
 		c.GoawayReconnect = time.Second
+	}
+	if c.SSEKeepAlive == 0 {
+		c.SSEKeepAlive = 15 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -173,6 +181,8 @@ type Hub struct {
 	stopOnce sync.Once
 
 	starts keyedMutex // serializes run-limit checks per subject
+
+	aguiRuns *boundedMap[aguiTurn] // AG-UI run ids of resumed turns (aguirun.go)
 }
 
 // New starts a hub over a journal and a runtime.
@@ -180,7 +190,8 @@ func New(cfg Config, store adapter.Store, runtime adapter.RuntimeAdapter) *Hub {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{cfg: cfg, store: store, runtime: runtime, log: cfg.Logger,
-		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, sockets: map[string]int{}}
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, sockets: map[string]int{},
+		aguiRuns: newBoundedMap[aguiTurn](maxAGUIRuns)}
 	h.router = newRouter(h)
 	h.tracker = newTracker(h)
 	h.presence = newPresence(h)

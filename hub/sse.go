@@ -3,12 +3,14 @@ package hub
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 )
 
-// The SSE plumbing GET /v1/runs/{rid}/events and the AG-UI export share.
+// The SSE plumbing every SSE stream shares: GET /v1/runs/{rid}/events, the
+// AG-UI export and run endpoint, the AI SDK chat stream.
 
 // sseContext bounds a stream by ctx (the request's), the hub's life and
 // the caller's credentials (expires; zero: never), whichever ends first.
@@ -23,30 +25,93 @@ func (h *Hub) sseContext(ctx context.Context, expires time.Time) (context.Contex
 	return ctx, func() { stop(); cancel() }
 }
 
-// startSSE commits the SSE response headers.
-func startSSE(c echo.Context) *echo.Response {
+// sseStream is one SSE response: the handler's writes and the keep-alive
+// comments go through its lock.
+type sseStream struct {
+	mu   sync.Mutex
+	w    *echo.Response
+	err  error // the first write error; every later write fails with it
+	stop func()
+}
+
+// keepAliveComment is the SSE comment a stream sends when it has been
+// quiet for Config.SSEKeepAlive: every SSE parser skips it, and it keeps
+// proxies and load balancers from closing an idle stream.
+const keepAliveComment = ": keep-alive\n\n"
+
+// startSSE commits the SSE response headers (with extra ones, if any) and
+// starts the stream's keep-alive comments, which run until ctx ends or
+// close is called. The caller must call close before it returns.
+func (h *Hub) startSSE(ctx context.Context, c echo.Context, extra map[string]string) *sseStream {
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
+	for k, v := range extra {
+		w.Header().Set(k, v)
+	}
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
-	return w
+	s := &sseStream{w: w, stop: func() {}}
+	if every := h.cfg.SSEKeepAlive; every > 0 {
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if s.Write([]byte(keepAliveComment)) != nil {
+						return
+					}
+				}
+			}
+		}()
+		s.stop = func() { cancel(); <-done }
+	}
+	return s
 }
+
+// Write writes and flushes b (whole SSE frames).
+func (s *sseStream) Write(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if _, err := s.w.Write(b); err != nil {
+		s.err = err
+		return err
+	}
+	s.w.Flush()
+	return nil
+}
+
+// close stops the keep-alive comments and waits for them.
+func (s *sseStream) close() { s.stop() }
 
 // lastEventID is the request's Last-Event-ID ("": none, start over).
 func lastEventID(c echo.Context) string { return c.Request().Header.Get("Last-Event-ID") }
 
 // appendSSE appends one SSE frame to buf: id, event, data. An empty event
-// is left out: an SSE client takes "message" for it either way.
+// is left out: an SSE client takes "message" for it either way. An empty
+// id is left out too.
 func appendSSE(buf []byte, id, event string, data []byte) []byte {
-	buf = append(buf, "id: "...)
-	buf = append(buf, id...)
-	if event != "" {
-		buf = append(buf, "\nevent: "...)
-		buf = append(buf, event...)
+	if id != "" {
+		buf = append(buf, "id: "...)
+		buf = append(buf, id...)
+		buf = append(buf, '\n')
 	}
-	buf = append(buf, "\ndata: "...)
+	if event != "" {
+		buf = append(buf, "event: "...)
+		buf = append(buf, event...)
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, "data: "...)
 	buf = append(buf, data...)
 	return append(buf, "\n\n"...)
 }
