@@ -54,8 +54,9 @@ test-short:
 	$(GO) test -count=1 -short ./...
 
 # The fault suite (docs/security.md): hub processes under stalled tabs,
-# junk frames, socket churn, Redis down at start or killed mid-run, and a
-# read-only or full data directory (cmd/hub/fault_test.go, build tag
+# junk frames, socket churn, Redis down at start or killed mid-run, a
+# crash between a run's end and the start of the message queued behind it,
+# and a read-only or full data directory (cmd/hub/fault_test.go, build tag
 # fault). Needs redis-server; root mounts small tmpfs data directories
 # (otherwise RLIMIT_FSIZE stands in for a full disk and the read-only test
 # is skipped). Resident-memory bounds are checked without the race

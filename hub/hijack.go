@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 )
 
 // socketReadBuffer is the read buffer of a tab socket. net/http hands a
@@ -77,12 +78,26 @@ func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // uncork sends them with one write, so a frame's header and payload never
 // cost two system calls. A control frame the library writes meanwhile
 // (pong, close) is collected and sent with it, in order.
+//
+// Writes to the connection go in chunks of writeChunk bytes, each reported
+// to progress (when set): the socket's write timeout counts from the last
+// chunk the tab took, not from the frame's start, so a tab that reads
+// slowly but steadily is never cut mid-frame; one that reads nothing for
+// the timeout is.
 type corkWriter struct {
 	conn   net.Conn
 	mu     sync.Mutex
 	corked bool
 	buf    *[]byte
+	// While the socket's writer sends a frame (between frameStart and
+	// frameEnd), each chunk written re-arms timer for timeout.
+	timer   *time.Timer
+	timeout time.Duration
 }
+
+// writeChunk is the unit of write progress: at 16 KiB a tab reading
+// 16 KiB per WriteTimeout keeps its socket.
+const writeChunk = 16 << 10
 
 func (w *corkWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
@@ -91,7 +106,40 @@ func (w *corkWriter) Write(p []byte) (int, error) {
 		*w.buf = append(*w.buf, p...)
 		return len(p), nil
 	}
-	return w.conn.Write(p)
+	return w.write(p)
+}
+
+// write sends p in chunks, reporting each. Called with mu held.
+func (w *corkWriter) write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := w.conn.Write(p[n:min(len(p), n+writeChunk)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		if w.timer != nil {
+			w.timer.Reset(w.timeout)
+		}
+	}
+	return n, nil
+}
+
+// frameStart arms timer for timeout and re-arms it on every chunk written
+// until frameEnd.
+func (w *corkWriter) frameStart(timer *time.Timer, timeout time.Duration) {
+	w.mu.Lock()
+	w.timer, w.timeout = timer, timeout
+	timer.Reset(timeout)
+	w.mu.Unlock()
+}
+
+// frameEnd stops the timer and the re-arming.
+func (w *corkWriter) frameEnd() {
+	w.mu.Lock()
+	w.timer.Stop()
+	w.timer = nil
+	w.mu.Unlock()
 }
 
 // cork starts collecting; size is the frame about to be written.
@@ -112,7 +160,7 @@ func (w *corkWriter) uncork() error {
 	w.buf = nil
 	var err error
 	if len(*b) > 0 {
-		_, err = w.conn.Write(*b)
+		_, err = w.write(*b)
 	}
 	if cap(*b) <= maxPooledFrame {
 		*b = (*b)[:0]

@@ -109,6 +109,7 @@ func (c *conn) writeLoop() {
 	timeout := time.AfterFunc(time.Hour, func() { c.ws.CloseNow() })
 	timeout.Stop()
 	defer timeout.Stop()
+	limit := c.cfg.MaxBatchBytes // the frame size, smaller while writes are slow
 	stop := context.AfterFunc(c.ctx, func() { c.ws.CloseNow() })
 	defer stop()
 	idle := time.NewTimer(writerLinger / 2)
@@ -117,9 +118,11 @@ func (c *conn) writeLoop() {
 	fails := 0    // catch-up reads failed in a row
 	for {
 		bp := framePool.Get().(*[]byte)
-		buf, done := c.out.take((*bp)[:0], c.cfg.MaxBatchBytes)
+		buf, done := c.out.take((*bp)[:0], limit)
 		if len(buf) > 0 {
+			began := time.Now()
 			err := c.write(timeout, buf)
+			limit = nextFrameLimit(limit, c.cfg.MaxBatchBytes, time.Since(began))
 			if cap(buf) <= maxPooledFrame {
 				*bp = buf[:0]
 				framePool.Put(bp)
@@ -175,6 +178,23 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// Frame sizing for slow tabs: a frame that took longer than slowFrame to
+// write halves the next frame's size (down to minFrameLimit); a quick one
+// doubles it back (up to MaxBatchBytes). A tab on a slow link thus gets
+// small frames, and the messages that go first in each frame (pongs,
+// control results) are not stuck behind a large batch of events.
+const (
+	slowFrame     = 100 * time.Millisecond
+	minFrameLimit = 8 << 10
+)
+
+func nextFrameLimit(limit, maxLimit int, took time.Duration) int {
+	if took > slowFrame {
+		return max(limit/2, min(minFrameLimit, maxLimit))
+	}
+	return min(limit*2, maxLimit)
+}
+
 // writerLinger is the longest a writer with nothing to send waits before
 // its goroutine ends (at least half of it); the next signal starts a new
 // one. A tab that receives anything more often than this keeps its writer.
@@ -215,14 +235,20 @@ func encodeEventFrame(e *protocol.Envelope) ([]byte, error) {
 	return frame, nil
 }
 
-// write sends one frame; timeout closes the socket if the write takes
-// longer than WriteTimeout.
+// write sends one frame; timeout closes the socket if the tab takes no
+// bytes of it for WriteTimeout.
 func (c *conn) write(timeout *time.Timer, frame []byte) error {
 	if c.ctx.Err() != nil {
 		return c.ctx.Err()
 	}
-	timeout.Reset(c.cfg.WriteTimeout)
 	cw := c.w.cork
+	if cw != nil {
+		// The timeout counts from the last bytes the tab took (see
+		// corkWriter): a slow reader is slowed down, never cut mid-frame.
+		cw.frameStart(timeout, c.cfg.WriteTimeout)
+	} else {
+		timeout.Reset(c.cfg.WriteTimeout)
+	}
 	cork := cw != nil && len(frame) <= maxCorkedFrame
 	if cork {
 		cw.cork(len(frame))
@@ -233,7 +259,11 @@ func (c *conn) write(timeout *time.Timer, frame []byte) error {
 			err = uerr
 		}
 	}
-	timeout.Stop()
+	if cw != nil {
+		cw.frameEnd()
+	} else {
+		timeout.Stop()
+	}
 	if err == nil {
 		c.metrics.FrameWritten(len(frame))
 	}

@@ -51,6 +51,27 @@ type SessionUpdater interface {
 	UpdateSession(ctx context.Context, id string, fn func(*SessionMeta) error) (SessionMeta, error)
 }
 
+// Queues is how a session's queued messages become runs without a crash
+// losing or stranding one.
+type Queues interface {
+	// BeginRunUpdate is BeginRun and UpdateSession in one atomic step: when
+	// the session has no active run, fn sees its meta (as UpdateSession's
+	// fn does, same rules) and the run is registered together with fn's
+	// changes; when fn returns an error nothing is written and that error is
+	// returned. It answers BeginRun's errors otherwise (ErrConflict while
+	// the session has an active run, then fn is not called). It returns the
+	// session as written (the run registered as its active run). A queued
+	// message becomes a run this way: its pop from the queue and the run's
+	// registration cannot be split by a crash, and a registered run that
+	// never started (no event) is completed by recovery.
+	BeginRunUpdate(ctx context.Context, r RunMeta, fn func(*SessionMeta) error) (SessionMeta, error)
+	// IdleQueues lists the sessions that have queued messages and no active
+	// run (a crash between a run's end and the start of the next queued
+	// message leaves one such), for recovery to drain. The list may be
+	// stale by the time it is read; the caller re-checks.
+	IdleQueues(ctx context.Context) ([]string, error)
+}
+
 // LatestRun returns the id of the session's newest run, or "".
 func (s *SessionMeta) LatestRun() string {
 	if len(s.Runs) == 0 {
@@ -147,6 +168,7 @@ type Store interface {
 	Log
 	Registry
 	SessionUpdater
+	Queues
 	Bus
 	// Close stops delivery and releases the backend. Calls after Close
 	// return ErrClosed.

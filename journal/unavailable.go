@@ -15,8 +15,10 @@ var ErrUnavailable = errors.New("journal: unavailable")
 // unavailableReplies are the first words of the replies a Redis server gives
 // while it cannot serve, for a while: loading its data set after a
 // restart, a replica that refuses writes (a failover), no master, a
-// cluster down, a script or module busy, too many clients.
-var unavailableReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "BUSY", "ERR max number of clients"}
+// cluster down or reconfiguring (a redirection the client still got after
+// following its redirections: slots moving during a failover), a script
+// or module busy, too many clients.
+var unavailableReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK", "NOREPLICAS", "BUSY", "ERR max number of clients"}
 
 // poolTimeout is go-redis's ErrPoolTimeout (journal does not import the
 // client; journal/redis tests that the text matches).
@@ -33,7 +35,8 @@ const poolTimeout = "redis: connection pool timeout"
 //     dial or i/o timeout (net.Error), a connection that ended mid-reply
 //     (io.EOF, io.ErrUnexpectedEOF);
 //   - a Redis reply that the server cannot serve now (LOADING, READONLY,
-//     MASTERDOWN, CLUSTERDOWN, TRYAGAIN, NOREPLICAS, BUSY, max clients);
+//     MASTERDOWN, CLUSTERDOWN, TRYAGAIN, MOVED, ASK, NOREPLICAS, BUSY, max
+//     clients);
 //   - a Redis client's connection pool timeout;
 //   - a disk that refuses writes: full, over quota or read-only.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/runhub/runhub/adapter"
@@ -170,42 +171,67 @@ var errNotStarted = errors.New("executor: the run has not started")
 func (a *InProcess) Drain(ctx context.Context, sid string) bool { return a.drain(ctx, sid) }
 
 // drain starts the session's next queued message when it is idle; it
-// reports whether a run started. A start that loses a race puts the message
-// back at the head, so order holds.
+// reports whether a run started. The message leaves the queue in the same
+// journal step that registers its run (journal.Queues.BeginRunUpdate), so
+// no crash can lose it or start it twice: a run registered but not started
+// is started by Recover (embedded) or by a node's reaper (ResumeStranded).
 func (a *InProcess) drain(ctx context.Context, sid string) bool {
-	u, ok := a.updater()
-	if !ok {
+	meta, err := a.store.Session(ctx, sid)
+	if err != nil || meta.ActiveRun != "" || len(meta.Queue) == 0 {
 		return false
 	}
-	var item *journal.QueuedMessage
-	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
-		item = nil
-		if m.ActiveRun != "" || len(m.Queue) == 0 {
-			return nil
+	head := meta.Queue[0]
+	var rest protocol.QueueUpdatedPayload
+	pop := func(m *journal.SessionMeta) error {
+		if len(m.Queue) == 0 || m.Queue[0].ID != head.ID {
+			return errHeadMoved
 		}
-		it := m.Queue[0]
-		item = &it
 		m.Queue = slices.Clone(m.Queue[1:])
+		rest = queuePayload(m.Queue)
 		return nil
-	})
-	if err != nil || item == nil {
-		return false
 	}
-	rest := queuePayload(meta.Queue)
-	_, err = a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, item.Message, "queue"), func(x *driver.Execution) {
+	_, err = a.startRunWith(ctx, meta.Owner, a.inherit(ctx, meta, head.Message, "queue"), pop, func(x *driver.Execution) {
 		x.Emit(ctx, protocol.EventQueueUpdated, rest)
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		return true
-	}
-	if !errors.Is(err, adapter.ErrConflict) {
+	case errors.Is(err, errHeadMoved), errors.Is(err, adapter.ErrConflict):
+		// Another drain took the head, or a run began meanwhile.
+	default:
 		a.opts.Logger.Warn("start queued message", "session_id", sid, "err", err)
 	}
-	u.UpdateSession(context.WithoutCancel(ctx), sid, func(m *journal.SessionMeta) error {
-		m.Queue = append([]journal.QueuedMessage{*item}, m.Queue...)
-		return nil
-	})
 	return false
+}
+
+// errHeadMoved: the queue's head is not the message a drain read (another
+// drain took it). A conflict, not a journal fault.
+var errHeadMoved = fmt.Errorf("executor: the queue's head moved: %w", journal.ErrConflict)
+
+// DrainIdle starts the next queued message of every session that has one
+// and no active run (a process stopped between a run's end and the start
+// of what was queued behind it); it returns how many runs it started. Call
+// it at start-up (Recover does) and, with a shared journal, periodically
+// (a node's reaper does).
+func (a *InProcess) DrainIdle(ctx context.Context) (int, error) {
+	q, ok := a.store.(journal.Queues)
+	if !ok {
+		return 0, nil
+	}
+	ids, err := q.IdleQueues(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sid := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		if a.drain(ctx, sid) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // UpdateGoal implements adapter.Local (RuntimeAdapter.UpdateGoal): it

@@ -67,6 +67,18 @@ func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver
 	case err == nil:
 		cont = a.postTurn(tctx, x, drv)
 		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage}
+	case journal.Unavailable(err):
+		// The journal refused the run's events for longer than
+		// AppendRetry (Redis away, a failover whose new master lacks the
+		// replicas WAIT wants): the run could not go on, through no fault
+		// of its own. It is interrupted, like a run whose executor stopped.
+		a.opts.Logger.Warn("run stopped: the journal was unavailable", "run_id", x.RunID, "err", journal.RedactString(err.Error()))
+		last := x.LastSeq()
+		if meta, err := a.store.Run(tctx, x.RunID); err == nil && meta.LastSeq > last {
+			last = meta.LastSeq
+		}
+		typ, payload = protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
+			Message: "the journal was unavailable for longer than the run could wait", Terminal: true, LastSeq: last}
 	default:
 		var de *driver.Error
 		if !errors.As(err, &de) {

@@ -131,6 +131,12 @@ func (a *InProcess) ClarifyTimeout() time.Duration { return a.opts.ClarifyTimeou
 // single-terminal rule makes it exactly-once across restarts. A run whose
 // driver is a driver.OrphanStopper then has its upstream work stopped, in
 // the background (Close stops and waits for that).
+//
+// A run the runtime made from a queued message (or a goal) that was
+// registered but never started is started instead, and every idle session
+// that still has queued messages is drained (DrainIdle): an accepted
+// queued message is never lost nor left waiting by a crash. It returns
+// the number of runs it ended.
 func (a *InProcess) Recover(ctx context.Context) (int, error) {
 	runs, err := a.store.ActiveRuns(ctx)
 	if err != nil {
@@ -144,12 +150,21 @@ func (a *InProcess) Recover(ctx context.Context) (int, error) {
 		if mine {
 			continue
 		}
-		if err := a.interrupt(ctx, r, "the hub restarted while the run was active"); err != nil {
+		started, err := a.recoverRun(ctx, r)
+		if err != nil {
 			return n, err
+		}
+		if started {
+			continue
 		}
 		n++
 		a.stopOrphan(r)
 		a.drain(ctx, r.SessionID) // what was queued behind it goes on
+	}
+	if _, err := a.DrainIdle(ctx); err != nil {
+		// The hub can serve all the same; what stays queued is drained by
+		// the next start or the next enqueue on the session.
+		a.opts.Logger.Warn("could not list the sessions with queued messages to start them", "err", err)
 	}
 	return n, nil
 }

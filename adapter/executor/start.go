@@ -23,7 +23,14 @@ func (a *InProcess) StartRun(ctx context.Context, owner string, req protocol.Sta
 // run.started and before the driver starts (e.g. to journal what made the
 // run).
 func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.StartRunRequest, before func(*driver.Execution)) (protocol.RunStartResult, error) {
-	meta, drv, err := a.begin(ctx, owner, req)
+	return a.startRunWith(ctx, owner, req, nil, before)
+}
+
+// startRunWith is startRun whose registration also applies update to the
+// session in the same journal step (journal.Queues.BeginRunUpdate), when
+// update is set.
+func (a *InProcess) startRunWith(ctx context.Context, owner string, req protocol.StartRunRequest, update func(*journal.SessionMeta) error, before func(*driver.Execution)) (protocol.RunStartResult, error) {
+	meta, drv, err := a.begin(ctx, owner, req, update)
 	if err != nil {
 		return protocol.RunStartResult{}, err
 	}
@@ -40,8 +47,9 @@ func (a *InProcess) startRun(ctx context.Context, owner string, req protocol.Sta
 }
 
 // begin validates a start and registers the run (and a new session when
-// req has none) in the journal.
-func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartRunRequest) (journal.RunMeta, driver.Driver, error) {
+// req has none) in the journal, with update applied to the session in the
+// same step when it is set.
+func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartRunRequest, update func(*journal.SessionMeta) error) (journal.RunMeta, driver.Driver, error) {
 	if req.Profile == "" && req.Provider == "" {
 		req.Profile = a.opts.DefaultProfile
 	}
@@ -87,7 +95,16 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 		return journal.RunMeta{}, nil, err
 	}
 	meta := journal.RunMeta{ID: adapter.NewID("r_"), SessionID: req.SessionID, Owner: owner, CreatedAt: now, Request: reqJSON}
-	if err := a.store.BeginRun(ctx, meta); err != nil {
+	if update != nil {
+		q, ok := a.store.(journal.Queues)
+		if !ok {
+			return meta, nil, errors.New("executor: the journal cannot begin a run with a session update")
+		}
+		_, err = q.BeginRunUpdate(ctx, meta, update)
+	} else {
+		err = a.store.BeginRun(ctx, meta)
+	}
+	if err != nil {
 		if errors.Is(err, journal.ErrConflict) {
 			return meta, nil, fmt.Errorf("%w: %s", adapter.ErrConflict, req.SessionID)
 		}

@@ -304,7 +304,14 @@ func (n *Node) answer(ctx context.Context, runID string, m goredis.XMessage) {
 	var body []byte
 	if err != nil {
 		var pe *protocol.Error
-		if !errors.As(err, &pe) {
+		switch {
+		case errors.As(err, &pe):
+		case journal.Unavailable(err):
+			// A journal outage (a failover, WAIT short of replicas)
+			// passes: the caller answers unavailable, retry.
+			n.log.Warn("runner: control failed: journal unavailable", "run_id", runID, "err", err)
+			pe = protocol.Errorf(protocol.CodeUnavailable, "the journal is unavailable; try again shortly")
+		default:
 			n.log.Warn("runner: control failed", "run_id", runID, "err", err)
 			pe = protocol.Errorf(protocol.CodeInternal, "the control failed")
 		}
@@ -337,7 +344,15 @@ func (n *Node) reapLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		reaped, err := Reap(ctx, n.store, n.opts.Config)
+		runs, err := n.store.ActiveRuns(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("runner: reap", "node", n.opts.ID, "err", err)
+			}
+			continue
+		}
+		runs = n.resumeStranded(ctx, runs)
+		reaped, err := reap(ctx, n.store, n.opts.Config, runs)
 		if err != nil && ctx.Err() == nil {
 			n.log.Warn("runner: reap", "node", n.opts.ID, "err", err)
 		}
@@ -346,7 +361,42 @@ func (n *Node) reapLoop(ctx context.Context) {
 		for _, r := range reaped {
 			n.exec.Drain(ctx, r.SessionID)
 		}
+		// And so does every idle session that still has queued messages
+		// (its process stopped between a run's end and the next start).
+		if _, err := n.exec.DrainIdle(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("runner: drain idle queues", "node", n.opts.ID, "err", err)
+		}
 	}
+}
+
+// resumeStranded starts here, when this node executes runs, the runs the
+// runtime made from a queued message (or a goal) that were registered at
+// least a lease TTL ago, never started and hold no lease: the process that
+// registered them stopped before starting them (or before dispatching
+// them). Adopt's lease claim makes each start exactly once. It returns
+// runs without those it started.
+func (n *Node) resumeStranded(ctx context.Context, runs []journal.RunMeta) []journal.RunMeta {
+	if n.exec.Dispatching() && !n.opts.Consume {
+		return runs // a dispatching hub: the runners' reapers start them
+	}
+	now := time.Now()
+	rest := runs[:0:0]
+	for _, r := range runs {
+		if !executor.Stranded(r, now, n.opts.LeaseTTL) || n.exec.Live() >= n.opts.MaxRuns {
+			rest = append(rest, r)
+			continue
+		}
+		leased, err := n.opts.Client.Exists(ctx, n.opts.lease(r.ID)).Result()
+		if err != nil || leased > 0 {
+			rest = append(rest, r)
+			continue
+		}
+		if err := n.exec.ResumeStranded(ctx, r); err != nil && !errors.Is(err, executor.ErrClaimed) {
+			n.log.Warn("runner: start a stranded queued run", "run_id", r.ID, "err", err)
+			rest = append(rest, r)
+		}
+	}
+	return rest
 }
 
 // Reap ends every started run whose lease has lapsed with one terminal
@@ -360,6 +410,11 @@ func Reap(ctx context.Context, store journal.Store, cfg Config) ([]journal.RunMe
 	if err != nil {
 		return nil, err
 	}
+	return reap(ctx, store, cfg, runs)
+}
+
+// reap is Reap of the active runs listed.
+func reap(ctx context.Context, store journal.Store, cfg Config, runs []journal.RunMeta) ([]journal.RunMeta, error) {
 	now := time.Now()
 	due := runs[:0]
 	for _, r := range runs {

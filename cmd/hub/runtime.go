@@ -83,7 +83,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		}
 		rt.outbox = store
 		rt.writes = watchWrites(observe(store, m))
-		rt.mode, rt.store = RuntimeInProcess, rt.writes
+		rt.mode, rt.store = RuntimeInProcess, withTestHook(rt.writes)
 		rt.exec = executor.New(rt.store, opts)
 		rt.router = adapter.NewRouter(rt.store, rt.exec, nil)
 		rt.gauges(m)
@@ -128,7 +128,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	}
 	rt.outbox = store
 	rt.writes = watchWrites(observe(store, m))
-	rt.store = rt.writes
+	rt.store = withTestHook(rt.writes)
 	if mode == "" {
 		mode = RuntimeRunners
 	}
@@ -155,6 +155,18 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	rt.node.Start(rt.exec)
 	rt.gauges(m)
 	return rt, nil
+}
+
+// testStoreHook is nil in the hub. The process tests, whose binary doubles
+// as the hub, set it at init (crashpoint_test.go) to wrap the journal with
+// injected crash points; nothing else writes it.
+var testStoreHook func(journal.Store) journal.Store
+
+func withTestHook(s journal.Store) journal.Store {
+	if testStoreHook == nil {
+		return s
+	}
+	return testStoreHook(s)
 }
 
 // gauges registers the executor's and the Redis pool's gauges.

@@ -73,3 +73,9 @@ func (s *writeHealth) BeginRun(ctx context.Context, r journal.RunMeta) error {
 	s.note(err)
 	return err
 }
+
+func (s *writeHealth) BeginRunUpdate(ctx context.Context, r journal.RunMeta, fn func(*journal.SessionMeta) error) (journal.SessionMeta, error) {
+	m, err := s.Store.BeginRunUpdate(ctx, r, fn)
+	s.note(err)
+	return m, err
+}

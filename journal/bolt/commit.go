@@ -32,12 +32,14 @@ type request struct {
 	key     string              // opAppend: idempotency key or ""
 	session journal.SessionMeta // opCreateSession; opDeleteSession: its ID
 	run     journal.RunMeta
-	before  float64 // opTrim: cutoff (created_at form)
-	limit   int     // opTrim: most runs to delete
+	update  func(*journal.SessionMeta) error // opBeginRun: BeginRunUpdate's fn, or nil
+	before  float64                          // opTrim: cutoff (created_at form)
+	limit   int                              // opTrim: most runs to delete
 
-	stored  protocol.Envelope // opAppend: the stored (or existing) event
-	fresh   bool              // opAppend: stored was written by this request
-	trimmed int               // opTrim: runs deleted
+	stored  protocol.Envelope   // opAppend: the stored (or existing) event
+	fresh   bool                // opAppend: stored was written by this request
+	trimmed int                 // opTrim: runs deleted
+	sess    journal.SessionMeta // opBeginRun with update: the session as written
 	err     error
 
 	done chan struct{}

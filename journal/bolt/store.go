@@ -239,30 +239,52 @@ func (s *Store) Sessions(ctx context.Context, owner string) ([]journal.SessionMe
 
 // BeginRun registers a run as its session's active run; see journal.Registry.
 func (s *Store) BeginRun(ctx context.Context, m journal.RunMeta) error {
+	r, err := s.prepareBegin(m)
+	if err != nil {
+		return err
+	}
+	if err := s.submit(ctx, r); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// prepareBegin checks and completes a run to register.
+func (s *Store) prepareBegin(m journal.RunMeta) (*request, error) {
 	if err := protocol.ValidID(m.ID); err != nil {
-		return fmt.Errorf("run id: %w", err)
+		return nil, fmt.Errorf("run id: %w", err)
 	}
 	if err := protocol.ValidID(m.SessionID); err != nil {
-		return fmt.Errorf("session id: %w", err)
+		return nil, fmt.Errorf("session id: %w", err)
 	}
 	if len(m.Request) > 0 {
 		m.Request = journal.RedactJSON(m.Request)
 		if len(m.Request) > protocol.MaxPayloadBytes {
-			return protocol.Errorf(protocol.CodeTooLarge, "request: is %d bytes, limit %d", len(m.Request), protocol.MaxPayloadBytes)
+			return nil, protocol.Errorf(protocol.CodeTooLarge, "request: is %d bytes, limit %d", len(m.Request), protocol.MaxPayloadBytes)
 		}
 		if !jsonValid(m.Request) {
-			return protocol.Errorf(protocol.CodeBadRequest, "request: is not valid JSON")
+			return nil, protocol.Errorf(protocol.CodeBadRequest, "request: is not valid JSON")
 		}
 	}
 	if m.CreatedAt == 0 {
 		m.CreatedAt = protocol.Timestamp(s.opts.Now())
 	}
 	m.LastSeq, m.Terminal, m.TerminalType, m.TerminalAt = 0, false, "", 0
-	r := &request{kind: opBeginRun, run: m}
-	if err := s.submit(ctx, r); err != nil {
-		return err
+	return &request{kind: opBeginRun, run: m}, nil
+}
+
+// BeginRunUpdate registers a run and changes its session's runtime-owned
+// state in one transaction; see journal.Queues.
+func (s *Store) BeginRunUpdate(ctx context.Context, m journal.RunMeta, fn func(*journal.SessionMeta) error) (journal.SessionMeta, error) {
+	r, err := s.prepareBegin(m)
+	if err != nil {
+		return journal.SessionMeta{}, err
 	}
-	return r.err
+	r.update = fn
+	if err := s.submit(ctx, r); err != nil {
+		return journal.SessionMeta{}, err
+	}
+	return r.sess, r.err
 }
 
 // DeleteSession removes a session without an active run and its runs; see

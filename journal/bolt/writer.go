@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"go.etcd.io/bbolt"
@@ -362,6 +363,24 @@ func (w *writer) beginRun(r *request) error {
 		r.err = fmt.Errorf("session %q has active run %q: %w", m.SessionID, ss.meta.ActiveRun, journal.ErrConflict)
 		return nil
 	}
+	if r.update != nil {
+		// BeginRunUpdate: fn's changes to the runtime-owned fields go in
+		// the same transaction as the registration (fn sees a copy).
+		next := ss.meta
+		next.Runs = slices.Clone(ss.meta.Runs)
+		next.Queue = slices.Clone(ss.meta.Queue)
+		next.RecentKeys = slices.Clone(ss.meta.RecentKeys)
+		if ss.meta.Goal != nil {
+			g := *ss.meta.Goal
+			next.Goal = &g
+		}
+		if err := r.update(&next); err != nil {
+			r.err = err
+			return nil
+		}
+		journal.RedactSession(&next)
+		ss.meta.Queue, ss.meta.Goal, ss.meta.RecentKeys, ss.meta.Title = next.Queue, next.Goal, next.RecentKeys, next.Title
+	}
 	if m.Owner == "" {
 		m.Owner = ss.meta.Owner
 	}
@@ -379,5 +398,9 @@ func (w *writer) beginRun(r *request) error {
 	ss.meta.Runs = append(ss.meta.Runs, m.ID)
 	ss.meta.ActiveRun = m.ID
 	ss.dirty = true
+	if r.update != nil {
+		r.sess = ss.meta
+		r.sess.Runs = slices.Clone(ss.meta.Runs)
+	}
 	return nil
 }

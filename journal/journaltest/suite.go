@@ -45,6 +45,7 @@ func Run(t *testing.T, b Backend) {
 		{"Durability", durabilityTests},
 		{"UpdateSession", updateTests},
 		{"DeleteSession", deleteTests},
+		{"Queues", queueTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

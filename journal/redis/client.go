@@ -15,6 +15,10 @@ import (
 // the blocking reads of the tails.
 const clusterReadConns = 32
 
+// clusterStateReload is how stale a cluster client's slot map may get
+// before a command makes it reload (ParseClusterURL).
+const clusterStateReload = time.Second
+
 // Cluster URL schemes: a comma-separated list of seed nodes of a Redis
 // Cluster, e.g. redis+cluster://user:pass@h1:6379,h2:6379,h3:6379.
 const (
@@ -40,6 +44,9 @@ func IsClusterURL(url string) bool {
 //     refused, a Cluster has only database 0. Without pool_size, each
 //     node's pool holds go-redis's default (10 per CPU) plus 32 for the
 //     Store's blocking reads (one feed and one run-tail reader per shard).
+//     The slot map is reloaded when a command finds it older than a
+//     second, so that a failover is noticed even where no node answers
+//     with a redirection (a dead master just refuses connections).
 //
 // The caller closes the client.
 func NewClient(rawURL string) (goredis.UniversalClient, error) {
@@ -96,6 +103,16 @@ func ParseClusterURL(rawURL string) (*goredis.ClusterOptions, error) {
 	opt, err := goredis.ParseClusterURL(plain)
 	if err != nil {
 		return nil, fmt.Errorf("redis cluster URL %q: %w", redact(rawURL), err)
+	}
+	if opt.ClusterStateReloadInterval == 0 {
+		// go-redis reloads the slot map at once only on a redirection
+		// (MOVED, ASK) or READONLY; a master that died answers neither, so
+		// until the next periodic reload (60 s by default) every command
+		// of its slots fails with "connection refused", long after its
+		// replica took over. Reloading (one CLUSTER SLOTS, in the
+		// background, when a command finds the map older than this) every
+		// second keeps a failover's outage to the failover itself.
+		opt.ClusterStateReloadInterval = clusterStateReload
 	}
 	if opt.PoolSize == 0 {
 		// go-redis's default (10 per CPU, per node) plus the blocking reads

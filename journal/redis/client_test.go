@@ -19,6 +19,11 @@ func TestParseClusterURL(t *testing.T) {
 	if o.Username != "u" || o.Password != "secret" || o.ClientName != "hub-a" || o.ReadTimeout.String() != "2s" || o.TLSConfig != nil {
 		t.Fatalf("options %+v", o)
 	}
+	// A dead master answers no redirection: the slot map must not wait for
+	// go-redis's 60 s periodic reload to see its replica promoted.
+	if o.ClusterStateReloadInterval != clusterStateReload {
+		t.Fatalf("ClusterStateReloadInterval = %v, want %v", o.ClusterStateReloadInterval, clusterStateReload)
+	}
 	o, err = ParseClusterURL("rediss+cluster://h1:6379")
 	if err != nil || o.TLSConfig == nil || !slices.Equal(o.Addrs, []string{"h1:6379"}) {
 		t.Fatalf("rediss+cluster: %+v, %v", o, err)

@@ -28,6 +28,9 @@
 //	rh:{T}:owner:<owner>  list    the owner's session ids of this shard, in
 //	                              creation order
 //	rh:{T}:runs:active    set     the shard's run ids without a terminal event
+//	rh:{T}:sess:queued    set     the shard's session ids with queued messages
+//	                              (UpdateSession, BeginRunUpdate; IdleQueues
+//	                              drops the ids of deleted or emptied ones)
 //	rh:{T}:runs:ended     zset    the shard's terminal run ids scored by
 //	                              terminal_at (Trim)
 //	rh:{T}:bus            stream  the shard's status feed, MAXLEN ~

@@ -107,6 +107,10 @@ func (k keyspace) owner(n int, owner string) string { return k.base(n) + "owner:
 // active is the set of shard n's run ids without a terminal event.
 func (k keyspace) active(n int) string { return k.base(n) + "runs:active" }
 
+// queued is the set of shard n's sessions that have queued messages
+// (UpdateSession and BeginRunUpdate keep it; IdleQueues reads it).
+func (k keyspace) queued(n int) string { return k.base(n) + "sess:queued" }
+
 // ended is the zset of shard n's terminal runs scored by terminal_at.
 func (k keyspace) ended(n int) string { return k.base(n) + "runs:ended" }
 
@@ -157,5 +161,6 @@ var (
 	trimScript          = mustScript("trim.lua")
 	deleteSessionScript = mustScript("delete_session.lua")
 	dropLocatorScript   = mustScript("drop_locator.lua")
-	allScripts          = []*goredis.Script{appendScript, beginRunScript, createSessionScript, trimScript, deleteSessionScript}
+	dropQueuedScript    = mustScript("drop_queued.lua")
+	allScripts          = []*goredis.Script{appendScript, beginRunScript, createSessionScript, trimScript, deleteSessionScript, dropQueuedScript}
 )

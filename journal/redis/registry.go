@@ -122,14 +122,29 @@ func (s *Store) sessions(ctx context.Context, ids []string) ([]journal.SessionMe
 // is not registered. The request is redacted before it is stored; an empty
 // owner becomes the session's.
 func (s *Store) BeginRun(ctx context.Context, r journal.RunMeta) error {
+	_, err := s.beginRun(ctx, r, nil)
+	return err
+}
+
+// BeginRunUpdate registers a run and changes its session's runtime-owned
+// state in one script (begin_run.lua): fn is applied to the session as read
+// here, and the script writes its result only when the session's state is
+// still what was read (else it reads again, as UpdateSession's WATCH
+// does); see journal.Queues.
+func (s *Store) BeginRunUpdate(ctx context.Context, r journal.RunMeta, fn func(*journal.SessionMeta) error) (journal.SessionMeta, error) {
+	return s.beginRun(ctx, r, fn)
+}
+
+// beginRun is BeginRun, and BeginRunUpdate when fn is set.
+func (s *Store) beginRun(ctx context.Context, r journal.RunMeta, fn func(*journal.SessionMeta) error) (journal.SessionMeta, error) {
 	if err := s.check(); err != nil {
-		return err
+		return journal.SessionMeta{}, err
 	}
 	if err := protocol.ValidID(r.ID); err != nil {
-		return err
+		return journal.SessionMeta{}, err
 	}
 	if err := protocol.ValidID(r.SessionID); err != nil {
-		return fmt.Errorf("journal/redis: session %q: %w", r.SessionID, journal.ErrNotFound)
+		return journal.SessionMeta{}, fmt.Errorf("journal/redis: session %q: %w", r.SessionID, journal.ErrNotFound)
 	}
 	if r.CreatedAt == 0 {
 		r.CreatedAt = protocol.Timestamp(s.opts.Now())
@@ -141,18 +156,52 @@ func (s *Store) BeginRun(ctx context.Context, r journal.RunMeta) error {
 	n := s.k.shardOf(r.SessionID)
 	created, taken, err := s.claimLocator(ctx, r.ID, n)
 	if err != nil {
-		return s.fail("begin run", err)
+		return journal.SessionMeta{}, s.fail("begin run", err)
 	}
 	if taken {
-		return fmt.Errorf("journal/redis: begin run %s: %w", r.ID, journal.ErrExists)
+		return journal.SessionMeta{}, fmt.Errorf("journal/redis: begin run %s: %w", r.ID, journal.ErrExists)
 	}
-	keys := []string{s.k.session(n, r.SessionID), s.k.sessionRuns(n, r.SessionID), s.k.run(n, r.ID), s.k.active(n), s.k.feed(n)}
-	status, err := beginRunScript.Run(ctx, s.rdb, keys, r.ID, r.SessionID, r.Owner, formatTime(r.CreatedAt), request,
-		s.opts.FeedMaxLen, string(journal.SessionChanged)).Text()
+	keys := []string{s.k.session(n, r.SessionID), s.k.sessionRuns(n, r.SessionID), s.k.run(n, r.ID), s.k.active(n), s.k.feed(n), s.k.queued(n)}
+	var status string
+	var out journal.SessionMeta
+	for attempt := 0; ; attempt++ {
+		args := []any{r.ID, r.SessionID, r.Owner, formatTime(r.CreatedAt), request,
+			s.opts.FeedMaxLen, string(journal.SessionChanged), ""}
+		if fn != nil {
+			if attempt == maxUpdateAttempts {
+				status = "contention"
+				break
+			}
+			var upd []any
+			var perr error
+			if out, upd, perr = s.prepareUpdate(ctx, n, r.SessionID, fn); perr != nil {
+				// Read or refused before the script ran: nothing is
+				// registered (an earlier attempt's script said "changed").
+				if created {
+					dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout)
+					s.dropLocator(dctx, r.ID, n)
+					cancel()
+				}
+				if isRedisErr(perr) || journal.Unavailable(perr) {
+					return journal.SessionMeta{}, s.fail("begin run", perr)
+				}
+				return journal.SessionMeta{}, perr
+			}
+			if upd == nil {
+				status = "conflict" // an active run: fn is not applied
+				break
+			}
+			args = append(args[:7], upd...)
+		}
+		status, err = beginRunScript.Run(ctx, s.rdb, keys, args...).Text()
+		if err != nil || status != "changed" {
+			break
+		}
+	}
 	if err != nil {
 		// The run may or may not be registered: the locator stays (a
 		// leftover is replaced by the next BeginRun of the id).
-		return s.fail("begin run", err)
+		return journal.SessionMeta{}, s.fail("begin run", err)
 	}
 	if created && status != "ok" && status != "exists" {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Timeout)
@@ -163,15 +212,19 @@ func (s *Store) BeginRun(ctx context.Context, r journal.RunMeta) error {
 	case "ok":
 		s.locs.put(r.ID, n)
 		s.runs.located(r.ID, n)
-		return nil
+		out.Runs = append(out.Runs, r.ID)
+		out.ActiveRun = r.ID
+		return out, nil
 	case "notfound":
-		return fmt.Errorf("journal/redis: begin run %s: session %s: %w", r.ID, r.SessionID, journal.ErrNotFound)
+		return journal.SessionMeta{}, fmt.Errorf("journal/redis: begin run %s: session %s: %w", r.ID, r.SessionID, journal.ErrNotFound)
 	case "exists":
-		return fmt.Errorf("journal/redis: begin run %s: %w", r.ID, journal.ErrExists)
+		return journal.SessionMeta{}, fmt.Errorf("journal/redis: begin run %s: %w", r.ID, journal.ErrExists)
 	case "conflict":
-		return fmt.Errorf("journal/redis: begin run %s: session %s has an active run: %w", r.ID, r.SessionID, journal.ErrConflict)
+		return journal.SessionMeta{}, fmt.Errorf("journal/redis: begin run %s: session %s has an active run: %w", r.ID, r.SessionID, journal.ErrConflict)
+	case "contention":
+		return journal.SessionMeta{}, fmt.Errorf("journal/redis: begin run %s: too much contention on session %s: %w", r.ID, r.SessionID, journal.ErrConflict)
 	}
-	return fmt.Errorf("journal/redis: begin run: unexpected reply %q", status)
+	return journal.SessionMeta{}, fmt.Errorf("journal/redis: begin run: unexpected reply %q", status)
 }
 
 // DeleteSession removes a session without an active run, with its runs

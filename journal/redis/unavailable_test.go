@@ -51,6 +51,7 @@ func TestUnavailable_RedisClientErrors(t *testing.T) {
 		{"READONLY behind EXECABORT", execAbortCause([]goredis.Cmder{goredis.NewStatusCmd(ctx), errCmd(ctx, readonly)}, execAbort), true},
 		{"unknown command behind EXECABORT", execAbortCause(cmds, execAbort), false},
 		{"marked", fmt.Errorf("x: %w", journal.ErrUnavailable), true},
+		{"WAIT shortfall", fmt.Errorf("%w: 0 of 1 replicas within 2s", ErrNotReplicated), true},
 		{"command error", syntaxErr, false},
 		{"nil reply", nilErr, false},
 		{"not found", journal.ErrNotFound, false},

@@ -7,12 +7,16 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/journal"
 )
 
 // ErrNotReplicated is returned by an Append whose batch was journaled on
 // the master but not acknowledged by Options.WaitReplicas replicas within
-// Options.WaitTimeout.
-var ErrNotReplicated = errors.New("journal/redis: not acknowledged by enough replicas")
+// Options.WaitTimeout. It is journal.ErrUnavailable (a master without its
+// replicas, as after a failover, passes): callers answer "unavailable,
+// retry", and a retry with the same idempotency key does not journal the
+// event twice.
+var ErrNotReplicated = fmt.Errorf("journal/redis: not acknowledged by enough replicas (%w)", journal.ErrUnavailable)
 
 // waitAttempts bounds waitAppend's tries of one batch after a redirection
 // or a lost connection (a failover in progress).
