@@ -33,9 +33,16 @@ func (x *Execution) Transcript(ctx context.Context) ([]Turn, error) {
 	return SessionTranscript(ctx, x.log, reg, x.SessionID, x.RunID)
 }
 
+// HistoryKey is the key of a run's start request (journal.RunMeta.Request)
+// under which an importer stores the conversation the session had before
+// runhub ([]Turn, e.g. hermes-webui's context_messages): a transcript
+// starts over from it at that run, whose own events it already holds.
+const HistoryKey = "history"
+
 // SessionTranscript is Transcript for any journal: the turns of the
 // session's runs before the run before (every run when before is empty or
-// not in the session).
+// not in the session). A run without run.started (an imported one) gives
+// its start request's message as the user's.
 func SessionTranscript(ctx context.Context, l journal.Log, reg interface {
 	Session(ctx context.Context, id string) (journal.SessionMeta, error)
 }, sessionID, before string) ([]Turn, error) {
@@ -48,9 +55,27 @@ func SessionTranscript(ctx context.Context, l journal.Log, reg interface {
 		if rid == before {
 			break
 		}
+		meta, err := l.Run(ctx, rid)
+		if errors.Is(err, journal.ErrNotFound) {
+			continue // trimmed by retention
+		}
+		if err != nil {
+			return nil, err
+		}
+		var req struct {
+			Message string  `json:"message"`
+			History *[]Turn `json:"history"`
+		}
+		if len(meta.Request) > 0 {
+			json.Unmarshal(meta.Request, &req)
+		}
+		if req.History != nil {
+			turns = append(turns[:0], *req.History...)
+			continue
+		}
 		var user string
 		var answer strings.Builder
-		err := journal.ReadAll(ctx, l, rid, 0, func(e protocol.Envelope) error {
+		err = journal.ReadAll(ctx, l, rid, 0, func(e protocol.Envelope) error {
 			switch e.Type {
 			case protocol.EventRunStarted:
 				var p protocol.RunStartedPayload
@@ -70,6 +95,9 @@ func SessionTranscript(ctx context.Context, l journal.Log, reg interface {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if user == "" {
+			user = req.Message
 		}
 		if user != "" {
 			turns = append(turns, Turn{Role: "user", Content: user})

@@ -42,6 +42,7 @@ type ServeConfig struct {
 	Retention      time.Duration // RUNHUB_RETENTION, -retention: how long terminal runs are kept (default 168h; 0 = forever)
 	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; with authentication on, only to a token with the admin role)
 	Security
+	WebUI    WebUIConfig // hermes-webui's runner API (docs/hermes-webui.md)
 	Webhooks WebhookConfig
 
 	addrFrom string // where Addr came from, for errors: "-addr" or "RUNHUB_ADDR"
@@ -227,6 +228,7 @@ func serveFlags(cfg *ServeConfig, getenv func(string) string) *flagSet {
 	f.dur(&cfg.Retention, "retention", "RUNHUB_RETENTION", "168h", "how long terminal runs are kept (0: forever)")
 	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/ (with authentication on, only to a token with the admin role)")
 	f.security(&cfg.Security)
+	f.webui(&cfg.WebUI)
 	f.webhooks(&cfg.Webhooks)
 	return f
 }
@@ -243,6 +245,9 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	cfg.outbox = cfg.Webhooks.enabled()
 	cfg.addrFrom = f.source("addr")
 	if err := checkAddr(cfg.addrFrom, cfg.Addr); err != nil {
+		return cfg, err
+	}
+	if err := cfg.WebUI.check(); err != nil {
 		return cfg, err
 	}
 	if cfg.JWTSecret != "" && cfg.JWTPublicKey != "" {

@@ -24,12 +24,14 @@ func referenceSections() []struct {
 	var s ServeConfig
 	var r RuntimeConfig
 	var h HealthcheckConfig
+	var im ImportConfig
 	return []struct {
 		name  string
 		flags *flagSet
 	}{
 		{"serve", serveFlags(&s, none)},
 		{"runner", runnerFlags(&r, none)},
+		{"import", importFlags(&im, none)},
 		{"healthcheck", healthcheckFlags(&h, none)},
 	}
 }

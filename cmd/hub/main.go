@@ -1,6 +1,7 @@
 // Command hub is runhub's one binary: `hub serve` (the default) runs a hub
 // replica; `hub runner` executes runs from the Redis run queue; `hub token`
-// mints an HS256 token with RUNHUB_JWT_SECRET; `hub healthcheck` probes a
+// mints an HS256 token with RUNHUB_JWT_SECRET; `hub import hermes-webui`
+// brings a hermes-webui state directory's sessions into the journal; `hub healthcheck` probes a
 // health endpoint (the container image's HEALTHCHECK); `hub version` (or
 // `hub --version`) prints the build's version; `hub help [command]` (or
 // -h on any command) prints the usage.
@@ -87,6 +88,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return help(err)
 		}
 		return MintToken(stdout, cfg)
+	case "import":
+		cfg, err := parseImportConfig(args, os.Getenv)
+		if err != nil {
+			return help(err)
+		}
+		var progress io.Writer
+		if cfg.Progress == "on" || cfg.Progress == "auto" && isTerminal(os.Stderr) {
+			progress = os.Stderr
+		}
+		return Import(ctx, cfg, stdout, progress)
 	case "healthcheck":
 		cfg, err := parseHealthcheckConfig(args, os.Getenv)
 		if err != nil {
@@ -105,10 +116,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		case len(args) == 1 && (args[0] == "version" || args[0] == "help"):
 			printOverview(stdout)
 		default:
-			return &usageError{fmt.Sprintf("help %s: no such command (want serve, runner, token, healthcheck, version or help)", strings.Join(args, " "))}
+			return &usageError{fmt.Sprintf("help %s: no such command (want serve, runner, token, import, healthcheck, version or help)", strings.Join(args, " "))}
 		}
 		return nil
 	default:
-		return &usageError{fmt.Sprintf("unknown command %q (want serve, runner, token, healthcheck, version or help)", cmd)}
+		return &usageError{fmt.Sprintf("unknown command %q (want serve, runner, token, import, healthcheck, version or help)", cmd)}
 	}
 }

@@ -125,6 +125,7 @@ func routeServe(e *echo.Echo, cfg ServeConfig, rt *procRuntime, h *hub.Hub, m *m
 	}
 	h.Routes(e)
 	h.RouteProfiles(e, rt.profiles.Public())
+	routeWebUI(e, cfg.WebUI, rt, h)
 	if cfg.PProf {
 		routePProf(e, h.RequireAdmin)
 	}

@@ -13,6 +13,7 @@ var commands = []struct{ name, summary string }{
 	{"serve", "run a hub replica: the WebSocket and HTTP API, the web UI, /healthz, /readyz, /metrics (the default command)"},
 	{"runner", "execute runs from the Redis run queue (scaled mode; needs RUNHUB_REDIS_URL)"},
 	{"token", "mint a development HS256 token with RUNHUB_JWT_SECRET"},
+	{"import", "import hermes-webui's sessions: hub import hermes-webui STATE_DIR (docs/hermes-webui.md)"},
 	{"healthcheck", "GET a health endpoint and exit 0 on 200 (the container image's HEALTHCHECK)"},
 	{"version", "print the build's version (also hub --version)"},
 	{"help", "print this help, or a command's: hub help serve"},
@@ -23,6 +24,7 @@ var commandIntro = map[string]string{
 	"serve":       "Usage: hub [serve] [flags]\n\nRuns a hub replica: the WebSocket and HTTP API, the embedded web UI,\n/healthz, /readyz and /metrics, until SIGTERM or SIGINT.",
 	"runner":      "Usage: hub runner [flags]\n\nExecutes runs from the Redis run queue (scaled mode) until SIGTERM or\nSIGINT; it needs RUNHUB_REDIS_URL.",
 	"token":       "Usage: hub token -sub SUBJECT [flags]\n\nPrints an HS256 token signed with RUNHUB_JWT_SECRET (development and\nscripts; production tokens come from the identity provider).",
+	"import":      "Usage: hub import hermes-webui STATE_DIR [flags]\n\nImports a hermes-webui state directory's sessions (sidecars, run journals,\nturn journals) into the journal, idempotently: a second import changes\nnothing. Stop the journal's hubs and runners first.",
 	"healthcheck": "Usage: hub healthcheck [flags]\n\nGETs a URL and exits 0 on 200, 1 otherwise.",
 }
 
@@ -40,6 +42,9 @@ func commandFlags(name string) *flagSet {
 	case "token":
 		var c TokenConfig
 		return tokenFlags(&c, none)
+	case "import":
+		var c ImportConfig
+		return importFlags(&c, none)
 	case "healthcheck":
 		var c HealthcheckConfig
 		return healthcheckFlags(&c, none)

@@ -1,0 +1,603 @@
+package hermeswebui
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/protocol"
+)
+
+// ImportSource is the source of an imported run's start request.
+const ImportSource = "hermes-webui-import"
+
+// HistoryKey is the key of a run's start request (journal.RunMeta.Request)
+// that holds the conversation history an import brought along (WebUI's
+// context_messages as [{role, content}]): drivers send it, instead of the
+// runs before, as the history of the session's next turn
+// (adapter/driver.SessionTranscript).
+const HistoryKey = driver.HistoryKey
+
+// PlannedRun is one run an import writes: its events are unsequenced (the
+// journal numbers them 1, 2, …: a run from a WebUI journal keeps each row's
+// seq) and the last is the terminal.
+type PlannedRun struct {
+	ID        string
+	CreatedAt float64
+	Request   json.RawMessage
+	Events    []protocol.Envelope
+	From      string // the run journal's path, or "transcript"
+	Trimmed   int    // events whose payload was cut to the journal's bound
+}
+
+// PlannedSession is one session an import writes.
+type PlannedSession struct {
+	ID        string
+	Title     string
+	CreatedAt float64
+	Runs      []PlannedRun
+}
+
+// Input is what the importer read of one session.
+type Input struct {
+	Sidecar  *Sidecar
+	Journals []RunJournal
+	Prompts  map[string]string // stream id → submitted prompt (turn journal)
+	// Now is the import's time: the time of each run's terminal event, so
+	// the hub's retention counts from the import (the original time stays
+	// in the event's webui.created_at).
+	Now float64
+}
+
+// turn is one user message and the replies that follow it.
+type turn struct {
+	user    *Message
+	replies []Message
+	at      float64
+}
+
+func splitTurns(msgs []Message) []turn {
+	var out []turn
+	for i := range msgs {
+		m := msgs[i]
+		if m.Role == "user" || len(out) == 0 {
+			t := turn{at: m.Time()}
+			if m.Role == "user" {
+				t.user = &msgs[i]
+			} else {
+				t.replies = append(t.replies, m)
+			}
+			out = append(out, t)
+			continue
+		}
+		last := &out[len(out)-1]
+		last.replies = append(last.replies, m)
+		if last.at == 0 {
+			last.at = m.Time()
+		}
+	}
+	return out
+}
+
+// Plan turns one session into the runs an import writes: each run journal
+// replayed row for row (names mapped, see the table in
+// docs/hermes-webui.md), each turn of the transcript no journal covers
+// synthesized into a run, oldest first; the last run carries the
+// session's context_messages as the history of the next turn.
+func Plan(in Input) PlannedSession {
+	s := in.Sidecar
+	ps := PlannedSession{ID: s.SessionID, Title: s.Title, CreatedAt: s.CreatedAt}
+	turns := splitTurns(s.Messages)
+	if pm := s.PendingUserMessage; pm != nil && *pm != "" {
+		last := len(turns) - 1
+		if last < 0 || turns[last].user == nil || turns[last].user.Text() != *pm {
+			at := 0.0
+			if s.PendingStartedAt != nil {
+				at = *s.PendingStartedAt
+			}
+			raw, _ := json.Marshal(*pm)
+			turns = append(turns, turn{user: &Message{Role: "user", Content: raw}, at: at})
+		}
+	}
+	covered := make([]*RunJournal, len(turns))
+	type item struct {
+		at  float64
+		run PlannedRun
+	}
+	var items []item
+	for k := range in.Journals {
+		j := &in.Journals[k]
+		i := coveringTurn(turns, j.Start())
+		if i >= 0 && covered[i] == nil {
+			covered[i] = j
+		} else {
+			i = -1
+		}
+		prompt := in.Prompts[j.RunID]
+		if prompt == "" && i >= 0 && turns[i].user != nil {
+			prompt = turns[i].user.Text()
+		}
+		items = append(items, item{j.Start(), journalRun(s, j, prompt, in.Now)})
+	}
+	for i, t := range turns {
+		if covered[i] != nil {
+			continue
+		}
+		cut := i == len(turns)-1 && (s.ActiveStreamID != nil && *s.ActiveStreamID != "" || s.PendingUserMessage != nil && *s.PendingUserMessage != "")
+		items = append(items, item{t.at, transcriptRun(s, i, t, cut, in.Now)})
+	}
+	sort.SliceStable(items, func(a, b int) bool { return items[a].at < items[b].at })
+	for _, it := range items {
+		ps.Runs = append(ps.Runs, it.run)
+	}
+	if n := len(ps.Runs); n > 0 {
+		last := &ps.Runs[n-1]
+		var req map[string]any
+		json.Unmarshal(last.Request, &req)
+		md, _ := req["metadata"].(map[string]any)
+		hw, _ := md["hermes_webui"].(map[string]any)
+		hw["session"] = s.Meta
+		if h := History(s.ContextMessages); h != nil {
+			req[HistoryKey] = h
+		}
+		last.Request, _ = json.Marshal(req)
+	}
+	return ps
+}
+
+// coveringTurn is the turn a run that started at start belongs to: the
+// last turn whose user message was sent before it (a little slack for
+// clocks), provided the next turn had not begun; -1 when none.
+func coveringTurn(turns []turn, start float64) int {
+	found := -1
+	for i, t := range turns {
+		if t.at > 0 && t.at <= start+2 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return -1
+	}
+	for k := found + 1; k < len(turns); k++ {
+		if turns[k].at > 0 {
+			if start >= turns[k].at {
+				return -1
+			}
+			break
+		}
+	}
+	return found
+}
+
+// runID is a synthesized run's id: the session id and the turn, within the
+// journal's id bound.
+func runID(sid string, i int) string {
+	id := sid + ".t" + strconv.Itoa(i+1)
+	if len(id) <= protocol.MaxIDLen && protocol.ValidID(id) == nil {
+		return id
+	}
+	sum := sha256.Sum256([]byte(sid))
+	return "webui-" + hex.EncodeToString(sum[:16]) + ".t" + strconv.Itoa(i+1)
+}
+
+func request(s *Sidecar, message, from string) json.RawMessage {
+	req := map[string]any{"session_id": s.SessionID, "message": message, "workspace": s.Workspace,
+		"model": s.Model, "source": ImportSource,
+		"metadata": map[string]any{"hermes_webui": map[string]any{"from": from}}}
+	if s.ModelProvider != nil {
+		req["provider"] = *s.ModelProvider
+	}
+	if len(s.EnabledToolsets) > 0 {
+		req["toolsets"] = s.EnabledToolsets
+	}
+	raw, _ := json.Marshal(req)
+	return raw
+}
+
+// History converts context_messages to the turns drivers send: user and
+// assistant messages with text (tool rows and tool-only messages are
+// folded away), the newest kept within maxHistoryBytes. Nil when there
+// are none.
+func History(msgs []Message) []map[string]string {
+	var out []map[string]string
+	size := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != "user" && m.Role != "assistant" {
+			continue
+		}
+		text := m.Text()
+		if text == "" {
+			continue
+		}
+		if size += len(text); size > maxHistoryBytes {
+			break
+		}
+		out = append(out, map[string]string{"role": m.Role, "content": text})
+	}
+	for i, k := 0, len(out)-1; i < k; i, k = i+1, k-1 {
+		out[i], out[k] = out[k], out[i]
+	}
+	return out
+}
+
+// maxHistoryBytes bounds the imported history's text.
+const maxHistoryBytes = 4 << 20
+
+// event builds an unsequenced event.
+func event(runID, sid string, typ protocol.EventType, at float64, payload any) protocol.Envelope {
+	raw, _ := json.Marshal(payload)
+	return protocol.Envelope{RunID: runID, SessionID: sid, Type: typ, CreatedAt: at, Payload: raw,
+		Terminal: protocol.IsTerminal(typ, raw)}
+}
+
+// transcriptRun synthesizes the run of a turn no journal covers.
+func transcriptRun(s *Sidecar, i int, t turn, cut bool, now float64) PlannedRun {
+	id, sid := runID(s.SessionID, i), s.SessionID
+	user := ""
+	if t.user != nil {
+		user = t.user.Text()
+	}
+	at := t.at
+	if at == 0 {
+		at = s.CreatedAt
+	}
+	provider := ""
+	if s.ModelProvider != nil {
+		provider = *s.ModelProvider
+	}
+	r := PlannedRun{ID: id, CreatedAt: at, Request: request(s, user, "transcript"), From: "transcript"}
+	add := func(typ protocol.EventType, p any) { r.Events = append(r.Events, event(id, sid, typ, at, p)) }
+	add(protocol.EventRunStarted, protocol.RunStartedPayload{Message: user, Model: s.Model, Provider: provider,
+		Workspace: s.Workspace, Toolsets: nonNil(s.EnabledToolsets), Source: ImportSource})
+	open := map[string]bool{}
+	var last *Message
+	model := s.Model
+	for k := range t.replies {
+		m := &t.replies[k]
+		if ts := m.Time(); ts > 0 {
+			at = ts
+		}
+		switch m.Role {
+		case "assistant":
+			last = m
+			if m.UsedModel != "" {
+				model = m.UsedModel
+			}
+			block := "b" + strconv.Itoa(k+1)
+			if m.Reasoning != "" {
+				for _, c := range chunks(m.Reasoning) {
+					add(protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: block, Text: c})
+				}
+				add(protocol.EventReasoningDone, protocol.ReasoningPayload{BlockID: block, Text: ""})
+			}
+			if text := m.Text(); text != "" && !isError(m) {
+				for _, c := range chunks(text) {
+					add(protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m" + strconv.Itoa(k+1), Text: c})
+				}
+			}
+			for _, tc := range m.ToolCalls {
+				tid := tc.ID
+				if tid == "" {
+					tid = tc.CallID
+				}
+				if tid == "" {
+					tid = "t" + strconv.Itoa(k+1)
+				}
+				open[tid] = true
+				add(protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: tid, Name: tc.Function.Name, Args: toolArgs(tc.Function.Arguments)})
+			}
+		case "tool":
+			tid := m.ToolCallID
+			if tid == "" {
+				tid = m.ToolUseID
+			}
+			if tid == "" {
+				tid = "t" + strconv.Itoa(k+1)
+			}
+			if !open[tid] {
+				add(protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: tid, Name: m.Name, Args: json.RawMessage(`{}`)})
+			}
+			delete(open, tid)
+			result, _ := json.Marshal(protocol.Truncate(m.Text(), 64<<10))
+			add(protocol.EventToolDone, protocol.ToolDonePayload{ToolCallID: tid, Status: "ok", Result: result})
+		}
+	}
+	at = now
+	switch {
+	case last != nil && isError(last):
+		code, msg := protocol.ErrorProviderError, errorText(last)
+		if last.Type == "interrupted" {
+			code = protocol.ErrorInterrupted
+		}
+		add(protocol.EventError, protocol.ErrorPayload{Code: code, Message: msg, Terminal: true})
+	case cut && last == nil:
+		add(protocol.EventError, protocol.ErrorPayload{Code: protocol.ErrorInterrupted, Message: "the turn was cut off before WebUI saved an answer", Terminal: true})
+	default:
+		add(protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: &protocol.Usage{Model: model, Provider: provider}})
+	}
+	return r
+}
+
+// chunkBytes bounds the text of one synthesized delta, well within the
+// journal's payload bound.
+const chunkBytes = 64 << 10
+
+// chunks cuts text into deltas of at most chunkBytes, on rune boundaries;
+// they concatenate to text.
+func chunks(text string) []string {
+	var out []string
+	for len(text) > chunkBytes {
+		i := chunkBytes
+		for i > 0 && !utf8.RuneStart(text[i]) {
+			i--
+		}
+		out = append(out, text[:i])
+		text = text[i:]
+	}
+	return append(out, text)
+}
+
+func isError(m *Message) bool {
+	return len(m.Error) > 0 && string(m.Error) != "null" && string(m.Error) != "false"
+}
+
+func errorText(m *Message) string {
+	var s string
+	if json.Unmarshal(m.Error, &s) == nil && s != "" {
+		return protocol.Truncate(s, 4096)
+	}
+	if t := m.Text(); t != "" {
+		return protocol.Truncate(t, 4096)
+	}
+	return "the turn ended with an error"
+}
+
+// toolArgs is a tool call's arguments as JSON: the JSON-encoded string
+// decoded, else the string itself.
+func toolArgs(raw json.RawMessage) json.RawMessage {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if json.Valid([]byte(s)) && s != "" {
+			return json.RawMessage(s)
+		}
+		b, _ := json.Marshal(s)
+		return b
+	}
+	if len(raw) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// payloadMap decodes a row's payload as an object (empty when it is not).
+func payloadMap(raw json.RawMessage) map[string]any {
+	var m map[string]any
+	json.Unmarshal(raw, &m)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m
+}
+
+func getStr(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s, ok := m[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func getNum(m map[string]any, key string) float64 {
+	f, _ := m[key].(float64)
+	return f
+}
+
+func getStrs(m map[string]any, key string) []string {
+	out := []string{}
+	list, _ := m[key].([]any)
+	for _, v := range list {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// errorCode is runhub's error code of a WebUI apperror type.
+func errorCode(typ string) string {
+	switch typ {
+	case "interrupted":
+		return protocol.ErrorInterrupted
+	case "no_response":
+		return protocol.ErrorTimeout
+	case "", "error":
+		return protocol.ErrorProviderError
+	}
+	return typ
+}
+
+// journalRun replays a run journal: row n becomes event seq n (names mapped
+// to runhub's types, the row kept whole under webui), the last row the
+// terminal event; a journal without a terminal row gets one more event,
+// as WebUI itself reports such a run (interrupted).
+func journalRun(s *Sidecar, j *RunJournal, prompt string, now float64) PlannedRun {
+	id, sid := j.RunID, s.SessionID
+	r := PlannedRun{ID: id, CreatedAt: j.Start(), Request: request(s, prompt, "run journal"), From: j.Path}
+	tids := map[string][]string{} // open tool ids by name
+	var usage *protocol.Usage
+	sawDone := false
+	for i, row := range j.Rows {
+		name, p := row.Name(), payloadMap(row.Payload)
+		isLast := i == len(j.Rows)-1
+		at := row.CreatedAt
+		var typ protocol.EventType
+		var mapped map[string]any
+		switch name {
+		case "token":
+			typ, mapped = protocol.EventTokenDelta, map[string]any{"message_id": "m1", "text": getStr(p, "text")}
+		case "reasoning":
+			typ, mapped = protocol.EventReasoningDelta, map[string]any{"block_id": "b1", "text": getStr(p, "text")}
+		case "tool":
+			tid := getStr(p, "tid")
+			if tid == "" {
+				tid = "t" + strconv.FormatUint(row.Seq, 10)
+			}
+			tname := getStr(p, "name")
+			tids[tname] = append(tids[tname], tid)
+			args, _ := json.Marshal(p["args"])
+			if p["args"] == nil {
+				args = []byte(`{}`)
+			}
+			typ, mapped = protocol.EventToolStarted, map[string]any{"tool_call_id": tid, "name": tname, "args": json.RawMessage(args)}
+		case "tool_complete":
+			tname := getStr(p, "name")
+			tid := getStr(p, "tid")
+			if open := tids[tname]; tid == "" && len(open) > 0 {
+				tid = open[0]
+			}
+			if tid == "" {
+				tid = "t" + strconv.FormatUint(row.Seq, 10)
+			}
+			for k, t := range tids[tname] {
+				if t == tid {
+					tids[tname] = append(tids[tname][:k:k], tids[tname][k+1:]...)
+					break
+				}
+			}
+			isErr, _ := p["is_error"].(bool)
+			status := "ok"
+			if isErr {
+				status = "error"
+			}
+			result, _ := json.Marshal(getStr(p, "preview", "snippet"))
+			typ, mapped = protocol.EventToolDone, map[string]any{"tool_call_id": tid, "status": status,
+				"duration_ms": int64(getNum(p, "duration") * 1000), "error": isErr, "result": json.RawMessage(result)}
+		case "approval":
+			choices := getStrs(p, "choices")
+			if len(choices) == 0 {
+				choices = []string{"once", "session", "always", "deny"}
+			}
+			typ, mapped = protocol.EventApprovalReq, map[string]any{"approval_id": getStr(p, "approval_id"),
+				"summary": getStr(p, "description", "command"), "risk": "", "choices": choices}
+		case "clarify":
+			choices := getStrs(p, "choices_offered")
+			mode := "text"
+			if len(choices) > 0 {
+				mode = "choice"
+			}
+			typ, mapped = protocol.EventClarifyReq, map[string]any{"clarify_id": getStr(p, "clarify_id"),
+				"question": getStr(p, "question"), "choices": choices, "input_mode": mode}
+		case "metering":
+			u, _ := p["usage"].(map[string]any)
+			typ, mapped = protocol.EventUsageUpdated, map[string]any{"input_tokens": int64(getNum(u, "input_tokens")),
+				"output_tokens": int64(getNum(u, "output_tokens")), "model": "", "provider": "", "duration_ms": 0}
+		case "title":
+			typ, mapped = protocol.EventTitleUpdated, map[string]any{"title": protocol.Truncate(getStr(p, "title"), 512), "source": "hermes-webui"}
+		case "goal":
+			state := getStr(p, "state")
+			switch state {
+			case protocol.GoalActive, protocol.GoalPaused, protocol.GoalCleared, protocol.GoalDone:
+			default:
+				state = protocol.GoalActive
+			}
+			typ, mapped = protocol.EventGoalUpdated, map[string]any{"state": state, "text": getStr(p, "message", "text")}
+		case "done", "stream_end":
+			if name == "done" {
+				sawDone = true
+				u, _ := p["usage"].(map[string]any)
+				usage = &protocol.Usage{InputTokens: int64(getNum(u, "input_tokens")), OutputTokens: int64(getNum(u, "output_tokens")),
+					Model: s.Model, DurationMS: int64(getNum(u, "duration_seconds") * 1000)}
+			}
+			switch {
+			case isLast:
+				u := usage
+				if u == nil {
+					u = &protocol.Usage{}
+				}
+				typ, mapped = protocol.EventDone, map[string]any{"status": "completed", "usage": u}
+			case name == "done":
+				typ, mapped = protocol.EventUsageFinal, map[string]any{"input_tokens": usage.InputTokens,
+					"output_tokens": usage.OutputTokens, "model": usage.Model, "provider": "", "duration_ms": usage.DurationMS}
+			default:
+				typ, mapped = protocol.EventProgress, map[string]any{"text": ""}
+			}
+		case "cancel", "apperror", "error":
+			msg := protocol.Truncate(getStr(p, "message", "error"), 4096)
+			etype := getStr(p, "type")
+			switch {
+			case isLast && (name == "cancel" || etype == "cancelled"):
+				typ, mapped = protocol.EventCancelled, map[string]any{"reason": msg, "partial": false}
+			case name == "cancel":
+				typ, mapped = protocol.EventProgress, map[string]any{"text": msg}
+			default:
+				typ, mapped = protocol.EventError, map[string]any{"code": errorCode(etype), "message": msg, "terminal": isLast}
+			}
+		default:
+			// interim_assistant, warning, compressing, compressed,
+			// context_status, todo_state, state_saved, goal_continue,
+			// pending_steer_leftover, title_status, and names to come.
+			typ, mapped = protocol.EventProgress, map[string]any{"text": protocol.Truncate(getStr(p, "text", "message"), 1024)}
+		}
+		if isLast && protocol.IsTerminal(typ, mustJSON(mapped)) {
+			at = now
+		}
+		e, trimmed := withOriginal(id, sid, typ, at, mapped, name, row.Payload, row.CreatedAt)
+		if trimmed {
+			r.Trimmed++
+		}
+		r.Events = append(r.Events, e)
+	}
+	if last := r.Events[len(r.Events)-1]; !last.Terminal {
+		if sawDone {
+			u := usage
+			r.Events = append(r.Events, event(id, sid, protocol.EventDone, now, protocol.DonePayload{Status: "completed", Usage: u}))
+		} else {
+			r.Events = append(r.Events, event(id, sid, protocol.EventError, now, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
+				Message: "the run's journal ends without a terminal event (lost worker)", Terminal: true, LastSeq: uint64(len(j.Rows))}))
+		}
+	}
+	return r
+}
+
+func mustJSON(v any) json.RawMessage {
+	raw, _ := json.Marshal(v)
+	return raw
+}
+
+// payloadRoom is the journal's payload bound less room for redaction.
+const payloadRoom = protocol.MaxPayloadBytes - 8<<10
+
+// withOriginal builds the event of a journal row: the mapped payload plus
+// the row under webui. A payload over the journal's bound loses done's
+// embedded session first, then the original; trimmed says so.
+func withOriginal(id, sid string, typ protocol.EventType, at float64, mapped map[string]any, name string, orig json.RawMessage, origAt float64) (protocol.Envelope, bool) {
+	o := map[string]any{"event": name, "payload": orig, "created_at": origAt}
+	mapped[Original] = o
+	e := event(id, sid, typ, at, mapped)
+	if len(e.Payload) <= payloadRoom {
+		return e, false
+	}
+	if p := payloadMap(orig); p["session"] != nil {
+		p["session"] = map[string]any{"session_id": sid, "_omitted": "the whole session; the import keeps it as the session's runs"}
+		o["payload"] = p
+		if e = event(id, sid, typ, at, mapped); len(e.Payload) <= payloadRoom {
+			return e, true
+		}
+	}
+	delete(mapped, Original)
+	for _, k := range []string{"text", "summary", "question", "message", "reason"} {
+		if s, ok := mapped[k].(string); ok {
+			mapped[k] = protocol.Truncate(s, 64<<10)
+		}
+	}
+	if r, ok := mapped["result"].(json.RawMessage); ok && len(r) > 64<<10 {
+		mapped["result"] = json.RawMessage(`"(trimmed)"`)
+	}
+	return event(id, sid, typ, at, mapped), true
+}

@@ -1,0 +1,592 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/adapter/profile"
+	"github.com/runhub/runhub/hub/hermeswebui"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// hermes-webui's runner API (docs/hermes-webui.md): the calls its
+// RunnerRuntimeAdapter makes when HERMES_WEBUI_RUNTIME_ADAPTER=runner-local,
+// under a base path, answered in its own event dialect (hub/hermeswebui).
+// Every start and control goes through Hub.Control, the hub's single
+// authorizing entry point; reads check ownership like the rest of the API.
+
+// WebUIOptions configures RouteHermesWebUI.
+type WebUIOptions struct {
+	// Base is the path the API is mounted under (HERMES_WEBUI_RUNNER_BASE_URL
+	// is the hub's URL plus Base), e.g. "/compat/hermes-webui".
+	Base string
+	// Keys maps a static runner key (HERMES_WEBUI_RUNNER_API_KEY) to the
+	// subject it acts as. A bearer token that is no such key is checked as
+	// any API token (a runhub JWT; open mode: subject local).
+	Keys map[string]string
+	// Profiles are the runhub profiles a start may name. WebUI's profile
+	// "default" means runhub's default profile unless one is named so.
+	Profiles []profile.Info
+	// PollHold is how long an events poll with nothing new waits for the
+	// next event (default 20 s): WebUI's relay sleeps 5 s after an empty
+	// poll, so an answer held until the next event keeps its browser live.
+	PollHold time.Duration
+}
+
+// webui serves the runner API.
+type webui struct {
+	h        *Hub
+	keys     []webuiKey
+	profiles map[string]bool
+	hold     time.Duration
+}
+
+type webuiKey struct {
+	sum     [sha256.Size]byte
+	subject string
+}
+
+// RouteHermesWebUI registers hermes-webui's runner API under o.Base on e.
+func (h *Hub) RouteHermesWebUI(e *echo.Echo, o WebUIOptions) {
+	w := &webui{h: h, profiles: map[string]bool{}, hold: o.PollHold}
+	if w.hold <= 0 {
+		w.hold = 20 * time.Second
+	}
+	for k, s := range o.Keys {
+		w.keys = append(w.keys, webuiKey{sum: sha256.Sum256([]byte(k)), subject: s})
+	}
+	for _, p := range o.Profiles {
+		w.profiles[p.Name] = true
+	}
+	g := e.Group(strings.TrimRight(o.Base, "/")+"/v1", w.errors, h.checkOrigin, w.auth)
+	g.POST("/runs", w.start)
+	g.GET("/runs/:rid/events", w.events)
+	g.GET("/runs/:rid", w.run)
+	g.POST("/runs/:rid/cancel", w.cancel)
+	g.POST("/runs/:rid/approval", w.approval)
+	g.POST("/runs/:rid/clarifications/:cid/respond", w.clarify)
+	g.POST("/runs/:rid/messages", w.messages)
+	g.POST("/sessions/:sid/goal", w.goal)
+}
+
+// errors renders an error as WebUI's clients read one: {"error": message}
+// (plus runhub's code and field) with the status of its code.
+func (w *webui) errors(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if err == nil || c.Response().Committed {
+			return err
+		}
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			var he *echo.HTTPError
+			if errors.As(err, &he) {
+				return err // routing: the hub's error handler
+			}
+			pe = protocol.Errorf(protocol.CodeInternal, "internal error")
+		}
+		body := map[string]any{"error": pe.Message, "code": pe.Code}
+		if pe.Field != "" {
+			body["field"] = pe.Field
+		}
+		status := HTTPStatus(pe.Code)
+		if status == http.StatusServiceUnavailable {
+			c.Response().Header().Set("Retry-After", retryAfter)
+		}
+		return c.JSON(status, body)
+	}
+}
+
+// auth admits a static runner key as its subject, else any API token.
+func (w *webui) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		token, _ := bearer(c.Request())
+		if token != "" && len(w.keys) > 0 {
+			sum := sha256.Sum256([]byte(token))
+			subject := ""
+			for _, k := range w.keys {
+				if subtle.ConstantTimeCompare(sum[:], k.sum[:]) == 1 {
+					subject = k.subject
+				}
+			}
+			if subject != "" {
+				c.Set(principalKey, Principal{Subject: subject})
+				return next(c)
+			}
+		}
+		return w.h.requireAuth(next)(c)
+	}
+}
+
+// webuiStart is the body of POST /v1/runs. Unknown fields (owner_fence
+// aside, reasoning_effort, …) are ignored.
+type webuiStart struct {
+	SessionID   *string           `json:"session_id"`
+	Message     *string           `json:"message"`
+	Attachments []json.RawMessage `json:"attachments"`
+	Workspace   *string           `json:"workspace"`
+	Profile     *string           `json:"profile"`
+	Provider    *string           `json:"provider"`
+	Model       *string           `json:"model"`
+	Toolsets    []string          `json:"toolsets"`
+	Source      *string           `json:"source"`
+	Metadata    json.RawMessage   `json:"metadata"`
+	OwnerFence  json.RawMessage   `json:"owner_fence"`
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// start answers POST /v1/runs: the WebUI session becomes a runhub session
+// of the caller on first use, and a run starts in it. A refusal is logged:
+// WebUI shows its browser only a bare 500.
+func (w *webui) start(c echo.Context) (err error) {
+	ctx := c.Request().Context()
+	subject := w.h.subject(c)
+	defer func() {
+		if err != nil {
+			w.h.log.Warn("hermes-webui start refused", "subject", subject, "code", protocol.CodeOf(err), "err", safeMessage(err))
+		}
+	}()
+	var req webuiStart
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	sid := str(req.SessionID)
+	switch {
+	case sid == "":
+		return &protocol.Error{Code: protocol.CodeBadRequest, Field: "session_id", Message: "session_id: is required"}
+	case str(req.Message) == "":
+		return &protocol.Error{Code: protocol.CodeBadRequest, Field: "message", Message: "message: is required"}
+	}
+	if err := protocol.ValidID(sid); err != nil {
+		return &protocol.Error{Code: protocol.CodeOf(err), Field: "session_id", Message: "session_id: " + safeMessage(err)}
+	}
+	prof := str(req.Profile)
+	if prof != "" && !w.profiles[prof] {
+		if prof != "default" {
+			return &protocol.Error{Code: protocol.CodeNotFound, Field: "profile", Message: "profile: unknown profile " + strconv.Quote(protocol.Truncate(prof, 64))}
+		}
+		prof = "" // WebUI's default profile: runhub's default
+	}
+	md, err := webuiMetadata(req.Metadata, str(req.Provider), str(req.Source))
+	if err != nil {
+		return err
+	}
+	// WebUI's provider is the model's (openai, anthropic, …), not a runhub
+	// runtime driver: the profile picks the driver, the provider travels
+	// in the metadata.
+	m := protocol.Control{Type: protocol.MsgControl, ID: "hermes-webui", Op: protocol.OpStart, SessionID: sid,
+		Message: str(req.Message), Attachments: attachments(req.Attachments), Workspace: str(req.Workspace),
+		Profile: prof, Model: str(req.Model), Toolsets: req.Toolsets, Metadata: md}
+	if err := protocol.ValidateControl(&m); err != nil {
+		return err
+	}
+	meta, err := w.session(ctx, subject, sid)
+	if err != nil {
+		return err
+	}
+	res, err := w.h.Control(ctx, subject, &m, "")
+	if err != nil {
+		return err
+	}
+	if !res.Accepted {
+		if res.Status == protocol.ResultConflict {
+			if cur, err := w.h.store.Session(ctx, sid); err == nil {
+				meta = cur
+			}
+			w.h.log.Warn("hermes-webui start refused", "subject", subject, "session_id", sid, "status", res.Status, "active_run", meta.ActiveRun)
+			return c.JSON(http.StatusConflict, map[string]any{"error": "session already has an active stream",
+				"active_stream_id": meta.ActiveRun, "code": protocol.CodeConflict})
+		}
+		return protocol.Errorf(protocol.CodeNotActive, "%s", res.Message)
+	}
+	now := protocol.Timestamp(w.h.now())
+	out := map[string]any{"run_id": res.RunID, "stream_id": res.RunID, "session_id": sid, "status": "started",
+		"started_at": now, "pending_started_at": now, "turn_id": res.RunID, "cursor": protocol.EventID(res.RunID, 0),
+		"active_controls": []string{"cancel", "queue", "goal"}, "title": meta.Title}
+	if fence := acceptFence(req.OwnerFence); fence != nil {
+		out["owner_fence"] = fence
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// webuiMetadata is a start's metadata: WebUI's, with its model provider
+// and source under hermes_webui.
+func webuiMetadata(raw json.RawMessage, provider, source string) (json.RawMessage, error) {
+	md := map[string]json.RawMessage{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &md); err != nil || md == nil {
+			return nil, &protocol.Error{Code: protocol.CodeBadRequest, Field: "metadata", Message: "metadata: must be an object"}
+		}
+	}
+	if provider == "" && source == "" {
+		return raw, nil
+	}
+	extra, _ := json.Marshal(map[string]string{"provider": provider, "source": source})
+	md["hermes_webui"] = extra
+	return json.Marshal(md)
+}
+
+// acceptFence echoes a newer WebUI's owner fence marked accepted: runhub
+// serializes a session's runs itself (one active run per session,
+// decided atomically in the journal), so the claim it names holds.
+func acceptFence(raw json.RawMessage) map[string]any {
+	var f map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &f) != nil || f == nil {
+		return nil
+	}
+	f["accepted"] = true
+	return f
+}
+
+// attachments converts WebUI's attachments: a file name, or
+// {name, path, mime, size, is_image}.
+func attachments(in []json.RawMessage) []protocol.Attachment {
+	var out []protocol.Attachment
+	for _, raw := range in {
+		var name string
+		if json.Unmarshal(raw, &name) == nil {
+			out = append(out, protocol.Attachment{Name: name})
+			continue
+		}
+		var a struct {
+			Name string `json:"name"`
+			Mime string `json:"mime"`
+			Size int64  `json:"size"`
+		}
+		if json.Unmarshal(raw, &a) == nil {
+			out = append(out, protocol.Attachment{Name: a.Name, MediaType: a.Mime, Size: a.Size})
+		}
+	}
+	return out
+}
+
+// session loads the WebUI session sid of subject, creating it on first use
+// under the same id. A session of another subject reads as unknown.
+func (w *webui) session(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
+	meta, err := w.h.store.Session(ctx, sid)
+	if errors.Is(err, journal.ErrNotFound) {
+		meta = journal.SessionMeta{ID: sid, Owner: subject, CreatedAt: protocol.Timestamp(w.h.now())}
+		err = w.h.store.CreateSession(ctx, meta)
+		switch {
+		case err == nil:
+			w.h.tracker.sessionCreated(meta)
+			return meta, nil
+		case errors.Is(err, journal.ErrExists):
+			meta, err = w.h.store.Session(ctx, sid)
+		}
+	}
+	if err != nil {
+		return meta, w.h.publicError(err)
+	}
+	if meta.Owner != subject {
+		return meta, errUnknown
+	}
+	return meta, nil
+}
+
+// parseWebUICursor reads an events cursor: "" (from the start), a bare seq
+// (what WebUI sends on re-attach) or "run:seq" of this run.
+func parseWebUICursor(s, rid string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if !strings.Contains(s, ":") {
+		seq, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, &protocol.Error{Code: protocol.CodeBadCursor, Field: "cursor", Message: "cursor: want a seq or run_id:seq"}
+		}
+		return seq, nil
+	}
+	cur, err := protocol.ParseCursor(s)
+	if err != nil {
+		return 0, err
+	}
+	if cur.RunID != rid {
+		return 0, &protocol.Error{Code: protocol.CodeBadCursor, Field: "cursor", Message: "cursor: is not of run " + protocol.Truncate(rid, 80)}
+	}
+	return cur.Seq, nil
+}
+
+// webuiPage bounds the journal events one poll reads.
+const webuiPage = 256
+
+// events answers GET /v1/runs/{id}/events?cursor=: the run's events after
+// the cursor in WebUI's dialect. With nothing new on a live run it waits
+// for the next event (or the hold, or the client leaving); events WebUI
+// has no name for advance the cursor without ending the wait.
+func (w *webui) events(c echo.Context) error {
+	ctx := c.Request().Context()
+	rid := c.Param("rid")
+	meta, err := w.h.readRun(ctx, w.h.principal(c), rid)
+	if err != nil {
+		return w.h.publicError(err)
+	}
+	after, err := parseWebUICursor(c.QueryParam("cursor"), rid)
+	if err != nil {
+		return err
+	}
+	wake := make(chan struct{}, 1)
+	unsubscribe := w.h.store.SubscribeRun(rid, func(protocol.Envelope) {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	defer unsubscribe()
+	hold := time.NewTimer(w.hold)
+	defer hold.Stop()
+	m := &hermeswebui.Mapper{Session: func(sid string) any { return w.transcript(ctx, sid) }}
+	primed := after == 0
+	out := []hermeswebui.Event{}
+	terminal := meta.Terminal && meta.LastSeq <= after
+	lastID := ""
+	for !terminal {
+		page, err := w.h.store.Read(ctx, rid, after, webuiPage)
+		if err != nil {
+			return w.h.publicError(err)
+		}
+		for i := range page {
+			e := &page[i]
+			if !primed && m.NeedsHistory(e) {
+				if err := w.prime(ctx, m, rid, after); err != nil {
+					return w.h.publicError(err)
+				}
+				primed = true
+			}
+			out = append(out, m.Map(e)...)
+			after, lastID = e.Seq, e.EventID
+			terminal = terminal || e.Terminal
+		}
+		if len(out) > 0 || terminal {
+			break
+		}
+		if len(page) == webuiPage {
+			continue // only events WebUI has no name for: read on
+		}
+		if len(page) == 0 {
+			cur, err := w.h.store.Run(ctx, rid)
+			if err != nil {
+				return w.h.publicError(err)
+			}
+			if cur.Terminal && cur.LastSeq <= after {
+				break
+			}
+		}
+		select {
+		case <-wake:
+			continue
+		case <-hold.C:
+		case <-ctx.Done():
+		case <-w.h.ctx.Done():
+		}
+		break
+	}
+	if lastID == "" && after > 0 {
+		lastID = protocol.EventID(rid, after)
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].EventID != "" {
+			lastID = out[i].EventID
+			break
+		}
+	}
+	body := map[string]any{"run_id": rid, "events": out, "cursor": protocol.EventID(rid, after), "terminal": terminal}
+	if lastID != "" {
+		body["last_event_id"] = lastID
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+// errPrimed stops a priming read.
+var errPrimed = errors.New("primed")
+
+// prime feeds m the run's events up to seq upto (a poll that starts
+// mid-run and meets a tool's end whose start came before the cursor).
+func (w *webui) prime(ctx context.Context, m *hermeswebui.Mapper, rid string, upto uint64) error {
+	err := journal.ReadAll(ctx, w.h.store, rid, 0, func(e protocol.Envelope) error {
+		if e.Seq > upto {
+			return errPrimed
+		}
+		m.Note(&e)
+		return nil
+	})
+	if errors.Is(err, errPrimed) {
+		return nil
+	}
+	return err
+}
+
+// run answers GET /v1/runs/{id}: the status RunnerRuntimeAdapter.get_run
+// reads. terminal_state uses the words WebUI's relay ends on (completed,
+// failed, cancelled).
+func (w *webui) run(c echo.Context) error {
+	ctx := c.Request().Context()
+	rid := c.Param("rid")
+	meta, err := w.h.readRun(ctx, w.h.principal(c), rid)
+	if err != nil {
+		return w.h.publicError(err)
+	}
+	r, err := journal.FoldRun(ctx, w.h.store, rid, meta.SessionID)
+	if err != nil {
+		return w.h.publicError(err)
+	}
+	st := r.RunStatus()
+	body := map[string]any{"run_id": rid, "session_id": meta.SessionID, "status": string(st.Status),
+		"terminal_state": nil, "last_event_id": nil, "active_controls": nonNilStrings(st.ActiveControls),
+		"pending_approval_id": nil, "pending_clarify_id": nil, "terminal": st.Terminal}
+	if st.Terminal {
+		ts := "failed"
+		switch st.Status {
+		case protocol.StatusCompleted:
+			ts = "completed"
+		case protocol.StatusCancelled:
+			ts = "cancelled"
+		}
+		body["terminal_state"] = ts
+	}
+	if st.LastEventID != "" {
+		body["last_event_id"] = st.LastEventID
+	}
+	if st.PendingApprovalID != "" {
+		body["pending_approval_id"] = st.PendingApprovalID
+	}
+	if st.PendingClarifyID != "" {
+		body["pending_clarify_id"] = st.PendingClarifyID
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// control runs m through Hub.Control and answers as WebUI's
+// _active_control_result reads it: ok (accepted), status, message. A
+// bounded refusal (not-active, expired, conflict, unsupported) is a 200
+// with ok false, so WebUI reports it rather than a transport failure.
+func (w *webui) control(c echo.Context, m *protocol.Control) error {
+	m.Type, m.ID = protocol.MsgControl, "hermes-webui"
+	if err := protocol.ValidateControl(m); err != nil {
+		return err
+	}
+	res, err := w.h.Control(c.Request().Context(), w.h.subject(c), m, "")
+	if err != nil {
+		return err
+	}
+	body := map[string]any{"ok": res.Accepted, "status": res.Status, "message": res.Message}
+	if res.RunID != "" {
+		body["run_id"] = res.RunID
+	}
+	if res.SessionID != "" {
+		body["session_id"] = res.SessionID
+	}
+	if res.EventID != "" {
+		body["event_id"] = res.EventID
+	}
+	return c.JSON(http.StatusOK, body)
+}
+
+func (w *webui) cancel(c echo.Context) error {
+	return w.control(c, &protocol.Control{Op: protocol.OpCancel, RunID: c.Param("rid")})
+}
+
+func (w *webui) approval(c echo.Context) error {
+	var req struct {
+		Choice     string `json:"choice"`
+		ApprovalID string `json:"approval_id"`
+	}
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	return w.control(c, &protocol.Control{Op: protocol.OpApprove, RunID: c.Param("rid"), ApprovalID: req.ApprovalID, Choice: req.Choice})
+}
+
+func (w *webui) clarify(c echo.Context) error {
+	var req struct {
+		Response string `json:"response"`
+	}
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	return w.control(c, &protocol.Control{Op: protocol.OpClarify, RunID: c.Param("rid"), ClarifyID: c.Param("cid"), Response: req.Response})
+}
+
+// messages answers POST /v1/runs/{id}/messages {message, mode}: a queued
+// (or, mode steer, a steering) message for the run's session.
+func (w *webui) messages(c echo.Context) error {
+	var req struct {
+		Message string `json:"message"`
+		Mode    string `json:"mode"`
+	}
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.Mode == "" {
+		req.Mode = protocol.ModeQueue
+	}
+	meta, err := w.h.ownRun(c.Request().Context(), w.h.subject(c), c.Param("rid"))
+	if err != nil {
+		return w.h.publicError(err)
+	}
+	return w.control(c, &protocol.Control{Op: protocol.OpQueue, SessionID: meta.SessionID, Message: req.Message, Mode: req.Mode})
+}
+
+// goal answers POST /v1/sessions/{sid}/goal {action, text}.
+func (w *webui) goal(c echo.Context) error {
+	var req struct {
+		Action string `json:"action"`
+		Text   string `json:"text"`
+	}
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	return w.control(c, &protocol.Control{Op: protocol.OpGoal, SessionID: c.Param("sid"), Action: req.Action, Text: req.Text})
+}
+
+// maxTranscriptRuns bounds the runs done's session transcript carries (the
+// newest ones).
+const maxTranscriptRuns = 200
+
+// transcript is done's payload.session: the session's conversation as
+// WebUI's browser renders it on done ({session_id, title, messages,
+// tool_calls, message_count}), a user and an assistant message per run.
+func (w *webui) transcript(ctx context.Context, sid string) any {
+	out := map[string]any{"session_id": sid}
+	meta, err := w.h.store.Session(ctx, sid)
+	if err != nil {
+		return out
+	}
+	out["title"] = meta.Title
+	runs := meta.Runs
+	if len(runs) > maxTranscriptRuns {
+		runs = runs[len(runs)-maxTranscriptRuns:]
+	}
+	msgs := []map[string]any{}
+	for _, rid := range runs {
+		t, err := hermeswebui.ReadTurn(ctx, w.h.store, rid)
+		if err != nil {
+			continue
+		}
+		msgs = append(msgs, t.Messages()...)
+	}
+	out["messages"], out["tool_calls"], out["message_count"] = msgs, []any{}, len(msgs)
+	return out
+}
