@@ -28,7 +28,7 @@ help:
 	@echo '  make compose-up [MONITORING=1] / make compose-down  the scaled stack (deploy/compose.yaml)'
 	@echo '  make docs          regenerate the tables of docs/configuration.md'
 	@echo '  make clean         remove bin/'
-	@echo 'The binary: bin/hub help (or hub -h, hub serve -h, …).'
+	@echo 'The binary: bin/hub help (or bin/hub -h, bin/hub serve -h, …).'
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hub
@@ -82,7 +82,7 @@ FUZZ_TARGETS := \
 	./protocol:FuzzParseLastEventID ./protocol:FuzzSplitBatch ./session:FuzzApplyValidEvent \
 	./journal/bolt:FuzzRow ./journal/bolt:FuzzHead \
 	./internal/lineread:FuzzReadLine ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
-	./hub/agui:FuzzMapper ./hub/agui:FuzzTurns ./hub/aisdk:FuzzMapper
+	./hub/agui:FuzzMapper ./hub/agui:FuzzTurns ./hub/aisdk:FuzzMapper ./protocol:FuzzCompact
 FUZZTIME ?= 20s
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -31,6 +31,7 @@ func (h *Hub) Routes(e *echo.Echo) {
 	g.GET("/sessions/:sid/runs", h.listRuns)
 	g.POST("/sessions/:sid/runs", h.startRun)
 	g.POST("/sessions/:sid/queue", h.queue)
+	h.routeQueueEdits(g) // queueedit.go
 	g.POST("/sessions/:sid/goal", h.goal)
 	g.GET("/runs/:rid", h.getRun)
 	g.GET("/runs/:rid/events", h.events)

@@ -91,6 +91,7 @@ type reader struct {
 	claimed bool        // holds a slot of its subject (claimSocket)
 	rate    *bucket     // nil: no limit
 	helloT  *time.Timer // closes a socket that sends no hello in time (nil: none)
+	compact bool        // hello took protocol.CapCompactReplay
 }
 
 // newConn makes a socket; pre is the principal of the upgrade's

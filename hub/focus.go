@@ -29,6 +29,7 @@ type focusState struct {
 	replayPending bool   // `replayed` is due when the first catch-up ends
 	replayed      int
 	slow          bool // lagging because the event queue was full (counted once caught up)
+	compact       bool // the socket takes compacted catch-up (see replayFrame)
 }
 
 // setFocus handles a focus message.
@@ -51,7 +52,7 @@ func (c *conn) setFocus(f *protocol.Focus) {
 	}
 	c.router.unfocus(c)
 	c.metrics.ReplayRequested()
-	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true}
+	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true, compact: c.rd.compact}
 	if f.Cursor != "" {
 		if cur, run, ok := c.checkCursor(sid, f.Cursor, &meta); ok {
 			st.resolve = false
@@ -182,7 +183,7 @@ func (c *conn) catchUp() error {
 		}
 		return nil
 	}
-	page := c.cfg.ReplayPage
+	page := c.replayPage(f.compact)
 	events, err := c.store.Read(c.ctx, f.runID, f.next-1, page)
 	if err != nil {
 		return err
@@ -193,7 +194,7 @@ func (c *conn) catchUp() error {
 	if cur.gen != f.gen || cur.runID != f.runID {
 		return nil
 	}
-	for i := range events {
+	for i := 0; i < len(events); i++ {
 		e := &events[i]
 		if e.Seq != cur.next {
 			continue
@@ -202,16 +203,20 @@ func (c *conn) catchUp() error {
 			cur.lagging = true
 			return nil
 		}
-		frame, err := encodeEventFrame(e)
+		frame, n, err := c.replayFrame(events[i:], f.compact)
 		if err != nil {
 			return err
 		}
 		o.events = append(o.events, frame)
-		c.metrics.EventDelivered(e.Type, true)
-		cur.next++
+		for range n {
+			c.metrics.EventDelivered(e.Type, true)
+		}
+		i += n - 1
+		e = &events[i]
+		cur.next = e.Seq + 1
 		cur.runDone = e.Terminal
 		if cur.replayPending {
-			cur.replayed++
+			cur.replayed += n
 		}
 	}
 	if len(events) < page && !cur.runDone {

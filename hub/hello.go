@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,6 +79,7 @@ func (c *conn) greet(m *protocol.Hello, first bool) {
 		}
 	}
 	c.rd.admin = p.Admin
+	c.rd.compact = slices.Contains(m.Capabilities, protocol.CapCompactReplay)
 	c.auth.renew(p.Expires, &c.out, c.expire)
 	c.send(c.welcome())
 }
@@ -129,7 +131,11 @@ func (c *conn) welcome() protocol.Welcome {
 	if c.rd.rate != nil {
 		mps = int(c.rd.rate.rate)
 	}
-	return protocol.Welcome{Type: protocol.MsgWelcome, Protocol: protocol.SubprotocolV1, ConnID: c.id,
+	var caps []string
+	if c.rd.compact {
+		caps = []string{protocol.CapCompactReplay}
+	}
+	return protocol.Welcome{Type: protocol.MsgWelcome, Protocol: protocol.SubprotocolV1, ConnID: c.id, Capabilities: caps,
 		HubID: c.cfg.HubID, Subject: c.subject, Limits: protocol.Limits{
 			MaxFrameBytes: int(c.cfg.MaxFrameBytes), MaxWatch: c.cfg.MaxWatch,
 			MaxMessageBytes: protocol.MaxClientMessageBytes, StatusIntervalMS: int(c.cfg.StatusInterval / time.Millisecond),

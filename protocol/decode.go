@@ -54,7 +54,7 @@ func DecodeClient(data []byte) (ClientMessage, error) {
 		if err = unmarshalFields(data, m.Hello); err == nil {
 			m.Hello.Type = typ
 			err = firstErr(maxLen("token", m.Hello.Token, MaxTokenBytes), required("client", m.Hello.Client),
-				maxLen("client", m.Hello.Client, MaxShortBytes))
+				maxLen("client", m.Hello.Client, MaxShortBytes), validateCapabilities(m.Hello.Capabilities))
 		}
 	case MsgWatch, MsgUnwatch:
 		m.Watch = &Watch{}
@@ -89,6 +89,18 @@ func DecodeClient(data []byte) (ClientMessage, error) {
 		return m, fieldError(CodeBadRequest, "type", "unknown message type %q", Truncate(typ, 40))
 	}
 	return m, err
+}
+
+func validateCapabilities(caps []string) error {
+	if len(caps) > MaxCapabilities {
+		return fieldError(CodeTooLarge, "capabilities", "has %d names, limit %d", len(caps), MaxCapabilities)
+	}
+	for i, c := range caps {
+		if err := maxLen(fmt.Sprintf("capabilities[%d]", i), c, MaxShortBytes); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func validateWatch(w *Watch) error {

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"slices"
+	"unicode/utf8"
 )
 
 // EventType names an event family member.
@@ -194,6 +195,30 @@ type GoalUpdatedPayload struct {
 type DonePayload struct {
 	Status string `json:"status"` // always "completed"
 	Usage  *Usage `json:"usage"`
+	// Result is the run's final assistant text (its last assistant
+	// message), redacted, at most MaxResultBytes; Truncated says it was
+	// cut. Events journaled before result existed have neither.
+	Result    string `json:"result"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// LastSeq is the seq of the run's last event before done: a client
+	// that has seen it has all of the run's output.
+	LastSeq uint64 `json:"last_seq"`
+}
+
+// MaxResultBytes bounds DonePayload.Result and RunStatus.Result.
+const MaxResultBytes = 4 << 10
+
+// CapResult cuts s to at most MaxResultBytes at a character boundary and
+// reports whether it cut.
+func CapResult(s string) (string, bool) {
+	if len(s) <= MaxResultBytes {
+		return s, false
+	}
+	i := MaxResultBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i], true
 }
 
 // CancelledPayload is the payload of cancelled.

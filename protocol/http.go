@@ -48,6 +48,20 @@ type RunStatus struct {
 	ActiveControls    []string `json:"active_controls"`
 	PendingApprovalID string   `json:"pending_approval_id,omitempty"`
 	PendingClarifyID  string   `json:"pending_clarify_id,omitempty"`
+	// Result is a completed run's final assistant text (done's result,
+	// at most MaxResultBytes; ResultTruncated says it was cut); absent
+	// while the run is live, when it ended otherwise, or said nothing.
+	Result          string `json:"result,omitempty"`
+	ResultTruncated bool   `json:"result_truncated,omitempty"`
+	// Error is why a run that ended with a terminal error (failed,
+	// expired, interrupted) ended; absent otherwise.
+	Error *RunError `json:"error,omitempty"`
+}
+
+// RunError is the code and message of a run's terminal error event.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // ControlResult answers a control. Message is always safe to show a user.

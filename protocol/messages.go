@@ -43,7 +43,21 @@ type Hello struct {
 	Type   string `json:"type"`
 	Token  string `json:"token,omitempty"`
 	Client string `json:"client,omitempty"`
+	// Capabilities are the optional protocol features the client takes
+	// (CapCompactReplay); unknown names are ignored. At most MaxCapabilities
+	// of at most MaxShortBytes each.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
+
+// Client capabilities (hello.capabilities).
+const (
+	// CapCompactReplay: journal catch-up may send Compacted records (runs
+	// of token.delta / reasoning.delta of one message merged into one).
+	CapCompactReplay = "compact_replay"
+)
+
+// MaxCapabilities bounds hello.capabilities.
+const MaxCapabilities = 16
 
 // Watch (and unwatch) names sessions, or all of the caller's.
 type Watch struct {
@@ -114,6 +128,9 @@ type Welcome struct {
 	HubID    string `json:"hub_id"`
 	Subject  string `json:"subject"`
 	Limits   Limits `json:"limits"`
+	// Capabilities are the hello's capabilities this hub honours on the
+	// socket (opt: omitted when none).
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // StatusMessage carries one session's status.

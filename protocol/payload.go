@@ -150,6 +150,9 @@ func checkPayloadValues(t EventType, raw json.RawMessage) error {
 		if p.Status != string(StatusCompleted) {
 			return fieldError(CodeInvalidPayload, "payload.status", "must be %q", StatusCompleted)
 		}
+		if len(p.Result) > MaxResultBytes {
+			return fieldError(CodeInvalidPayload, "payload.result", "is %d bytes, limit %d", len(p.Result), MaxResultBytes)
+		}
 	}
 	return nil
 }

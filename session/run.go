@@ -27,6 +27,9 @@ type Run struct {
 	Terminal        bool
 	TerminalState   protocol.Status
 	ErrorCode       string // code of the terminal error, if any
+	ErrorMessage    string // message of the terminal error, if any
+	Result          string // done's result: the final assistant text
+	ResultTruncated bool   // done's truncated
 	PendingApproval *protocol.PendingApproval
 	PendingClarify  *protocol.PendingClarify
 	Progress        string
@@ -213,6 +216,7 @@ func (r *Run) apply(e *protocol.Envelope) error {
 		if p.Usage != nil {
 			r.Usage = p.Usage
 		}
+		r.Result, r.ResultTruncated = p.Result, p.Truncated
 		r.finish(protocol.StatusCompleted, "completed")
 	case protocol.EventCancelled:
 		p, err := decode[protocol.CancelledPayload](e)
@@ -229,7 +233,7 @@ func (r *Run) apply(e *protocol.Envelope) error {
 			r.Progress = short("error: " + p.Message)
 			return nil
 		}
-		r.ErrorCode = p.Code
+		r.ErrorCode, r.ErrorMessage = p.Code, p.Message
 		switch p.Code {
 		case protocol.ErrorInterrupted:
 			r.finish(protocol.StatusInterrupted, short("interrupted: "+p.Message))
@@ -293,6 +297,12 @@ func (r *Run) RunStatus() protocol.RunStatus {
 	}
 	if r.PendingClarify != nil {
 		s.PendingClarifyID = r.PendingClarify.ClarifyID
+	}
+	if r.TerminalState == protocol.StatusCompleted {
+		s.Result, s.ResultTruncated = r.Result, r.ResultTruncated
+	}
+	if r.ErrorCode != "" {
+		s.Error = &protocol.RunError{Code: r.ErrorCode, Message: r.ErrorMessage}
 	}
 	return s
 }

@@ -24,8 +24,26 @@ var startTests = []subtest{
 		if st.Message != "done first" || st.Source != "user" || evs[0].SessionID != r.SessionID {
 			e.t.Errorf("run.started = %+v in session %s; want message %q, source user, session %s", st, evs[0].SessionID, "done first", r.SessionID)
 		}
-		if d := payload[protocol.DonePayload](e.t, evs[len(evs)-1]); d.Status != string(protocol.StatusCompleted) {
+		done := evs[len(evs)-1]
+		d := payload[protocol.DonePayload](e.t, done)
+		if d.Status != string(protocol.StatusCompleted) {
 			e.t.Errorf("done status %q; want completed", d.Status)
+		}
+		// done carries the final assistant text and the seq before it;
+		// GetRun shows the same result (the driver speaks one message).
+		var answer string
+		for _, ev := range evs {
+			if ev.Type == protocol.EventTokenDelta {
+				answer += payload[protocol.TokenDeltaPayload](e.t, ev).Text
+			}
+		}
+		if answer == "" || d.Result != answer || d.Truncated || d.LastSeq != done.Seq-1 {
+			e.t.Errorf("done result %q (truncated %v, last_seq %d, seq %d); want %q, last_seq %d", d.Result, d.Truncated, d.LastSeq, done.Seq, answer, done.Seq-1)
+		}
+		ctx, cancel := e.ctx()
+		defer cancel()
+		if st, err := e.a.GetRun(ctx, r.RunID); err != nil || st.Result != answer || st.Error != nil {
+			e.t.Errorf("GetRun of a completed run = %+v, %v; want result %q, no error", st, err, answer)
 		}
 	}},
 	{"ExistingSession", func(e *env) {

@@ -39,6 +39,7 @@ type Execution struct {
 	// whether it is stale. Guarded by emitMu.
 	heldTimer *time.Timer
 	heldGen   uint64
+	answer    answer // the last assistant message's text (result.go); guarded by emitMu
 
 	mu         sync.Mutex
 	approval   *prompt
@@ -146,6 +147,9 @@ func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload an
 	x.emitMu.Lock()
 	defer x.emitMu.Unlock()
 	if id, stream, text, ok := streamKey(&e, payload); ok {
+		if typ == protocol.EventTokenDelta {
+			x.answer.add(id, text)
+		}
 		return x.emitStreamed(ctx, e, id, stream, text)
 	}
 	if err := x.flushHeld(ctx); err != nil {

@@ -66,7 +66,13 @@ func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: journal.RedactString(runtimeCancel.Reason), Partial: x.Streamed()}
 	case err == nil:
 		cont = a.postTurn(tctx, x, drv)
-		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage}
+		result, truncated := x.Result()
+		last := x.LastSeq()
+		if meta, err := a.store.Run(tctx, x.RunID); err == nil && meta.LastSeq > last {
+			last = meta.LastSeq // events journaled beside the driver's (goal.updated, approval.resolved)
+		}
+		typ, payload = protocol.EventDone, protocol.DonePayload{Status: string(protocol.StatusCompleted), Usage: usage,
+			Result: result, Truncated: truncated, LastSeq: last}
 	case journal.Unavailable(err):
 		// The journal refused the run's events for longer than
 		// AppendRetry (Redis away, a failover whose new master lacks the

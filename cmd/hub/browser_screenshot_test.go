@@ -13,8 +13,9 @@ import (
 
 // TestBrowser_Screenshots shows a busy workbench — several sessions, one
 // streaming a Markdown answer, one waiting for an approval, one failed, one
-// completed — at 1400 × 900 and at 400 × 800, and checks each capture is a
-// PNG of that size. With RUNHUB_SCREENSHOTS_DIR set it writes them there:
+// completed — at 1400 × 900 and at 400 × 800 (the list folded, the
+// needs-you badges showing the approval), and checks each capture is a PNG
+// of that size. With RUNHUB_SCREENSHOTS_DIR set it writes them there:
 //
 //	RUNHUB_SCREENSHOTS_DIR=$PWD/docs/screenshots go test ./cmd/hub -run TestBrowser_Screenshots
 //
@@ -63,6 +64,9 @@ func TestBrowser_Screenshots(t *testing.T) {
 	// On a phone the list folds away once a session is picked.
 	w.do("resize", chromedp.EmulateViewport(400, 800))
 	w.do("fold the list", chromedp.Click(chromedp.CSS(tid("sessions-toggle"))))
+	// Folded, the list's header and the top bar still say a session needs
+	// the user.
+	waitJS[bool](w, "the needs-you badges at 400 px", `document.querySelector(".sidebar").classList.contains("collapsed") && document.querySelector(`+jsq(tid("needs-list"))+`).textContent === "1" && !document.querySelector(`+jsq(tid("needs-list"))+`).hidden && !document.querySelector(`+jsq(tid("needs-top"))+`).hidden`, stateTimeout)
 	shoot("400x800", 400, 800)
 	w.noExceptions()
 }

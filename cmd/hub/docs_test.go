@@ -92,10 +92,15 @@ func TestDocsReadmeMatchesMakefile(t *testing.T) {
 			t.Errorf("the README does not name %s as a need of make test", tool)
 		}
 	}
-	for _, want := range []string{"make run ADDR=", "DATA=", "make help"} {
-		if !strings.Contains(string(readme), want) {
+	for _, want := range []string{"make run ADDR=", "DATA=", "make help", "make\ntest-short", "bin/hub -h", "`make test` took", "metadata.sim"} {
+		if !strings.Contains(strings.ReplaceAll(string(readme), "\n", " "), strings.ReplaceAll(want, "\n", " ")) {
 			t.Errorf("the README does not document %q", want)
 		}
+	}
+	// The binary is bin/hub: a bare "hub -h" is not a command a reader can
+	// run from the checkout.
+	if strings.Contains(strings.ReplaceAll(string(readme), "bin/hub -h", ""), "`hub -h`") {
+		t.Error("the README says `hub -h`; the binary is bin/hub")
 	}
 	for _, v := range []string{"ADDR", "DATA"} {
 		if !strings.Contains(string(mk), "RUNHUB_"+v+"=$("+v+")") {

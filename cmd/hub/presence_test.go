@@ -54,16 +54,17 @@ func TestScaleOut_PresenceAcrossHubs(t *testing.T) {
 	ta.until(60*time.Second, "hub B's tabs to lapse from hub A's status", is(ta, onlyA))
 }
 
-// The workbench shows how many tabs view a session and who focuses it: a
-// second tab (a Go client) that watches and focuses the session the
-// workbench shows makes its row read "2 viewing · focused: local", and its
-// leaving takes the count away again.
+// The workbench shows how many tabs view a session, compactly (an eye and
+// the count, once more than this tab views it) with who focuses it in the
+// tooltip: a second tab (a Go client) that watches and focuses the session
+// the workbench shows makes its row read "2" beside the eye, and its leaving takes the
+// count away again.
 func TestBrowser_PresenceBadge(t *testing.T) {
 	w := openWorkbench(t)
 	sid, _ := w.startRun("presence", simOpts{tokens: 3, tokenMS: 0})
 	waitJS[bool](w, "the run completed", jsBadge(sid)+` === "completed"`, runTimeout)
 	sel := jsq(itemSel(w.checkID("session", sid)) + " " + tid("session-presence"))
-	waitJS[bool](w, "the workbench's own focus shown", `document.querySelector(`+sel+`)?.textContent === "focused: local"`, stateTimeout)
+	waitJS[bool](w, "the workbench's own focus in the tooltip, no count", `(() => { const e = document.querySelector(`+sel+`); return e && e.hidden && e.title === "1 tab viewing · focused: local"; })()`, stateTimeout)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -73,9 +74,9 @@ func TestBrowser_PresenceBadge(t *testing.T) {
 	}
 	other.Watch(ctx, false, sid)
 	other.Focus(ctx, sid, "")
-	waitJS[bool](w, `the row to read "2 viewing · focused: local"`,
-		`document.querySelector(`+sel+`)?.textContent === "2 viewing · focused: local"`, stateTimeout)
+	waitJS[bool](w, `the row to show the eye and 2`,
+		`(() => { const e = document.querySelector(`+sel+`); return e && !e.hidden && e.textContent === "2" && e.title === "2 tabs viewing · focused: local"; })()`, stateTimeout)
 	other.Close()
 	waitJS[bool](w, "the second tab to leave the count",
-		`document.querySelector(`+sel+`)?.textContent === "focused: local"`, stateTimeout)
+		`document.querySelector(`+sel+`)?.hidden === true`, stateTimeout)
 }

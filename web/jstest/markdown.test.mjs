@@ -88,8 +88,8 @@ function* walk(n) {
 }
 const all = (root, tag) => [...walk(root)].filter((e) => e.tagName === tag);
 
-const TAGS = new Set(["P", "H2", "H3", "H4", "H5", "H6", "PRE", "CODE", "UL", "OL", "LI", "BLOCKQUOTE", "HR", "STRONG", "EM", "DEL", "A"]);
-const ATTRS = new Set(["class", "href", "target", "rel", "start"]);
+const TAGS = new Set(["P", "H2", "H3", "H4", "H5", "H6", "PRE", "CODE", "UL", "OL", "LI", "BLOCKQUOTE", "HR", "STRONG", "EM", "DEL", "A", "DIV", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD"]);
+const ATTRS = new Set(["class", "href", "target", "rel", "start", "title"]);
 
 // checkSafe fails when the tree has an element or attribute the renderer
 // must never make, or a link that is not http(s)/mailto.
@@ -172,7 +172,7 @@ test("plain text renders as itself", () => {
 });
 
 test("random input never throws and never makes an unsafe element", () => {
-  const parts = ["*", "**", "_", "`", "```", "~~", "[", "]", "(", ")", "<", ">", "#", "- ", "1. ", "> ", "\n", "\n\n", "  ", "\\", "a", "word", "https://x.example/", "javascript:", "<img onerror=x>", "<script>", "](javascript:alert(1))", "mailto:a@b"];
+  const parts = ["*", "**", "_", "`", "```", "~~", "[", "]", "(", ")", "<", ">", "#", "- ", "1. ", "> ", "\n", "\n\n", "  ", "\\", "a", "word", "https://x.example/", "javascript:", "<img onerror=x>", "<script>", "](javascript:alert(1))", "mailto:a@b", "![", "|", " | ", "\n|---|---|\n", ":-:", " \"t\"", " 'q'"];
   let seed = 42;
   const rnd = (n) => {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
@@ -183,5 +183,52 @@ test("random input never throws and never makes an unsafe element", () => {
     for (let j = rnd(40); j > 0; j--) s += parts[rnd(parts.length)];
     const root = render(s);
     checkSafe(root, s);
+  }
+});
+
+test("images are links to the image labelled with the alt text; nothing loads", () => {
+  const root = render('see ![a chart](https://x.example/c.png "the chart") and ![](https://x.example/p.png) and ![bad](javascript:alert(1))');
+  const links = all(root, "A");
+  assert.deepEqual(links.map((a) => [a.getAttribute("href"), a.textContent, a.getAttribute("title"), a.className]), [
+    ["https://x.example/c.png", "a chart", "the chart", "md-image"],
+    ["https://x.example/p.png", "image", null, "md-image"],
+  ]);
+  assert.ok(!root.textContent.includes("!"), "no stray !");
+  assert.ok(root.textContent.includes("[bad]"), "an unsafe image keeps its alt text");
+  assert.ok(!root.textContent.includes("javascript"));
+  checkSafe(root, "images");
+});
+
+test("link titles in every form keep the link and become its title", () => {
+  for (const [input, title] of [
+    ['[docs](https://d.example/a "Read me")', "Read me"],
+    ["[docs](https://d.example/a 'Read me')", "Read me"],
+    ["[docs](https://d.example/a (Read me))", "Read me"],
+    ['[docs](<https://d.example/a> "x <b>")', "x <b>"],
+  ]) {
+    const root = render(input);
+    const a = all(root, "A");
+    assert.equal(a.length, 1, input);
+    assert.equal(a[0].getAttribute("href"), "https://d.example/a", input);
+    assert.equal(a[0].getAttribute("title"), title, input);
+    assert.equal(root.textContent, "docs", input);
+  }
+});
+
+test("GFM tables: header, alignment, inline markdown in cells, escaped pipes; not a table stays text", () => {
+  const root = render("Intro\n| Name | Score | Note |\n|:-----|:----:|-----:|\n| **a** | 1 | x \\| y |\n| `b` | 2 |\n\nafter");
+  const tables = all(root, "TABLE");
+  assert.equal(tables.length, 1);
+  assert.deepEqual(all(root, "TH").map((c) => [c.textContent, c.className]), [["Name", "md-align-left"], ["Score", "md-align-center"], ["Note", "md-align-right"]]);
+  const rows = all(root, "TR").slice(1).map((tr) => tr.childNodes.map((c) => c.textContent));
+  assert.deepEqual(rows, [["a", "1", "x | y"], ["b", "2", ""]]);
+  assert.equal(all(root, "STRONG")[0].textContent, "a");
+  assert.equal(all(root, "P")[0].textContent, "Intro");
+  assert.equal(all(root, "P")[1].textContent, "after");
+  checkSafe(root, "table");
+  // A pipe in prose, or a header and delimiter that do not match, is text.
+  for (const text of ["a | b\nno delimiter", "| a | b |\n|---|\n| 1 | 2 |"]) {
+    const r = render(text);
+    assert.equal(all(r, "TABLE").length, 0, text);
   }
 });

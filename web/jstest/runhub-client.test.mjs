@@ -97,7 +97,7 @@ test("hello goes first, subscriptions wait for welcome", () => {
   assert.deepEqual(ws().protocols, ["runhub.v1"]);
   assert.equal(c.state, "connecting");
   ws().accept();
-  assert.deepEqual(ws().sent, [{ type: "hello", token: "tok", client: "runhub-web/1" }]);
+  assert.deepEqual(ws().sent, [{ type: "hello", token: "tok", client: "runhub-web/1", capabilities: ["compact_replay"] }]);
   ws().recv(WELCOME);
   assert.equal(c.state, "open");
   assert.deepEqual(ws().sent.slice(1), [
@@ -155,7 +155,7 @@ test("reconnect re-sends hello, the watch set and the focus with the resume curs
   ws().accept();
   ws().recv(WELCOME);
   assert.deepEqual(ws().sent, [
-    { type: "hello", token: "t", client: "runhub-web/1" },
+    { type: "hello", token: "t", client: "runhub-web/1", capabilities: ["compact_replay"] },
     { type: "watch", all: true },
     { type: "watch", sessions: ["s7"] },
     { type: "focus", session_id: "s1", cursor: "r1:3" },
@@ -364,7 +364,7 @@ test("setToken on an open socket renews it with a fresh hello; the second welcom
   c.focus("s1");
   const before = ws().sent.length;
   c.setToken("t2");
-  assert.deepEqual(ws().sent.slice(before), [{ type: "hello", token: "t2", client: "runhub-web/1" }]);
+  assert.deepEqual(ws().sent.slice(before), [{ type: "hello", token: "t2", client: "runhub-web/1", capabilities: ["compact_replay"] }]);
   ws().recv(WELCOME);
   assert.equal(renewed.length, 1);
   assert.equal(ws().sent.length, before + 1, "no watch or focus re-sent after a renewal");
@@ -378,7 +378,7 @@ test("getToken renews a JWT before it expires, on the same socket", async () => 
   t.c.connect();
   t.ws().accept();
   await sleep(0); // getToken runs before the first hello
-  assert.deepEqual(t.ws().sent[0], { type: "hello", token: tokens[0], client: "runhub-web/1" });
+  assert.deepEqual(t.ws().sent[0], { type: "hello", token: tokens[0], client: "runhub-web/1", capabilities: ["compact_replay"] });
   t.ws().recv(WELCOME);
   await sleep(200);
   const hellos = t.ws().sent.filter((m) => m.type === "hello");
@@ -439,4 +439,76 @@ test("a token valid for months does not make the client renew at once", async ()
   assert.equal(calls, 1, "getToken only for the hello");
   assert.equal(t.ws().sent.filter((m) => m.type === "hello").length, 1);
   t.c.close();
+});
+
+// A compacted record (protocol.md §5.6) stands for seq_from..seq.
+function rec(run, from, seq, text, session = "s1") {
+  const m = ev(run, seq, session, "token.delta", { message_id: "m1", text });
+  m.event.seq_from = from;
+  return m;
+}
+
+test("compacted records advance the cursor to their seq; live events follow", async () => {
+  const { c, seen, ws } = await connected();
+  c.focus("s1");
+  ws().recv(ev("r1", 1, "s1", "run.started", {}), rec("r1", 2, 257, "w0 … w255 "), rec("r1", 258, 300, "w256 … "), { type: "replayed", session_id: "s1", cursor: "r1:300", count: 300 }, ev("r1", 301));
+  assert.deepEqual(seen.event.map((e) => [e.seq_from ?? e.seq, e.seq]), [[1, 1], [2, 257], [258, 300], [301, 301]]);
+  assert.equal(c.cursorOf("s1"), "r1:301");
+  assert.equal(seen.gap.length, 0);
+  // a reconnect resumes exactly after the last record
+  ws().drop(1006);
+  await sleep(30);
+  ws().accept();
+  ws().recv(WELCOME);
+  assert.deepEqual(ws().sent.filter((m) => m.type === "focus").pop(), { type: "focus", session_id: "s1", cursor: "r1:301" });
+  c.close();
+});
+
+test("a compacted record that overlaps what was delivered is refetched, never applied twice", async () => {
+  const { c, seen, ws } = await connected();
+  c.focus("s1");
+  ws().recv(ev("r1", 1), ev("r1", 2), ev("r1", 3), rec("r1", 2, 9, "dup"));
+  assert.deepEqual(seen.event.map((e) => e.seq), [1, 2, 3]);
+  assert.deepEqual(ws().sent.filter((m) => m.type === "focus").pop(), { type: "focus", session_id: "s1", cursor: "r1:3" });
+  // a record after a gap is a gap too
+  ws().recv(rec("r1", 6, 9, "late"));
+  assert.deepEqual(seen.event.map((e) => e.seq), [1, 2, 3]);
+  ws().recv(rec("r1", 4, 9, "right"));
+  assert.deepEqual(seen.event.map((e) => e.seq), [1, 2, 3, 9]);
+  c.close();
+});
+
+test("compact: false sends no capability", async () => {
+  const { c, ws } = newClient({ compact: false });
+  c.connect();
+  ws().accept();
+  assert.deepEqual(ws().sent, [{ type: "hello", client: "runhub-web/1" }]);
+  c.close();
+});
+
+test("the default backoff is capped at 5 s and retryNow reconnects at once", async () => {
+  FakeWS.all = [];
+  const c = new RunhubClient({ url: "ws://hub/v1/ws", WebSocket: FakeWS, pingIntervalMs: 0, backoff: { jitter: 0 } });
+  const delays = [];
+  c.on("state", (s) => s.state === "reconnecting" && s.delay_ms && delays.push(s.delay_ms));
+  c.connect();
+  for (let i = 0; i < 8; i++) {
+    const w = FakeWS.all[FakeWS.all.length - 1];
+    w.drop(1006);
+    c.retryNow();
+    assert.notEqual(FakeWS.all[FakeWS.all.length - 1], w, "retryNow opened a new socket");
+  }
+  assert.ok(delays.length >= 8);
+  assert.equal(Math.max(...delays), 250, "retryNow starts the backoff over");
+  // without retryNow the delay grows to the cap and no further
+  const d2 = [];
+  c.on("state", (s) => s.state === "reconnecting" && s.delay_ms && d2.push(s.delay_ms));
+  for (let i = 0; i < 8; i++) {
+    FakeWS.all[FakeWS.all.length - 1].drop(1006);
+    clearTimeout(c._retryTimer);
+    c._retryTimer = null;
+    c._open();
+  }
+  assert.equal(Math.max(...d2), 5000);
+  c.close();
 });

@@ -52,6 +52,13 @@ const els = {
   queueInput: $("queue-input"),
   queueMode: $("queue-mode"),
   queueDepth: $("queue-depth"),
+  queueToggle: $("queue-toggle"),
+  queuePanel: $("queue-panel"),
+  queueItems: $("queue-items"),
+  queueNote: $("queue-note"),
+  queueClear: $("queue-clear"),
+  queueClose: $("queue-close"),
+  stopClear: $("stop-clear"),
   startForm: $("start-form"),
   startMessage: $("start-message"),
   startNew: $("start-new-session"),
@@ -73,6 +80,14 @@ const els = {
   sessionsToggle: $("sessions-toggle"),
   offline: $("offline-banner"),
   offlineText: $("offline-text"),
+  retryNow: $("retry-now"),
+  paneOffline: $("pane-offline"),
+  needsTop: $("needs-top"),
+  needsTopCount: $("needs-top-count"),
+  needsList: $("needs-list"),
+  notify: $("notify-toggle"),
+  newPill: $("new-pill"),
+  renameSave: document.querySelector('[data-testid="rename-save"]'),
 };
 // Group headings of the session list.
 els.needsCount = h("span", { class: "count", testid: "needs-count" }, "0");
@@ -226,8 +241,9 @@ rh.on("state", ({ state, delay_ms: delay }) => {
   online = state === "open";
   offlineDelay = delay || 0;
   renderOffline();
-  paneDirty = true;
-  schedule();
+  // At once, not on the next frame: a control must not be clickable for a
+  // moment after the connection is gone.
+  renderPane();
   els.conn.dataset.state = state;
   const text = {
     idle: "idle",
@@ -241,22 +257,45 @@ rh.on("state", ({ state, delay_ms: delay }) => {
   els.conn.title = state === "open" && rh.welcome ? `connected to ${rh.welcome.hub_id || "hub"} as ${rh.welcome.subject || "?"}` : "connection to the hub";
   if (state === "unauthorized") toast("The hub refused the token. Add ?token=… to the URL.", "error");
 });
+// Back online or back in view: try at once instead of waiting out the
+// backoff. The banner's "Retry now" does the same.
+window.addEventListener("online", () => rh.retryNow());
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) rh.retryNow();
+});
+els.retryNow.addEventListener("click", () => rh.retryNow());
+
+let welcomes = 0;
 rh.on("open", (w) => {
+  // After a reconnect the hub may have restarted with other settings:
+  // re-read what the page caches (the profiles; statuses and the focus
+  // come again on the socket).
+  if (welcomes++ > 0) {
+    loadProfiles();
+    const v = focused && views.get(focused);
+    if (v && v.history.error) pageHistory(v, true);
+  }
   els.conn.title = `connected to ${w.hub_id || "hub"} as ${w.subject || "?"}`;
   paneDirty = true;
   schedule();
 });
 rh.on("status", (s) => {
-  if (s.deleted) return removeSession(s.session_id);
+  if (s.deleted) {
+    seen.delete(s.session_id);
+    return removeSession(s.session_id);
+  }
   // The list moves only when a session arrives or changes group (needs
   // you / the rest), never on its tokens.
   const prev = items.get(s.session_id);
   if (!prev || prev.group !== groupOf(s)) orderDirty = true;
+  noticeChange(s);
+  if (s.session_id === focused && queueOpen() && (s.queue_depth || 0) !== queue.items.length) loadQueue();
   dirtyItems.add(s.session_id);
   if (s.session_id === focused) paneDirty = true;
   schedule();
 });
 rh.on("event", (e) => {
+  if (e.type === "queue.updated" && e.session_id === focused && queueOpen()) loadQueue();
   const v = views.get(e.session_id);
   if (!v) return;
   v.push(e);
@@ -325,9 +364,8 @@ function renderItem(sid) {
         if (n) n.focus();
       }
     });
-    it = { el, badge, title, progress, tokens, ago, presence, group: "", createdAt: 0 };
+    it = { el, badge, title, progress, tokens, ago, presence, group: "", createdAt: 0, placed: false };
     items.set(sid, it);
-    els.list.append(el);
     orderDirty = true;
   }
   const status = s.status || "idle";
@@ -350,27 +388,137 @@ function renderItem(sid) {
 }
 
 // renderPresence shows who else has a session open (protocol.md §4.2
-// presence): "2 viewing" once more than this tab watches it, and the
-// subjects whose tabs focus it.
+// presence), compactly: an eye icon and the number of tabs viewing it, once
+// more than this tab does; the tooltip says who focuses it.
 function renderPresence(el, p) {
   const focusedBy = ((p && p.subjects) || []).filter((x) => x.focused > 0).map((x) => x.subject);
-  const parts = [];
-  if (p && p.watching > 1) parts.push(`${p.watching} viewing`);
-  if (focusedBy.length) parts.push(`focused: ${focusedBy.join(", ")}`);
-  setText(el, parts.join(" · "));
-  el.title = p ? `${p.watching} tab(s) watching, ${p.focused} focusing` : "";
-  el.hidden = !parts.length;
+  const watching = (p && p.watching) || 0;
+  if (!el.firstChild) el.append(h("span", { class: "icon-mask icon-eye", "aria-hidden": "true" }), document.createTextNode(""));
+  el.lastChild.data = watching > 1 ? String(watching) : "";
+  el.dataset.watching = String(watching);
+  el.title = p ? [`${watching} tab${watching === 1 ? "" : "s"} viewing`, focusedBy.length ? `focused: ${focusedBy.join(", ")}` : ""].filter(Boolean).join(" · ") : "";
+  el.setAttribute("aria-label", el.title);
+  el.hidden = watching <= 1;
 }
 
 // renderTitle puts the sessions waiting on the user and the focused session
 // in the tab title.
 function renderTitle() {
   let waiting = 0;
-  for (const s of rh.sessions.values()) if (s.status === "awaiting_approval" || s.status === "awaiting_clarify") waiting++;
+  for (const s of rh.sessions.values()) if (groupOf(s) === "needs") waiting++;
+  renderNeeds(waiting);
   const s = focused && rh.sessions.get(focused);
   const name = focused ? (s && s.title) || "session" : "workbench";
   const t = `${waiting ? `(${waiting}) ` : ""}${name} · runhub`;
   if (document.title !== t) document.title = t;
+}
+
+// ---- needs you: badges and desktop notifications ----------------------
+
+// renderNeeds shows how many sessions wait on the user in the top bar and
+// on the list's header (which stays visible when the list is folded).
+function renderNeeds(n) {
+  for (const [el, count] of [
+    [els.needsTop, els.needsTopCount],
+    [els.needsList, els.needsList],
+  ]) {
+    el.hidden = n === 0;
+    setText(count, String(n));
+  }
+  els.needsTop.title = `${n} session${n === 1 ? "" : "s"} waiting for your answer`;
+  els.needsList.title = els.needsTop.title;
+}
+
+els.needsTop.addEventListener("click", () => {
+  // Go to the oldest session that waits.
+  const waiting = [...rh.sessions.values()].filter((s) => groupOf(s) === "needs").sort((a, b) => (a.updated_at || 0) - (b.updated_at || 0));
+  if (!waiting.length) return;
+  focusSession(waiting[0].session_id);
+  if (narrow.matches) setListCollapsed(true);
+});
+
+// Notifications are opt-in (the bell in the top bar) and only shown while
+// the tab is hidden: a session starts needing the user, or a run ends.
+const TERMINAL = new Set(["completed", "failed", "cancelled", "interrupted", "expired"]);
+const seen = new Map(); // session_id → { group, status, run } last status seen
+let notifyOn = localStorage.getItem("runhub.notify") === "1";
+
+function renderNotify() {
+  const N = window.Notification;
+  const perm = N ? N.permission : "unsupported";
+  const on = notifyOn && perm === "granted";
+  els.notify.dataset.on = String(on);
+  els.notify.title = !N ? "This browser has no desktop notifications" : perm === "denied" ? "Notifications are blocked for this page (browser settings)" : on ? "Desktop notifications on (when this tab is hidden): click to turn off" : "Turn on desktop notifications for prompts and finished runs while this tab is hidden";
+  els.notify.disabled = !N || perm === "denied";
+}
+
+els.notify.addEventListener("click", async () => {
+  const N = window.Notification;
+  if (!N) return;
+  if (notifyOn && N.permission === "granted") {
+    notifyOn = false;
+  } else {
+    const perm = N.permission === "granted" ? "granted" : await N.requestPermission();
+    notifyOn = perm === "granted";
+  }
+  localStorage.setItem("runhub.notify", notifyOn ? "1" : "0");
+  renderNotify();
+});
+
+function notify(s, text) {
+  const N = window.Notification;
+  if (!notifyOn || !N || N.permission !== "granted" || !document.hidden) return;
+  try {
+    const n = new N(s.title || `Session ${shortId(s.session_id)}`, { body: text, tag: `runhub-${s.session_id}` });
+    n.onclick = () => {
+      window.focus();
+      focusSession(s.session_id);
+      n.close();
+    };
+  } catch (err) {
+    console.warn("runhub: notification", err);
+  }
+}
+
+// noticeChange notifies on a session that starts needing the user or whose
+// run ends; the first status of a session is only remembered.
+function noticeChange(s) {
+  const prev = seen.get(s.session_id);
+  const now = { group: groupOf(s), status: s.status || "", run: s.run_id || "" };
+  seen.set(s.session_id, now);
+  if (!prev) return;
+  if (now.group === "needs" && prev.group !== "needs") {
+    notify(s, s.pending_approval ? `Needs your approval: ${s.pending_approval.summary || ""}` : s.pending_clarify ? `Asks: ${s.pending_clarify.question || ""}` : "Needs you");
+  } else if (TERMINAL.has(now.status) && (!TERMINAL.has(prev.status) || prev.run !== now.run)) {
+    notify(s, `Run ${statusLabel(now.status)}`);
+  }
+}
+
+// ---- rows never move under the pointer ---------------------------------
+
+let pointerInList = false;
+els.list.addEventListener("pointerenter", () => {
+  pointerInList = true;
+});
+els.list.addEventListener("pointerleave", () => {
+  pointerInList = false;
+  if (orderDirty) {
+    reorder();
+    schedule();
+  }
+});
+els.newPill.addEventListener("click", () => {
+  pointerInList = false;
+  reorder();
+  els.list.scrollTop = 0;
+});
+
+// renderNewPill shows how many new sessions wait to be placed.
+function renderNewPill() {
+  let n = 0;
+  for (const it of items.values()) if (!it.placed) n++;
+  els.newPill.hidden = n === 0;
+  setText(els.newPill, `↑ ${n} new`);
 }
 
 function setText(el, text) {
@@ -391,7 +539,15 @@ function groupOf(s) {
 // The list is ordered by group, then newest created first: a row moves
 // only when its session changes group, never because it streams.
 function reorder() {
+  // Rows never move under the pointer: while it is over the list, new
+  // sessions wait behind the "N new" pill and rows keep their places.
+  if (pointerInList) {
+    renderNewPill();
+    return;
+  }
   orderDirty = false;
+  for (const it of items.values()) it.placed = true;
+  renderNewPill();
   const byCreation = (a, b) => {
     const x = items.get(a);
     const y = items.get(b);
@@ -407,6 +563,7 @@ function reorder() {
   }
   els.needsHead.hidden = needs.length === 0;
   els.needsCount.textContent = String(needs.length);
+  for (const [sid, it] of items) it.el.dataset.placedGroup = it.group;
   els.restHead.hidden = needs.length === 0 || rest.length === 0;
   els.count.textContent = String(items.size);
   els.emptyList.hidden = items.size > 0;
@@ -426,15 +583,16 @@ setInterval(() => {
 // The session list folds away (on narrow screens, where it shares the
 // column with the pane); the choice is remembered.
 const narrow = window.matchMedia("(max-width: 620px)");
-function setListCollapsed(on) {
+function setListCollapsed(on, remember = true) {
   els.sidebar.classList.toggle("collapsed", on);
   els.sessionsToggle.setAttribute("aria-expanded", String(!on));
-  localStorage.setItem("runhub.listCollapsed", on ? "1" : "0");
+  if (remember) localStorage.setItem("runhub.listCollapsed", on ? "1" : "0");
 }
 els.sessionsToggle.addEventListener("click", () => {
   if (narrow.matches) setListCollapsed(!els.sidebar.classList.contains("collapsed"));
 });
-setListCollapsed(localStorage.getItem("runhub.listCollapsed") === "1");
+// A narrow page opened on a session gives the session the room.
+setListCollapsed(localStorage.getItem("runhub.listCollapsed") === "1" || (narrow.matches && !!sessionFromHash()), false);
 
 // removeSession takes a deleted session out of the list and the pane.
 function removeSession(sid) {
@@ -464,6 +622,7 @@ function focusSession(sid, force = false) {
   }
   focused = sid;
   stopping = null;
+  setQueueOpen(false);
   els.renameForm.hidden = true;
   els.delConfirm.hidden = true;
   stickToBottom = true;
@@ -540,7 +699,13 @@ function renderPane() {
   setText(els.tokens, s && s.tokens ? `${fmtCount(s.tokens)} tokens` : "");
   setText(els.run, s && s.run_id ? shortId(s.run_id) : "");
   els.run.title = (s && s.run_id) || "";
-  els.replaying.hidden = !(focused && rh.replaying);
+  // Offline, nothing is replaying: the header says offline instead.
+  els.replaying.hidden = !(focused && rh.replaying && online);
+  els.paneOffline.hidden = online;
+  for (const b of [els.rename, els.del, els.newSession, els.renameSave, els.delYes]) {
+    b.disabled = !online;
+    b.title = online ? b.dataset.title || "" : OFFLINE_REASON;
+  }
 
   // Stop: only while the session lists cancel.
   const canCancel = !!focused && controls.has("cancel");
@@ -564,7 +729,13 @@ function renderPane() {
   els.queueDepth.parentElement.classList.toggle("nonzero", !!(s && s.queue_depth));
   const v = focused && views.get(focused);
   const q = v && v.queue;
-  els.queueDepth.parentElement.title = q && q.items && q.items.length ? q.items.map((i) => `• ${i.preview || i.id}`).join("\n") : "messages waiting";
+  els.queueDepth.parentElement.title = q && q.items && q.items.length ? q.items.map((i) => `• ${i.preview || i.id}`).join("\n") : "messages waiting: show, edit, reorder or remove them";
+  els.queueToggle.disabled = !focused;
+  const depth = (s && s.queue_depth) || 0;
+  els.stopClear.hidden = !canCancel || depth === 0;
+  els.stopClear.disabled = !online || !!isStopping;
+  els.stopClear.title = online ? "Stop the run and remove every queued message, so nothing starts after it" : OFFLINE_REASON;
+  renderQueue();
   const goal = (s && s.goal) || (v && v.goal);
   const gstate = (goal && goal.state) || "none";
   setText(els.goalState, gstate);
@@ -616,6 +787,160 @@ els.stop.addEventListener("click", async () => {
   schedule();
   const r = await control(rh.cancel(s.run_id ? { run_id: s.run_id } : { session_id: focused }), "stop");
   if (!r || !r.accepted) stopping = null;
+  paneDirty = true;
+  schedule();
+});
+
+// ---- the queue panel -------------------------------------------------------
+
+// The focused session's queued messages (GET /v1/sessions/{sid}/queue),
+// with edit, move up/down, remove, clear, and "Stop & clear queue" in the
+// pane's header. Every change sends an Idempotency-Key.
+const queue = { sid: null, items: [], loading: false, error: "", editing: null };
+
+const queueOpen = () => !els.queuePanel.hidden;
+
+function setQueueOpen(on) {
+  els.queuePanel.hidden = !on;
+  els.queueToggle.setAttribute("aria-expanded", String(on));
+  queue.editing = null;
+  if (on) loadQueue();
+}
+
+els.queueToggle.addEventListener("click", () => setQueueOpen(!queueOpen()));
+els.queueClose.addEventListener("click", () => setQueueOpen(false));
+
+function queuePath(sid, rest = "") {
+  return `/v1/sessions/${encodeURIComponent(sid)}/queue${rest}`;
+}
+
+const newKey = () => `web-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+
+async function loadQueue() {
+  const sid = focused;
+  if (!sid) return;
+  queue.loading = true;
+  try {
+    const st = await api(queuePath(sid));
+    if (sid !== focused) return;
+    queue.sid = sid;
+    queue.items = st.items || [];
+    queue.error = "";
+  } catch (err) {
+    if (sid === focused) queue.error = err.message;
+  } finally {
+    queue.loading = false;
+    paneDirty = true;
+    schedule();
+  }
+}
+
+// queueChange sends one change; the answer is the queue as it now is.
+async function queueChange(what, method, rest, body) {
+  const sid = focused;
+  if (!sid) return null;
+  try {
+    const init = { method, headers: { "Idempotency-Key": newKey() } };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    const st = await api(queuePath(sid, rest), init);
+    if (sid === focused) {
+      queue.sid = sid;
+      queue.items = st.items || [];
+      queue.error = "";
+    }
+    return st;
+  } catch (err) {
+    toast(err.code === "conflict" || err.code === "not_found" ? `${what}: the queue changed meanwhile — it is shown as it is now` : `${what}: ${err.message}`, err.code === "conflict" || err.code === "not_found" ? "warn" : "error");
+    loadQueue();
+    return null;
+  } finally {
+    queue.editing = null;
+    paneDirty = true;
+    schedule();
+  }
+}
+
+function moveQueued(i, by) {
+  const ids = queue.items.map((q) => q.id);
+  const j = i + by;
+  if (j < 0 || j >= ids.length) return;
+  [ids[i], ids[j]] = [ids[j], ids[i]];
+  queueChange("reorder", "PUT", "", { ids });
+}
+
+let queueDrawn = "";
+
+function renderQueue() {
+  if (!queueOpen()) {
+    queueDrawn = "";
+    return;
+  }
+  const items = queue.sid === focused ? queue.items : [];
+  // Redraw only on a change: a row replaced under the pointer loses a click.
+  const sig = JSON.stringify([focused, items, queue.editing, queue.error, queue.loading && !items.length, online]);
+  if (sig === queueDrawn) return;
+  queueDrawn = sig;
+  const rows = items.map((q, i) => {
+    const li = h("li", { class: "queue-item", testid: "queue-item", "data-qid": q.id });
+    if (queue.editing === q.id) {
+      const input = h("input", { type: "text", value: q.message, testid: "queue-edit-input", "aria-label": "queued message" });
+      const save = h("button", { type: "button", class: "btn btn-small", testid: "queue-edit-save", text: "Save", disabled: !online, title: online ? "" : OFFLINE_REASON });
+      const cancel = h("button", { type: "button", class: "btn btn-small btn-ghost", testid: "queue-edit-cancel", text: "Cancel" });
+      const submit = () => {
+        const text = input.value.trim();
+        if (text) queueChange("edit", "PATCH", `/${encodeURIComponent(q.id)}`, { message: text });
+      };
+      save.addEventListener("click", submit);
+      cancel.addEventListener("click", () => {
+        queue.editing = null;
+        paneDirty = true;
+        schedule();
+      });
+      input.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter") submit();
+        else if (ev.key === "Escape") cancel.click();
+      });
+      li.append(input, save, cancel);
+      queueMicrotask(() => input.isConnected && document.activeElement !== input && input.focus());
+      return li;
+    }
+    const btn = (testid, text, label, fn, off) => {
+      const b = h("button", { type: "button", class: "icon-btn small", testid, text, "aria-label": label, title: online ? label : OFFLINE_REASON, disabled: !online || !!off });
+      b.addEventListener("click", fn);
+      return b;
+    };
+    li.append(
+      h("span", { class: "queue-item-text", testid: "queue-item-text", title: q.message, text: q.message }),
+      btn("queue-up", "↑", "Move up", () => moveQueued(i, -1), i === 0),
+      btn("queue-down", "↓", "Move down", () => moveQueued(i, 1), i === items.length - 1),
+      btn("queue-edit", "✎", "Edit", () => {
+        queue.editing = q.id;
+        paneDirty = true;
+        schedule();
+      }),
+      btn("queue-remove", "✕", "Remove", () => queueChange("remove", "DELETE", `/${encodeURIComponent(q.id)}`)),
+    );
+    return li;
+  });
+  els.queueItems.replaceChildren(...rows);
+  els.queueNote.hidden = rows.length > 0 && !queue.error;
+  setText(els.queueNote, queue.error ? `The queue could not be read: ${queue.error}` : queue.loading && !rows.length ? "loading…" : "Nothing queued.");
+  els.queueClear.disabled = !online || !rows.length;
+  els.queueClear.title = online ? "Remove every queued message" : OFFLINE_REASON;
+}
+
+els.queueClear.addEventListener("click", () => queueChange("clear queue", "DELETE", ""));
+els.stopClear.addEventListener("click", async () => {
+  const s = focused && rh.sessions.get(focused);
+  if (!s) return;
+  stopping = s.run_id;
+  paneDirty = true;
+  schedule();
+  const st = await queueChange("stop & clear queue", "DELETE", "?stop=true");
+  if (!st || (st.stop && !st.stop.accepted)) {
+    if (st && st.stop) toast(`stop: ${st.stop.status}${st.stop.message ? ` — ${st.stop.message}` : ""}`, "warn");
+    stopping = null;
+  }
   paneDirty = true;
   schedule();
 });
@@ -866,6 +1191,8 @@ els.theme.addEventListener("click", () => {
 
 // ---- start ---------------------------------------------------------------
 
+for (const b of [els.rename, els.del, els.newSession, els.renameSave, els.delYes]) b.dataset.title = b.title;
+renderNotify();
 loadProfiles();
 rh.connect();
 rh.watch({ all: true });

@@ -3,12 +3,14 @@
 // It builds DOM nodes with createElement and text nodes only: no innerHTML,
 // no HTML passthrough (raw HTML in the text shows as text), no attributes
 // from the text but a link's href, and that only for http:, https: and
-// mailto: URLs. It handles what model answers use: fenced code blocks,
-// headings, block quotes, ordered and unordered lists (nested by
-// indentation), horizontal rules and paragraphs; inline code, strong,
-// emphasis, strikethrough, links and bare URLs. Anything it does not
-// recognise stays text. An unclosed code fence (a stream still arriving)
-// runs to the end.
+// mailto: URLs (and a link's title, as text). It handles what model
+// answers use: fenced code blocks, headings, block quotes, ordered and
+// unordered lists (nested by indentation), GFM tables, horizontal rules and
+// paragraphs; inline code, strong, emphasis, strikethrough, links (with a
+// "title", 'title' or (title)), images (shown as a link to the image with
+// its alt text: nothing is loaded from a URL in the text) and bare URLs.
+// Anything it does not recognise stays text. An unclosed code fence (a
+// stream still arriving) runs to the end.
 
 const MAX_DEPTH = 6; // nesting of quotes and lists
 const SAFE_SCHEMES = new Set(["http:", "https:", "mailto:"]);
@@ -18,6 +20,12 @@ const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
 const HR = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const QUOTE = /^ {0,3}> ?/;
 const ITEM = /^( {0,12})([-*+]|\d{1,9}[.)])([ \t]+|$)/;
+// A link or image: [text](url "title"), the title also in '…' or (…), the
+// url also in <…>.
+const LINK = /^\[([^\]\n]{0,500})\]\(\s*<?([^()\s<>]{1,2000}(?:\([^()\s]*\)[^()\s<>]*)?)>?(?:\s+(?:"([^"\n]*)"|'([^'\n]*)'|\(([^()\n]*)\)))?\s*\)/;
+// A GFM table's delimiter row: | --- | :-: | --: |
+const TABLE_DELIM = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
+const MAX_COLUMNS = 64;
 
 // renderMarkdown returns a DocumentFragment of the rendered text.
 export function renderMarkdown(text) {
@@ -46,6 +54,65 @@ function el(tag, cls) {
 
 function startsBlock(line) {
   return FENCE.test(line) || HEADING.test(line) || HR.test(line) || QUOTE.test(line) || ITEM.test(line);
+}
+
+// cells splits a table row at its unescaped pipes (a pipe inside a code
+// span splits too, as in GFM; write \| to keep one).
+function cells(line) {
+  let s = line.trim();
+  if (s.startsWith("|")) s = s.slice(1);
+  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
+  const out = [];
+  let cur = "";
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === "\\" && s[i + 1] === "|") {
+      cur += "|";
+      i++;
+    } else if (s[i] === "|") {
+      out.push(cur.trim());
+      cur = "";
+    } else cur += s[i];
+  }
+  out.push(cur.trim());
+  return out;
+}
+
+// tableAt reports whether lines[i] starts a GFM table: a row with a pipe,
+// then a delimiter row with as many columns.
+function tableAt(lines, i) {
+  const head = lines[i];
+  const delim = lines[i + 1];
+  if (delim === undefined || !head.includes("|") || !TABLE_DELIM.test(delim) || !delim.includes("-")) return false;
+  const n = cells(head).length;
+  return n === cells(delim).length && n <= MAX_COLUMNS && (n > 1 || /^\s*\|/.test(head));
+}
+
+// table renders the table at lines[i] and returns the index after it.
+function table(parent, lines, i) {
+  const head = cells(lines[i]);
+  const align = cells(lines[i + 1]).map((d) => (d.startsWith(":") && d.endsWith(":") ? "center" : d.endsWith(":") ? "right" : d.startsWith(":") ? "left" : ""));
+  const row = (vals, tag) => {
+    const tr = el("tr");
+    for (let c = 0; c < head.length; c++) {
+      const cell = el(tag, align[c] ? `md-align-${align[c]}` : "");
+      inline(cell, vals[c] || "");
+      tr.append(cell);
+    }
+    return tr;
+  };
+  const t = el("table", "md-table");
+  const thead = el("thead");
+  thead.append(row(head, "th"));
+  t.append(thead);
+  const tbody = el("tbody");
+  i += 2;
+  while (i < lines.length && lines[i].trim() && lines[i].includes("|") && !startsBlock(lines[i])) tbody.append(row(cells(lines[i++]), "td"));
+  if (tbody.childNodes.length) t.append(tbody);
+  // A wide table scrolls inside its box, not the transcript.
+  const wrap = el("div", "md-table-wrap");
+  wrap.append(t);
+  parent.append(wrap);
+  return i;
 }
 
 // blocks renders lines into parent.
@@ -98,10 +165,14 @@ function blocks(parent, lines, depth) {
       i = list(parent, lines, i, depth);
       continue;
     }
+    if (tableAt(lines, i)) {
+      i = table(parent, lines, i);
+      continue;
+    }
     // A paragraph: up to a blank line or the start of another block.
     const para = [line];
     i++;
-    while (i < lines.length && lines[i].trim() && !startsBlock(lines[i])) para.push(lines[i++]);
+    while (i < lines.length && lines[i].trim() && !startsBlock(lines[i]) && !tableAt(lines, i)) para.push(lines[i++]);
     const p = el("p");
     inline(p, para.map((l) => l.replace(/^ {0,3}/, "")).join("\n"));
     parent.append(p);
@@ -226,11 +297,29 @@ function inline(parent, text, depth = 0) {
       i += m[0].length;
       continue;
     }
-    if (c === "[" && (m = /^\[([^\]\n]{1,500})\]\(([^()\s]{1,2000}(?:\([^()\s]*\))?[^()\s]*)(?:\s+"[^"\n]*")?\)/.exec(rest))) {
+    if (c === "!" && text[i + 1] === "[" && (m = LINK.exec(rest.slice(1)))) {
+      // An image: a link to it, labelled with its alt text (the text never
+      // makes the page load anything).
+      const href = safeHref(m[2]);
+      const title = m[3] ?? m[4] ?? m[5];
+      const alt = m[1] || "image";
+      flush();
+      if (href) {
+        const a = link(href, title);
+        a.className = "md-image";
+        a.append(document.createTextNode(alt)); // the icon is CSS (a.md-image::before)
+        parent.append(a);
+      } else {
+        parent.append(document.createTextNode(`[${alt}]`)); // an unsafe URL: the alt text only
+      }
+      i += 1 + m[0].length;
+      continue;
+    }
+    if (c === "[" && (m = LINK.exec(rest)) && m[1]) {
       const href = safeHref(m[2]);
       if (href) {
         flush();
-        const a = link(href);
+        const a = link(href, m[3] ?? m[4] ?? m[5]);
         inline(a, m[1], MAX_DEPTH); // text only inside a link
         parent.append(a);
       } else {
@@ -263,10 +352,12 @@ function span(tag, text, depth) {
   return s;
 }
 
-// link returns a link to a safe href that opens apart from the app.
-function link(href) {
+// link returns a link to a safe href that opens apart from the app, with
+// an optional title (an attribute set as text: it cannot run anything).
+function link(href, title) {
   const a = el("a");
   a.setAttribute("href", href);
+  if (title) a.setAttribute("title", title.slice(0, 500));
   a.setAttribute("target", "_blank");
   a.setAttribute("rel", "noopener noreferrer nofollow");
   return a;

@@ -28,12 +28,18 @@
 //   helloTimeoutMs   how long to wait for welcome before retrying (10000)
 //   pingIntervalMs   liveness ping period; default welcome.limits
 //                    .ping_interval_ms or 25000; 0 disables
-//   backoff          { initialMs: 250, maxMs: 15000, factor: 2, jitter: 0.5 }
+//   backoff          { initialMs: 250, maxMs: 5000, factor: 2, jitter: 0.5 }
+//   compact          ask for compacted catch-up (hello capability
+//                    "compact_replay", protocol.md §5.6): a replayed run of
+//                    deltas of one message comes as one event carrying
+//                    seq_from..seq (true)
 //   resyncOnGap      re-focus from the last contiguous seq when a seq gap is
 //                    seen (true)
 //
 // Connection:
 //   connect()            open (and keep reopening) the socket
+//   retryNow()           while waiting to reconnect: reconnect at once (the
+//                        backoff starts over); no effect otherwise
 //   close()              close for good: no reconnect; pending controls reject
 //   setToken(token)      use token from now on; on an open socket a fresh
 //                        hello renews the credentials at once (the hub
@@ -83,7 +89,9 @@
 //   "status"         SessionStatus (one with deleted: true is the last of a
 //                    deleted session, which has left .sessions)
 //   "event"          envelope — deduplicated (run_id + seq: only seq above
-//                    the highest delivered for its run), focused session only
+//                    the highest delivered for its run), focused session only.
+//                    With compact, a replayed one may carry seq_from: it
+//                    stands for seqs seq_from..seq (its text is theirs)
 //   "replayed"       { session_id, cursor, count }
 //   "reset"          { session_id, reason } — delivered events of the session
 //                    are no longer a valid base (bad_cursor): the hub replays
@@ -99,7 +107,7 @@
 
 const PROTOCOL = "runhub.v1";
 
-const DEFAULT_BACKOFF = { initialMs: 250, maxMs: 15000, factor: 2, jitter: 0.5 };
+const DEFAULT_BACKOFF = { initialMs: 250, maxMs: 5000, factor: 2, jitter: 0.5 };
 
 // A connection that lived at least this long after its welcome resets the
 // backoff; one that flaps right after welcome keeps backing off.
@@ -171,6 +179,7 @@ export class RunhubClient {
     this.pingIntervalOption = options.pingIntervalMs;
     this.backoff = { ...DEFAULT_BACKOFF, ...(options.backoff || {}) };
     this.resyncOnGap = options.resyncOnGap ?? true;
+    this.compact = options.compact ?? true;
 
     this.state = "idle";
     this.welcome = null;
@@ -245,6 +254,13 @@ export class RunhubClient {
     this._open();
   }
 
+  retryNow() {
+    if (!this._wanted || !this._retryTimer) return;
+    clearTimeout(this._retryTimer);
+    this._attempt = 0;
+    this._open();
+  }
+
   close() {
     this._wanted = false;
     clearTimeout(this._latestTimer);
@@ -269,7 +285,7 @@ export class RunhubClient {
 
   setToken(token) {
     this.token = token || "";
-    if (this.welcome && this.token) this._sendRaw({ type: "hello", token: this.token, client: this.clientName });
+    if (this.welcome && this.token) this._sendRaw({ type: "hello", token: this.token, client: this.clientName, capabilities: this.compact ? ["compact_replay"] : undefined });
   }
 
   // _freshToken asks getToken (when set) for the token of the next hello;
@@ -333,7 +349,7 @@ export class RunhubClient {
     this._ws = ws;
     const hello = () => {
       if (ws !== this._ws) return;
-      this._sendRaw({ type: "hello", token: this.token || undefined, client: this.clientName });
+      this._sendRaw({ type: "hello", token: this.token || undefined, client: this.clientName, capabilities: this.compact ? ["compact_replay"] : undefined });
       this._helloTimer = setTimeout(() => {
         if (ws !== this._ws || this.welcome) return;
         this._emit("error", { code: "client_hello_timeout", message: "no welcome from the hub" });
@@ -565,10 +581,14 @@ export class RunhubClient {
     const run = this._runs.get(e.run_id);
     const have = run ? run.seq : 0;
     if (e.seq <= have) return; // duplicate across the replay/live seam
+    // A compacted record stands for seq_from..seq; its text cannot be cut,
+    // so one that starts at or before what was delivered is refetched from
+    // there (the hub never sends one within a focus: it is a leftover).
+    const first = typeof e.seq_from === "number" && e.seq_from > 0 && e.seq_from <= e.seq ? e.seq_from : e.seq;
     // A run's events arrive from seq 1 (a replay without a cursor or a later
     // run after a cursor) or right after the last one delivered; anything
     // else means events were lost in between.
-    if (e.seq > have + 1 && this.resyncOnGap) {
+    if ((first > have + 1 || first <= have) && this.resyncOnGap) {
       if (this._resyncing.get(e.run_id) !== have) {
         this._resyncing.set(e.run_id, have);
         this._emit("gap", { run_id: e.run_id, after_seq: have, got_seq: e.seq });

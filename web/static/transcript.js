@@ -100,7 +100,7 @@ export class SessionView {
             const run = this.runView(sum.run_id);
             for (const e of events) {
               try {
-                run.apply(e);
+                run.apply(e, true);
               } catch (err) {
                 console.error("runhub: cannot render event", e, err);
               }
@@ -212,6 +212,10 @@ class RunView {
     this.approvals = new Map();
     this.clarifies = new Map();
     this.streamingEl = null;
+    // Text length of each delta read over HTTP (seq → length) since the
+    // last other event: a compacted record from the socket that overlaps
+    // them is cut by it.
+    this.historyDeltas = new Map();
 
     this.chip = h("span", { class: "run-chip", "data-status": "queued", text: "queued" });
     this.timeEl = h("span", { class: "dim" });
@@ -246,11 +250,21 @@ class RunView {
     }
   }
 
-  apply(e) {
+  apply(e, fromHistory = false) {
     // A run's events can come twice, from the socket and from the history
     // read; each source delivers them in order, so the seq decides.
     if (e.seq <= this.lastSeq) return;
-    const p = e.payload || {};
+    let p = e.payload || {};
+    const delta = e.type === "token.delta" || e.type === "reasoning.delta";
+    if (delta && e.seq_from && e.seq_from <= this.lastSeq) {
+      // A compacted record (seq_from..seq) of which the history read
+      // already applied seq_from..lastSeq: apply only the rest of its text.
+      let skip = 0;
+      for (let s = e.seq_from; s <= this.lastSeq; s++) skip += this.historyDeltas.get(s) || 0;
+      p = { ...p, text: (p.text || "").slice(skip) };
+    }
+    if (!delta) this.historyDeltas.clear();
+    else if (fromHistory && !e.seq_from) this.historyDeltas.set(e.seq, (p.text || "").length);
     this.lastSeq = e.seq;
     this.el.dataset.lastSeq = String(e.seq);
     if (this.status === "queued" && e.type !== "status" && !e.terminal) this.setStatus("running");
@@ -269,7 +283,10 @@ class RunView {
         return this.reasoningDelta(p, true);
       case "progress": {
         if (p.steer) {
-          // The user's guidance to the running run: a user entry.
+          // The user's guidance to the running run: a user entry at its
+          // place by seq. Text that streams after it goes below it, in a
+          // new part of the same message.
+          for (const m of this.messages.values()) m.sealed = true;
           this.add(h("div", { class: "msg user steer", testid: "user-message", "data-kind": "steer" }, h("div", { class: "msg-label dim", text: "guidance" }), h("div", { class: "msg-text", text: p.steer })));
           return;
         }
@@ -373,10 +390,10 @@ class RunView {
   token(p) {
     const id = p.message_id || "_";
     let m = this.messages.get(id);
-    if (!m) {
-      const textEl = h("div", { class: "assistant-text md", testid: "assistant-text", "data-message-id": id });
+    if (!m || m.sealed) {
+      const textEl = h("div", { class: "assistant-text md", testid: "assistant-text", "data-message-id": id, "data-part": m ? String(m.part + 1) : "0" });
       const el = h("div", { class: "msg assistant" }, textEl);
-      m = { el, textEl, raw: "", plain: null };
+      m = { el, textEl, raw: "", plain: null, sealed: false, part: m ? m.part + 1 : 0 };
       this.messages.set(id, m);
       this.add(el);
     }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// finishedRun starts a sim run of n tokens in a new session over HTTP
+// (not shown by the page while it streams) and waits for its end.
+func finishedRun(t *testing.T, base, title string, tokens int) (sid, rid string) {
+	t.Helper()
+	var s struct {
+		SessionID string `json:"session_id"`
+	}
+	if code := call(t, "POST", base+"/v1/sessions", map[string]any{"title": title}, &s); code != 201 {
+		t.Fatalf("create session: %d", code)
+	}
+	rid = httpRun(t, base, s.SessionID, title, map[string]any{"tokens": tokens, "token_ms": 0, "tools": 0})
+	// 10,000 appends take a while under the race detector on a busy machine.
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		var st protocol.RunStatus
+		if code := call(t, "GET", base+"/v1/runs/"+rid, nil, &st); code == 200 && st.Terminal {
+			return s.SessionID, rid
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("run %s did not end within 5 minutes", rid)
+	return s.SessionID, rid
+}
+
+// plainReplayBytes is what a focus of sid costs a client without
+// compact_replay: the bytes of its event messages up to `replayed`.
+func plainReplayBytes(t *testing.T, base, sid string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/v1/ws", &websocket.DialOptions{Subprotocols: []string{protocol.SubprotocolV1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(16 << 20)
+	for _, m := range []string{`{"type":"hello","client":"plain"}`, `{"type":"focus","session_id":"` + sid + `"}`} {
+		if err := ws.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("plain replay: %v", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			switch {
+			case strings.HasPrefix(line, `{"type":"event"`):
+				n += len(line)
+			case strings.HasPrefix(line, `{"type":"replayed"`):
+				return n
+			}
+		}
+	}
+}
+
+// Switching to a finished 3,000-token run, and to a 10,000-event one, in a
+// freshly loaded page: the whole answer is shown, and the socket carried at
+// most 10 % of the bytes a per-event replay costs (the page asks for
+// compacted catch-up). The time from the click to the frame that shows the
+// run's end is logged, never asserted (docs/benchmarks.md records it).
+func TestBrowser_SwitchToFinishedRunIsCompact(t *testing.T) {
+	w := openWorkbench(t)
+	base := w.hub.URL()
+	type target struct {
+		name   string
+		tokens int
+		sid    string
+		rid    string
+	}
+	targets := []*target{{name: "3,000 tokens", tokens: 3000}, {name: "10,000 events", tokens: 10000}}
+	for _, tg := range targets {
+		tg.sid, tg.rid = finishedRun(t, base, "switch "+tg.name, tg.tokens)
+	}
+	// A third session holds the focus when the page loads.
+	other, _ := finishedRun(t, base, "elsewhere", 3)
+	w.do("load focused elsewhere", chromedp.Navigate(base+"/#/s/"+other))
+	w.waitConnected()
+	for _, tg := range targets {
+		waitJS[bool](w, "the session in the list", `!!document.querySelector(`+jsq(itemSel(tg.sid))+`)`, stateTimeout)
+	}
+
+	var mu sync.Mutex
+	recv := 0
+	ctx, stop := context.WithCancel(w.ctx)
+	defer stop()
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if f, ok := ev.(*network.EventWebSocketFrameReceived); ok && f.Response != nil {
+			mu.Lock()
+			recv += len(f.Response.PayloadData)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tg := range targets {
+		plain := plainReplayBytes(t, base, tg.sid)
+		last := "w" + strconv.Itoa(tg.tokens-1) + " "
+		mu.Lock()
+		recv = 0
+		mu.Unlock()
+		// Click, then look at every animation frame until one shows the
+		// run's completed banner and its last token.
+		ectx, cancel := context.WithTimeout(w.ctx, runTimeout)
+		ms, err := chromedp.Run(ectx, chromedp.Evaluate[float64](`new Promise((resolve, reject) => {
+			const t0 = performance.now();
+			window.__marks = [];
+			const offE = window.runhub.on("event", () => { if (window.__marks.length === 0) window.__marks.push(["first event", performance.now() - t0]); });
+			const offR = window.runhub.on("replayed", () => { window.__marks.push(["replayed", performance.now() - t0]); offE(); offR(); });
+			document.querySelector(`+jsq(itemSel(tg.sid))+`).click();
+			const check = () => {
+				const text = `+jsRunText(tg.rid)+`;
+				if (`+jsBanner(tg.rid)+` === "completed" && text.trimEnd().endsWith(`+jsq(strings.TrimSpace(last))+`)) return resolve(performance.now() - t0);
+				if (performance.now() - t0 > 60000) return reject(new Error("not shown within 60 s"));
+				requestAnimationFrame(check);
+			};
+			requestAnimationFrame(check);
+		})`, chromedp.EvalAwaitPromise))
+		cancel()
+		if err != nil {
+			w.fatal("switch to %s: %v", tg.name, err)
+		}
+		t.Logf("marks %v", evalJS[any](w, "marks", `window.__marks`))
+		got := evalJS[string](w, "run text", jsRunText(tg.rid))
+		if strings.TrimSpace(got) != strings.TrimSpace(simText(tg.tokens)) {
+			w.fatal("%s: the shown text (%d chars) is not the sim text (%d chars)", tg.name, len(got), len(simText(tg.tokens)))
+		}
+		// The frames of the replay have arrived by the time it is shown;
+		// statuses of the other sessions may add a little.
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		n := recv
+		mu.Unlock()
+		t.Logf("%s: click → shown %.0f ms; %d bytes received (a per-event replay: %d bytes, %.1f %%)", tg.name, ms, n, plain, 100*float64(n)/float64(plain))
+		if n*10 > plain {
+			w.fatal("%s: the switch received %d bytes, more than 10 %% of a per-event replay's %d", tg.name, n, plain)
+		}
+	}
+	w.noExceptions()
+}
+
+// A run read over HTTP up to some seq, then a compacted record from the
+// socket that starts before that seq (the two race on a focus): the text
+// shows once, nothing twice, nothing lost. It drives the page's own
+// transcript module.
+func TestBrowser_CompactedRecordAfterHistory(t *testing.T) {
+	w := openWorkbench(t)
+	ctx, cancel := context.WithTimeout(w.ctx, actionTimeout)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+		const { SessionView } = await import("/transcript.js");
+		const v = new SessionView("s_x", { status: () => undefined, fetchJSON: async () => ({ runs: [], more: false }), keepScroll: (_, fn) => fn(), loadOlder: () => {} });
+		const ev = (seq, type, payload, extra = {}) => ({ event_id: "r_x:" + seq, seq, run_id: "r_x", session_id: "s_x", type, created_at: 1, terminal: false, payload, ...extra });
+		const run = v.runView("r_x");
+		// Read over HTTP: run.started, then w0..w3 (seqs 2..5).
+		run.apply(ev(1, "run.started", { message: "hi" }), true);
+		for (let i = 0; i < 4; i++) run.apply(ev(2 + i, "token.delta", { message_id: "m1", text: "w" + i + " " }), true);
+		// The socket's compacted record of seqs 2..9: w0..w7.
+		run.apply(ev(9, "token.delta", { message_id: "m1", text: "w0 w1 w2 w3 w4 w5 w6 w7 " }, { seq_from: 2 }));
+		run.apply(ev(10, "token.delta", { message_id: "m1", text: "w8 " }));
+		v.renderText();
+		return run.el.querySelector('[data-testid="assistant-text"]').textContent;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		w.fatal("drive the transcript: %v", err)
+	}
+	if want := "w0 w1 w2 w3 w4 w5 w6 w7 w8"; strings.TrimSpace(got) != want {
+		w.fatal("the run shows %q, want %q", got, want)
+	}
+	w.noExceptions()
+}
