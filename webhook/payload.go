@@ -176,6 +176,9 @@ func build(e *protocol.Envelope, sess journal.SessionMeta, publicURL, summary st
 		switch e.Type {
 		case protocol.EventDone:
 			p, _ := protocol.DecodePayload[protocol.DonePayload](e)
+			if p.Result != "" { // the run's final text, as the done event carries it
+				f.Summary = clip(strings.TrimSpace(p.Result), maxText)
+			}
 			if p.Usage != nil {
 				u := *p.Usage
 				u.Model = clip(u.Model, maxShort)
