@@ -29,6 +29,7 @@ type RuntimeConfig struct {
 
 	metricsAddrFrom string // where MetricsAddr came from, for errors: "-metrics-addr" or "RUNHUB_METRICS_ADDR"
 	dataFrom        string // where Data came from: "-data" or "RUNHUB_DATA"
+	outbox          bool   // record notable events in the journal's outbox (webhooks on)
 }
 
 // ServeConfig is the configuration of `hub serve`. Every field has a flag
@@ -41,7 +42,8 @@ type ServeConfig struct {
 	Retention      time.Duration // RUNHUB_RETENTION, -retention: how long terminal runs are kept (default 168h; 0 = forever)
 	PProf          bool          // RUNHUB_PPROF, -pprof: serve GET /debug/pprof/ (default off; with authentication on, only to a token with the admin role)
 	Security
-	WebUI WebUIConfig // hermes-webui's runner API (docs/hermes-webui.md)
+	WebUI    WebUIConfig // hermes-webui's runner API (docs/hermes-webui.md)
+	Webhooks WebhookConfig
 
 	addrFrom string // where Addr came from, for errors: "-addr" or "RUNHUB_ADDR"
 }
@@ -227,6 +229,7 @@ func serveFlags(cfg *ServeConfig, getenv func(string) string) *flagSet {
 	f.bool(&cfg.PProf, "pprof", "RUNHUB_PPROF", "serve GET /debug/pprof/ (with authentication on, only to a token with the admin role)")
 	f.security(&cfg.Security)
 	f.webui(&cfg.WebUI)
+	f.webhooks(&cfg.Webhooks)
 	return f
 }
 
@@ -236,6 +239,10 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	if err := f.parse(args, &cfg.RuntimeConfig); err != nil {
 		return cfg, err
 	}
+	if err := cfg.Webhooks.parse(f); err != nil {
+		return cfg, err
+	}
+	cfg.outbox = cfg.Webhooks.enabled()
 	cfg.addrFrom = f.source("addr")
 	if err := checkAddr(cfg.addrFrom, cfg.Addr); err != nil {
 		return cfg, err

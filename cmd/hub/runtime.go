@@ -19,6 +19,7 @@ import (
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/journal/redis"
+	"github.com/runhub/runhub/webhook"
 )
 
 // Runtime modes: where runs execute.
@@ -42,6 +43,7 @@ type procRuntime struct {
 	log    *slog.Logger
 
 	profiles *profile.Config // the runtime profiles (RUNHUB_PROFILES)
+	outbox   webhook.Outbox  // the journal's outbox (the backend itself, not its decorators)
 }
 
 // openRuntime opens the journal and builds the executor:
@@ -76,10 +78,11 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 			return nil, dataDirError(cfg.Data, orDefault(cfg.dataFrom, "RUNHUB_DATA"), err)
 		}
-		store, err := bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{})
+		store, err := bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{Outbox: cfg.outbox})
 		if err != nil {
 			return nil, dataDirError(cfg.Data, orDefault(cfg.dataFrom, "RUNHUB_DATA"), err)
 		}
+		rt.outbox = store
 		rt.writes = watchWrites(observe(store, m))
 		rt.mode, rt.store = RuntimeInProcess, withTestHook(rt.writes)
 		rt.exec = executor.New(rt.store, opts)
@@ -117,6 +120,14 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		rt.rdb.Close()
 		return nil, err
 	}
+	if cfg.outbox {
+		if err := store.EnableOutbox(ctx); err != nil {
+			store.Close()
+			rt.rdb.Close()
+			return nil, err
+		}
+	}
+	rt.outbox = store
 	rt.writes = watchWrites(observe(store, m))
 	rt.store = withTestHook(rt.writes)
 	if mode == "" {

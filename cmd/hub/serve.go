@@ -79,6 +79,13 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		}
 		defer stopMetrics()
 	}
+	sender, stopWebhooks, err := startWebhooks(cfg, rt, log, m)
+	if err != nil {
+		h.Shutdown(context.Background())
+		return err
+	}
+	defer stopWebhooks()
+	routeWebhooks(e, h, sender)
 	routeServe(e, cfg, rt, h, m)
 	gate.set(e)
 

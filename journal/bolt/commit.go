@@ -90,6 +90,7 @@ func (s *Store) commitLoop() {
 	defer close(s.done)
 	max := s.opts.GroupCommit.MaxBatch
 	w := newWriter()
+	w.outbox = s.opts.Outbox
 	batch := make([]*request, 0, max)
 	var timer *time.Timer
 	for {

@@ -37,6 +37,8 @@
 //	keys      run id → bucket: idempotency key → be64(seq), for keys spilled from the head
 //	active    run id → ∅, every run without a terminal event
 //	ended     be64(terminal_at µs) run id → ∅, terminal runs by age, for Trim
+//	outbox    be64(n) → journal.OutboxEntry JSON: the notable events, written in
+//	          the append's transaction (Options.Outbox; outbox.go)
 //
 // Events go to one global log in commit order, not to a bucket per run: a
 // batch that appends to a hundred runs then dirties a few adjacent log pages

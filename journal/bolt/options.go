@@ -25,6 +25,12 @@ type Options struct {
 	// lose acknowledged events or corrupt the file. For benchmarks and
 	// throwaway tests only; never in a deployment. Default false.
 	NoSync bool
+
+	// Outbox records every notable event (journal.Notable: a prompt, a goal
+	// change, a run's end) in the outbox, in the transaction that appends
+	// it, for a sender of notifications (webhook.Sender) to read with
+	// OutboxList and clear with OutboxDelete. Default false: no outbox.
+	Outbox bool
 }
 
 // GroupCommit bounds one batch of writes committed in one transaction.

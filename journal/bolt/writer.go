@@ -27,6 +27,7 @@ type writer struct {
 	sessCache map[string]*sessState
 	buf       []byte              // rows of this batch; a value must stay intact until commit
 	published []protocol.Envelope // reused by commit
+	outbox    bool                // Options.Outbox: record notable events (outbox.go)
 }
 
 // runState is a run as the batch sees it.
@@ -247,6 +248,9 @@ func (w *writer) append(r *request) error {
 		if err := w.finish(rs, &e); err != nil {
 			return err
 		}
+	}
+	if err := w.recordOutbox(&e); err != nil {
+		return err
 	}
 	r.stored, r.fresh = e, true
 	return nil

@@ -254,7 +254,7 @@ func (s *Store) runAppend(ctx context.Context, keys []string, args []any) ([]any
 // batch's reply cache key is new each time: a resend of the same command
 // (by go-redis) reuses it, a new batch never does.
 func (s *Store) appendCommand(batch []*appendReq) ([]string, []any) {
-	keys := make([]string, 0, 1+7*len(batch))
+	keys := make([]string, 0, 1+8*len(batch))
 	args := make([]any, 0, 2+8*len(batch))
 	keys = append(keys, s.k.batch(s.k.shardOf(batch[0].e.SessionID), newToken()))
 	args = append(args, s.opts.FeedMaxLen, int64(max(s.opts.ReplyCacheTTL/time.Second, 1)))
@@ -262,7 +262,7 @@ func (s *Store) appendCommand(batch []*appendReq) ([]string, []any) {
 		e := &r.e
 		n := s.k.shardOf(e.SessionID)
 		keys = append(keys, s.k.run(n, e.RunID), s.k.events(n, e.RunID), s.k.idem(n, e.RunID),
-			s.k.session(n, e.SessionID), s.k.feed(n), s.k.active(n), s.k.ended(n))
+			s.k.session(n, e.SessionID), s.k.feed(n), s.k.active(n), s.k.ended(n), s.k.outbox(n))
 		args = append(args, e.RunID, e.SessionID, string(e.Type), formatTime(e.CreatedAt),
 			flag(e.Terminal), []byte(e.Payload), r.key, flag(e.Type.IsDelta()))
 	}

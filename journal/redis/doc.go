@@ -41,6 +41,11 @@
 //	                              delete_session.lua, UpdateSession's MULTI)
 //	                              adds a record of just
 //	                              s and t = journal.SessionChanged
+//	rh:{T}:outbox         stream  the shard's notable events (journal.Notable),
+//	                              fields r, s, q, t, added by append.lua in
+//	                              the same run as the event once
+//	                              EnableOutbox made the stream (outbox.go)
+//	rh:{T}:outbox:state   hash    outbox entry id → the sender's state
 //	rh:{T}:wake:<random>  stream  one Store's wake stream of the shard's
 //	                              readers (tiny, expires)
 //	rh:{T}:batch:<random> string  the replies of one append batch, kept for

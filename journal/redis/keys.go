@@ -117,6 +117,12 @@ func (k keyspace) ended(n int) string { return k.base(n) + "runs:ended" }
 // feed is status feed shard n.
 func (k keyspace) feed(n int) string { return k.base(n) + "bus" }
 
+// outbox is shard n's outbox stream (outbox.go).
+func (k keyspace) outbox(n int) string { return k.base(n) + "outbox" }
+
+// outboxState is shard n's hash of the sender's state: entry id → state.
+func (k keyspace) outboxState(n int) string { return k.base(n) + "outbox:state" }
+
 // batch is the reply cache of one append batch of shard n (token random).
 func (k keyspace) batch(n int, token string) string { return k.base(n) + "batch:" + token }
 

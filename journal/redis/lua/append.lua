@@ -2,10 +2,10 @@
 -- append atomic and the whole batch one step.
 --
 -- KEYS[1] this batch's reply cache (a fresh random key per batch)
--- then per append i = 0, 1, …, at KEYS[2+7i] … KEYS[8+7i]:
+-- then per append i = 0, 1, …, at KEYS[2+8i] … KEYS[9+8i]:
 --   run meta hash, run event stream, run idempotency hash, session hash,
 --   status feed shard, active-runs set, ended-runs zset (run id ->
---   terminal_at), all of the session's shard
+--   terminal_at), outbox stream, all of the session's shard
 --
 -- On a Redis Cluster every key of one batch has the same hash tag (the
 -- caller groups appends by shard); on a single Redis a batch may mix shards.
@@ -31,7 +31,11 @@
 -- whose reply was lost) finds the reply cache and answers from it instead
 -- of journaling again.
 
-local nkeys, nargs = 7, 8
+local nkeys, nargs = 8, 8
+
+-- The outbox of a shard exists only once a sender turned it on
+-- (Store.EnableOutbox); it keeps at most about this many entries.
+local outboxmax = '100000'
 
 local function entry(stream, seq)
   local id = string.format('%d-0', seq)
@@ -104,6 +108,13 @@ local function append(k, a)
     if redis.call('HGET', KEYS[k + 3], 'active_run') == run then
       redis.call('HDEL', KEYS[k + 3], 'active_run')
     end
+  end
+  -- A notable event (journal.Notable) goes to the shard's outbox, when it
+  -- is on, in this same step.
+  if (terminal == '1' or typ == 'approval.requested' or typ == 'clarify.requested'
+      or typ == 'goal.updated') and redis.call('EXISTS', KEYS[k + 7]) == 1 then
+    redis.call('XADD', KEYS[k + 7], 'MAXLEN', '~', outboxmax, '*',
+      'r', run, 's', sid, 'q', seq, 't', typ)
   end
   -- The feed carries status, not content: delta events go without payload.
   if delta == '1' then
