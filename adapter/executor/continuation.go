@@ -167,14 +167,37 @@ func (a *InProcess) Drain(ctx context.Context, sid string) bool { return a.drain
 // no crash can lose it or start it twice: a run registered but not started
 // is started by Recover (embedded) or by a node's reaper (ResumeStranded).
 func (a *InProcess) drain(ctx context.Context, sid string) bool {
+	// A queue edit (hub/queueedit.go) may change or remove the head between
+	// the read and the pop: the pop then refuses (errHeadMoved) and the
+	// drain reads again, so the edited text runs and the next message is
+	// not left behind on an idle session. Bounded: each retry follows a
+	// change someone else committed.
+	for range maxDrainTries {
+		started, retry := a.drainOnce(ctx, sid)
+		if !retry {
+			return started
+		}
+	}
+	a.opts.Logger.Warn("start queued message: the queue kept changing", "session_id", sid, "tries", maxDrainTries)
+	return false
+}
+
+// maxDrainTries bounds a drain's re-reads of a queue that keeps changing.
+const maxDrainTries = 8
+
+// drainOnce is one read-and-pop; retry reports that the head changed
+// between the two.
+func (a *InProcess) drainOnce(ctx context.Context, sid string) (started, retry bool) {
 	meta, err := a.store.Session(ctx, sid)
 	if err != nil || meta.ActiveRun != "" || len(meta.Queue) == 0 {
-		return false
+		return false, false
 	}
 	head := meta.Queue[0]
 	var rest protocol.QueueUpdatedPayload
+	moved := false // the begin step reports errHeadMoved as a conflict
 	pop := func(m *journal.SessionMeta) error {
-		if len(m.Queue) == 0 || m.Queue[0].ID != head.ID {
+		moved = len(m.Queue) == 0 || m.Queue[0] != head
+		if moved {
 			return errHeadMoved
 		}
 		m.Queue = slices.Clone(m.Queue[1:])
@@ -186,17 +209,21 @@ func (a *InProcess) drain(ctx context.Context, sid string) bool {
 	})
 	switch {
 	case err == nil:
-		return true
-	case errors.Is(err, errHeadMoved), errors.Is(err, adapter.ErrConflict):
-		// Another drain took the head, or a run began meanwhile.
+		return true, false
+	case moved:
+		// Taken by another drain (the next read sees its run) or edited.
+		return false, true
+	case errors.Is(err, adapter.ErrConflict):
+		// A run began meanwhile.
 	default:
 		a.opts.Logger.Warn("start queued message", "session_id", sid, "err", err)
 	}
-	return false
+	return false, false
 }
 
 // errHeadMoved: the queue's head is not the message a drain read (another
-// drain took it). A conflict, not a journal fault.
+// drain took it, or it was edited or removed). A conflict, not a journal
+// fault.
 var errHeadMoved = fmt.Errorf("executor: the queue's head moved: %w", journal.ErrConflict)
 
 // DrainIdle starts the next queued message of every session that has one
