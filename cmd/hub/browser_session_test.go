@@ -88,6 +88,9 @@ func TestBrowser_SteerTitleRenameDelete(t *testing.T) {
 	waitRunEnd(t, base, r1)
 	w.focusByHash(sid)
 	waitJS[bool](w, "the session completed in the list", jsBadge(sid)+` === "completed"`, stateTimeout)
+	// The pane follows the hash on its next frame: wait for it, then check
+	// that neither the list nor the pane took the run's own title.
+	waitJS[bool](w, "the pane showing the session", jsPaneTitle+` === "Given title" || `+jsPaneTitle+` === "A run's own title"`, stateTimeout)
 	if got, pane := evalJS[string](w, "item title", jsItemTitle(sid)), evalJS[string](w, "pane title", jsPaneTitle); got != "Given title" || pane != "Given title" {
 		w.fatal("after a titled run the list shows %q and the pane %q, want the given title", got, pane)
 	}
