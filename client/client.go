@@ -38,6 +38,8 @@ type Conn struct {
 	Welcome protocol.Welcome
 
 	inbox    chan any
+	closing  chan struct{} // closed by Close: a read loop waiting on a full inbox gives up
+	closeMu  sync.Once
 	done     chan struct{}
 	err      error // why the reader stopped; read after done is closed
 	nextID   atomic.Uint64
@@ -67,7 +69,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Conn, error) {
 		return nil, err
 	}
 	ws.SetReadLimit(opts.ReadLimit)
-	c := &Conn{ws: ws, inbox: make(chan any, opts.Inbox), done: make(chan struct{}), idPrefix: "go" + strconv.FormatUint(rand.Uint64(), 36) + "-",
+	c := &Conn{ws: ws, inbox: make(chan any, opts.Inbox), done: make(chan struct{}), closing: make(chan struct{}), idPrefix: "go" + strconv.FormatUint(rand.Uint64(), 36) + "-",
 		pending: map[string]chan protocol.ControlResultMessage{}, errs: map[string]chan protocol.ErrorMessage{}}
 	if err := c.Send(ctx, protocol.Hello{Type: protocol.MsgHello, Token: opts.Token, Client: opts.ClientName}); err != nil {
 		ws.CloseNow()
@@ -199,6 +201,7 @@ func (c *Conn) closedErr() error {
 
 // Close closes the socket normally and waits for the reader.
 func (c *Conn) Close() error {
+	c.closeMu.Do(func() { close(c.closing) })
 	err := c.ws.Close(websocket.StatusNormalClosure, "bye")
 	<-c.done
 	return err
@@ -222,7 +225,13 @@ func (c *Conn) readLoop() {
 			if c.route(m) {
 				continue
 			}
-			c.inbox <- m
+			select {
+			case c.inbox <- m:
+			case <-c.closing:
+				// Nobody reads the inbox any more: Close must not wait on it.
+				c.ws.CloseNow()
+				return
+			}
 		}
 	}
 }

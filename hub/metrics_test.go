@@ -188,9 +188,9 @@ func TestMetrics_SlowConsumer(t *testing.T) {
 
 	run := startRun(t, ctl, simStart(sess.SessionID, 5000, 0, `,"tools":0`))
 	waitTerminal(t, th, run.RunID)
-	if got := metricValue(t, m, "runhub_slow_consumer_drops_total"); got < 1 {
-		t.Fatalf("slow_consumer_drops_total %v: the stalled tab was not counted", got)
-	}
+	// The drop is counted when the hub gives up on the tab's queue, which
+	// may come a moment after the run's end reached the journal.
+	waitMetric(t, m, "runhub_slow_consumer_drops_total", 1)
 	if got := metricValue(t, m, "runhub_slow_consumer_catchups_total"); got != 0 {
 		t.Fatalf("slow_consumer_catchups_total %v before the tab read again", got)
 	}
