@@ -6,10 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/runhub/runhub/internal/npmtest"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -46,33 +45,7 @@ type aguiSummary struct {
 // ci into a temporary directory and returns it, with the check script
 // beside them. A missing node or npm fails the test.
 func installAGUI(t *testing.T) (node, dir string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed (apt-get install nodejs npm): the AG-UI client cannot run")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatal("npm is not installed (apt-get install npm): the AG-UI packages cannot be installed")
-	}
-	dir = t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "check.mjs", "run.mjs"} {
-		b, err := os.ReadFile(filepath.Join("..", "web", "agui-test", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
-	return node, dir
+	return npmtest.Install(t, "the AG-UI client", "../web/agui-test", "package.json", "package-lock.json", "check.mjs", "run.mjs")
 }
 
 // runAGUICheck starts check.mjs on url; wait returns its summary.

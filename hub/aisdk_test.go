@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
+	"github.com/runhub/runhub/internal/npmtest"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,33 +17,7 @@ import (
 // with npm ci into a temporary directory and returns it, with chat.mjs
 // beside them. A missing node or npm fails the test.
 func installAISDK(t *testing.T) (node, dir string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed (apt-get install nodejs npm): the AI SDK cannot run")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatal("npm is not installed (apt-get install npm): the AI SDK cannot be installed")
-	}
-	dir = t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "chat.mjs"} {
-		b, err := os.ReadFile(filepath.Join("..", "web", "aisdk-test", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
-	return node, dir
+	return npmtest.Install(t, "the AI SDK", "../web/aisdk-test", "package.json", "package-lock.json", "chat.mjs")
 }
 
 // uiSummary is one assistant message as chat.mjs assembled it.

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/runhub/runhub/internal/npmtest"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,33 +22,7 @@ import (
 // web/webhook-test with npm ci into a temporary directory, with the
 // receiver beside it. A missing node or npm fails the test.
 func installStandardWebhooks(t *testing.T) (node, dir string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed (apt-get install nodejs npm): the Standard Webhooks package cannot run")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatal("npm is not installed (apt-get install npm): the Standard Webhooks package cannot be installed")
-	}
-	dir = t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "receiver.mjs"} {
-		b, err := os.ReadFile(filepath.Join("..", "web", "webhook-test", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
-	return node, dir
+	return npmtest.Install(t, "the Standard Webhooks package", "../web/webhook-test", "package.json", "package-lock.json", "receiver.mjs")
 }
 
 // nodeLine is one line of receiver.mjs.
