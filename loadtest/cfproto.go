@@ -148,6 +148,9 @@ type cfServer struct {
 	Namespace   string // channels are Namespace:i
 	HistorySize int
 	HistoryTTL  time.Duration
+	// PingInterval and PongTimeout replace Centrifugo's defaults (25 s,
+	// 8 s) when set: the integration test pings every second.
+	PingInterval, PongTimeout time.Duration
 }
 
 // newCFServer makes random secrets for one run.
@@ -173,11 +176,15 @@ func (s cfServer) configJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	client := map[string]any{"token": map[string]any{"hmac_secret_key": s.HMACSecret}}
+	if s.PingInterval > 0 {
+		client["ping_interval"], client["pong_timeout"] = s.PingInterval.String(), s.PongTimeout.String()
+	}
 	cfg := map[string]any{
 		"http_server": map[string]any{"address": host, "port": port},
 		"log":         map[string]any{"level": "error"},
 		"engine":      map[string]any{"type": "memory"},
-		"client":      map[string]any{"token": map[string]any{"hmac_secret_key": s.HMACSecret}},
+		"client":      client,
 		"channel": map[string]any{"namespaces": []any{map[string]any{
 			"name": s.Namespace, "allow_subscribe_for_client": true,
 			"history_size": s.HistorySize, "history_ttl": s.HistoryTTL.String(),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -211,6 +212,14 @@ func TestCFConfigJSON(t *testing.T) {
 		t.Errorf("namespaces %+v", ns)
 	case !c.Health.Enabled || !c.UsageStats.Disabled:
 		t.Errorf("health or usage stats: %s", b)
+	}
+	if bytes.Contains(b, []byte("ping_interval")) {
+		t.Errorf("ping interval set without being asked: %s", b)
+	}
+	s.PingInterval, s.PongTimeout = time.Second, 500*time.Millisecond
+	b, _ = s.configJSON()
+	if !bytes.Contains(b, []byte(`"ping_interval": "1s"`)) || !bytes.Contains(b, []byte(`"pong_timeout": "500ms"`)) {
+		t.Errorf("ping interval not in the client section: %s", b)
 	}
 	if got := s.cfChannel(7); got != "load:7" {
 		t.Errorf("channel %q", got)

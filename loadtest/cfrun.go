@@ -22,6 +22,8 @@ type cfOptions struct {
 	Publishers  int // goroutines publishing over the HTTP API
 	HistorySize int
 	HistoryTTL  time.Duration
+	// PingInterval, PongTimeout: Centrifugo's pings (0: its defaults).
+	PingInterval, PongTimeout time.Duration
 }
 
 // runCentrifugo runs cfg's workload against a Centrifugo it spawns:
@@ -51,6 +53,7 @@ func runCentrifugo(ctx context.Context, cfg config, o cfOptions, out io.Writer) 
 		return nil, err
 	}
 	srv := newCFServer(addr, o.HistorySize, o.HistoryTTL)
+	srv.PingInterval, srv.PongTimeout = o.PingInterval, o.PongTimeout
 	conf, err := srv.configJSON()
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,11 +144,35 @@ func firstLineOf(bin string, args ...string) string {
 	return strings.TrimSpace(string(firstLine(out)))
 }
 
+// centrifugoVersion is what the binary says of itself and, since a binary
+// built with go install says v0.0.0, the module version it was built from.
+func centrifugoVersion(bin string) string {
+	v := firstLineOf(bin, "version")
+	if bi, err := buildinfo.ReadFile(bin); err == nil && bi.Main.Path != "" {
+		v += "; module " + bi.Main.Path + " " + bi.Main.Version
+	}
+	return v + " (" + bin + ")"
+}
+
 // hubVersion says which hub is measured: git describe of the module when
 // the generator builds it, else what -hub-bin says of itself.
 func hubVersion(given string) string {
 	if given != "" {
-		return firstLineOf(given, "version") + " (-hub-bin " + given + ")"
+		v := firstLineOf(given, "version")
+		if bi, err := buildinfo.ReadFile(given); err == nil {
+			for _, s := range bi.Settings {
+				switch {
+				case s.Key == "vcs.revision":
+					v += "; commit " + s.Value
+				case s.Key == "vcs.modified" && s.Value == "true":
+					v += " (modified)"
+				}
+			}
+		}
+		if !strings.Contains(v, "commit") && strings.HasSuffix(v, " dev") {
+			v += "; no commit recorded (make build stamps git describe)"
+		}
+		return v + " (-hub-bin " + given + ")"
 	}
 	mod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -237,7 +262,7 @@ func compare(ctx context.Context, cfg config, command string, out io.Writer) ([]
 		dataDir = os.TempDir()
 	}
 	h := compareHeader{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), Go: runtime.Version(),
-		Hub: hv, Centrifugo: firstLineOf(bin, "version") + " (" + bin + ")",
+		Hub: hv, Centrifugo: centrifugoVersion(bin),
 		Fsync:   fmt.Sprintf("fsync on every journal commit (embedded bbolt journal; the hub has no switch for it), journal under %s (%s)", dataDir, fsType(dataDir)),
 		Command: command, Cfg: cfg, Procs: procs}
 	opts := cfOptions{Bin: bin, Procs: cfg.CFProcs, Publishers: cfg.CFPublishers, HistorySize: cfg.CFHistory, HistoryTTL: cfg.CFHistoryTTL}
