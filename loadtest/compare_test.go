@@ -72,9 +72,13 @@ func TestWriteMarkdown(t *testing.T) {
 		Centrifugo: "Centrifugo v6.9.1", Fsync: "fsync on every journal commit", Command: "go run ./loadtest -compare centrifugo", Cfg: cfg, Procs: []int{1, 2}}
 	rows := []*benchRow{row("centrifugo", 0, 1, 49812.4, 1.23, 4.56, 14), row("hub", 1, 1, 30000, 20, 60, 28), row("hub", 2, 1, 40000, 10, 40, 21)}
 	rows[0].LoadStart, rows[0].LoadEnd = 3.1, 4.25
+	rows[0].PublishedPerS = 9990
 	var b bytes.Buffer
 	writeMarkdown(&b, h, rows)
 	out := b.String()
+	if strings.Contains(out, "not reached") {
+		t.Errorf("9,990 of 10,000 messages/s published called short:\n%s", out)
+	}
 	for _, want := range []string{
 		"go run ./loadtest -compare centrifugo",
 		"1,000 sockets, 200 streams × 50 messages/s, 5 sockets per stream: **50,000 deliveries/s offered**",
@@ -93,12 +97,16 @@ func TestWriteMarkdown(t *testing.T) {
 	if n := strings.Count(out, "\n| 1 | "); n != 4 { // three runs of round 1, and hub@1's ratio row
 		t.Errorf("%d lines starting with round 1:\n%s", n, out)
 	}
+	rows[0].PublishedPerS = 2670
 	rows[2].Gaps = 3
 	rows[2].Errors = []string{"tab 4: 0 duplicates, 3 gaps"}
 	b.Reset()
 	writeMarkdown(&b, h, rows)
 	if !strings.Contains(b.String(), "Problems:") || !strings.Contains(b.String(), "round 1 hub GOMAXPROCS 2: 0 duplicates, 3 gaps") {
 		t.Errorf("a gap is not reported:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "Round 1: Centrifugo accepted 2,670 of the 10,000 messages/s") {
+		t.Errorf("publishers falling short are not reported:\n%s", b.String())
 	}
 }
 
