@@ -64,13 +64,20 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 		return nil, &driver.Error{Code: CodeAuth,
 			Message: "the API key variable " + d.cfg.APIKeyEnv + " is not set where this run executes"}
 	}
+	return d.timed(ctx, func(ctx context.Context) (*protocol.Usage, error) { return d.execute(ctx, x) })
+}
+
+// timed runs f under the run's timeout (Config.Timeout), when there is
+// one: over it, the Hermes run is stopped (f's context ends) and the run
+// ends with error timeout.
+func (d *Driver) timed(ctx context.Context, f func(context.Context) (*protocol.Usage, error)) (*protocol.Usage, error) {
 	outer := ctx
 	if d.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d.cfg.Timeout, errRunTimeout)
 		defer cancel()
 	}
-	u, err := d.execute(ctx, x)
+	u, err := f(ctx)
 	if err != nil && outer.Err() == nil && errors.Is(context.Cause(ctx), errRunTimeout) {
 		return nil, &driver.Error{Code: protocol.ErrorTimeout,
 			Message: fmt.Sprintf("the run exceeded its %v timeout; the Hermes run was stopped", d.cfg.Timeout)}

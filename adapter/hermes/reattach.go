@@ -43,8 +43,13 @@ const restoreBudget = 30 * time.Second
 // partly lost. The run's final output is, when it completes: the part of
 // it the journal lacks continues the message it holds, or is a message of
 // its own when the journal's last message is an earlier one — never text
-// journaled twice.
+// journaled twice. The run's timeout (Config.Timeout) counts again from
+// the re-attach.
 func (d *Driver) Reattach(ctx context.Context, x *driver.Execution, o driver.Orphan) (*protocol.Usage, error) {
+	return d.timed(ctx, func(ctx context.Context) (*protocol.Usage, error) { return d.reattach(ctx, x, o) })
+}
+
+func (d *Driver) reattach(ctx context.Context, x *driver.Execution, o driver.Orphan) (*protocol.Usage, error) {
 	r := d.newRun(ctx, x)
 	defer r.end()
 	r.reattached = true

@@ -352,3 +352,21 @@ func TestReattach_DetachedOnCloseThenReattached(t *testing.T) {
 		t.Errorf("%d stops, %d Hermes runs; want 0 and 1", fr.stopCount(), h.fake.modelCalls())
 	}
 }
+
+// The user was cancelling the run when the hub died (status cancelling
+// journaled, no terminal event): the re-attached run is cancelled again —
+// the Hermes run is stopped, once, and the run ends cancelled.
+func TestReattach_CancellingRunIsStopped(t *testing.T) {
+	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) { s.hold(fr, 0) }, nil)
+	fr := h.fake.admit()
+	rid := h.leftOpen(fr.id, token("m1", "half"),
+		ev{protocol.EventStatus, protocol.StatusPayload{Status: protocol.StatusCancelling, Controls: []string{}}})
+	h.recover(0)
+	evs := h.finish(rid)
+	if e := terminal(evs); e.Type != protocol.EventCancelled || !payload[protocol.CancelledPayload](e).Partial {
+		t.Fatalf("terminal %s %s, want cancelled with partial output\n%s", e.Type, e.Payload, dump(evs))
+	}
+	if fr.stopCount() != 1 {
+		t.Errorf("%d stops, want 1", fr.stopCount())
+	}
+}
