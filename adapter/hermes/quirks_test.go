@@ -2,8 +2,8 @@ package hermes_test
 
 // Tests of the driver against the quirks of Hermes Agent 0.18.x the fake
 // mirrors (fake_test.go): a start is not idempotent, a resubscribed stream
-// may carry only keepalives, reasoning.available repeats the answer, and a
-// run a killed hub left goes on upstream.
+// may carry only keepalives, and reasoning.available repeats the answer.
+// A run a killed hub left, which goes on upstream: reattach_test.go.
 
 import (
 	"context"
