@@ -124,7 +124,7 @@ func TestStore_InterleavedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.db.View(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketRuns, bucketHeads, bucketLog, bucketIndex, bucketKeys, bucketActive, bucketEnded} {
+		for _, b := range [][]byte{bucketRuns, bucketHeads, bucketActive, bucketEnded} {
 			if n := tx.Bucket(b).Stats().KeyN; n != 0 {
 				t.Errorf("bucket %s holds %d keys after trimming every run", b, n)
 			}
