@@ -3,11 +3,11 @@ package bolt
 import (
 	"math"
 
-	"github.com/runhub/runhub/protocol"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/runhub/runhub/protocol"
 	"slices"
 
 	"go.etcd.io/bbolt"
@@ -283,4 +283,3 @@ func decodeHeadV1(b []byte) (headV1, error) {
 	}
 	return h, nil
 }
-
