@@ -101,6 +101,13 @@ func (s *Store) commitLoop() {
 		}
 		batch = s.gather(batch, &timer)
 		s.commit(w, batch)
+		if s.compactDue && s.wedged == nil {
+			// One segment per batch, so appends wait for one at most. A
+			// failure leaves the segment as it was, for the next deletion
+			// to try again.
+			more, err := s.compact()
+			s.compactDue = more && err == nil
+		}
 	}
 }
 

@@ -13,7 +13,8 @@ func (s *Store) merge(w *writer) {
 	a := s.log.active()
 	dropped := false
 	s.idxMu.Lock()
-	for id, rs := range w.runCache {
+	for _, rs := range w.touched {
+		id := rs.id
 		if rs.dropOld && rs.old != nil {
 			s.forget(rs.old)
 			delete(s.index, id)
@@ -46,6 +47,7 @@ func (s *Store) merge(w *writer) {
 	s.idxMu.Unlock()
 	if dropped {
 		s.dropDead()
+		s.compactDue = true
 	}
 }
 

@@ -37,6 +37,8 @@ type Store struct {
 	log    *segLog
 	seed   maphash.Seed // of the key tables' fingerprints
 	wedged error        // the committer's: the log could not be repaired after a failed write
+	// compactDue (the committer's): a segment may be worth compacting.
+	compactDue bool
 
 	// idxMu guards index and its entries: the committer changes them
 	// (merge), readers read them. A reader that reads records takes
@@ -107,7 +109,11 @@ func (s *Store) openEvents() error {
 	if s.log, err = openLog(EventsDir(s.db.Path()), s.opts.segmentBytes, s.opts.NoSync); err != nil {
 		return err
 	}
-	return s.recover()
+	if err := s.recover(); err != nil {
+		return err
+	}
+	s.compactDue = true
+	return nil
 }
 
 // EventsDir is the directory of the event log of the journal file at path:

@@ -25,6 +25,7 @@ type writer struct {
 	tx        *bbolt.Tx               // nil until the batch needs bbolt
 	open      [nBuckets]*bbolt.Bucket // opened on first use
 	runCache  map[string]*runState
+	touched   []*runState // runCache's values, in the order first touched
 	sessCache map[string]*sessState
 	buf       []byte // markerRecord, then the batch's records
 	published []protocol.Envelope
@@ -84,10 +85,12 @@ func (w *writer) begin() {
 func (w *writer) end() {
 	w.tx = nil
 	clear(w.open[:])
-	for _, rs := range w.runCache {
+	for _, rs := range w.touched {
 		*rs = runState{rel: rs.rel[:0], keys: rs.keys[:0]}
 		w.free = append(w.free, rs)
 	}
+	clear(w.touched)
+	w.touched = w.touched[:0]
 	clear(w.runCache)
 	clear(w.sessCache)
 	if cap(w.buf) > maxKeptBuf {
@@ -157,7 +160,7 @@ func (w *writer) global(rel uint64) uint64 {
 // flush writes the heads and sessions the batch changed and the log's end
 // into the transaction.
 func (w *writer) flush(logEnd uint64) error {
-	for id, rs := range w.runCache {
+	for _, rs := range w.touched {
 		if !rs.exists || !rs.headDue {
 			continue
 		}
@@ -168,7 +171,7 @@ func (w *writer) flush(logEnd uint64) error {
 			born = rs.old.born
 		}
 		h := head{born: born, terminal: rs.terminal, terminalAt: rs.terminalAt, terminalType: rs.terminalType, sessionID: rs.session}
-		if err := w.mustBucket(bHeads).Put([]byte(id), h.encode()); err != nil {
+		if err := w.mustBucket(bHeads).Put([]byte(rs.id), h.encode()); err != nil {
 			return err
 		}
 	}
@@ -196,6 +199,7 @@ func (w *writer) newState(id string) *runState {
 	}
 	rs.id = id
 	w.runCache[id] = rs
+	w.touched = append(w.touched, rs)
 	return rs
 }
 
