@@ -254,20 +254,24 @@ func (l *segLog) reserve(n uint64) (uint64, error) {
 }
 
 // roll starts a new segment at base, mapped for at least n bytes, and
-// makes its name durable.
+// makes its name durable. A file of that name can only be what a roll that
+// failed left (the log's end is past every segment's records): it is
+// emptied.
 func (l *segLog) roll(base, n uint64) error {
-	f, err := os.OpenFile(filepath.Join(l.dir, segName(base)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	name := filepath.Join(l.dir, segName(base))
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal/bolt: new segment: %w", err)
 	}
 	seg := &segment{base: base, f: f}
-	if err := seg.remap(max(l.maxBytes, n)); err != nil {
-		f.Close()
-		return err
+	err = seg.remap(max(l.maxBytes, n))
+	if err == nil {
+		err = l.syncDir()
 	}
-	if err := l.syncDir(); err != nil {
+	if err != nil {
 		seg.close()
-		return err
+		os.Remove(name)
+		return fmt.Errorf("journal/bolt: new segment: %w", err)
 	}
 	l.mu.Lock()
 	l.segs = append(l.segs, seg)
