@@ -252,7 +252,7 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 			return err
 		}
 	}
-	from := s.log.active().size
+	from := s.log.active().size.Load()
 	if len(out) > 0 {
 		wedge, err := s.log.write(out)
 		if wedge != nil {

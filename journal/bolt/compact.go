@@ -24,7 +24,7 @@ const compactRatio = 4
 func (s *Store) victim() *segment {
 	segs := s.log.segs
 	for _, seg := range segs[:len(segs)-1] {
-		if seg.live > 0 && seg.liveBytes*compactRatio < seg.size {
+		if seg.live > 0 && seg.liveBytes*compactRatio < seg.size.Load() {
 			return seg
 		}
 	}
@@ -38,7 +38,7 @@ func (s *Store) compact() (more bool, err error) {
 	if seg == nil {
 		return false, nil
 	}
-	all, err := seg.bytes(0, seg.size)
+	all, err := seg.bytes(0, seg.size.Load())
 	if err != nil {
 		return false, err
 	}
@@ -49,7 +49,7 @@ func (s *Store) compact() (more bool, err error) {
 	}
 	var buf []byte
 	var moves []moved
-	for off := uint64(0); off < seg.size; {
+	for off := uint64(0); off < seg.size.Load(); {
 		body, n, ok := frame(all[off:])
 		if !ok {
 			return false, fmt.Errorf("journal/bolt: compact segment %s: %w at %d", segName(seg.base), errRecord, off)

@@ -83,7 +83,7 @@ func TestSegments_DroppedAndCompacted(t *testing.T) {
 	// sealed segments hold at most compactRatio times their live bytes.
 	var size, live uint64
 	for _, seg := range s.log.segs[:len(s.log.segs)-1] {
-		size += seg.size
+		size += seg.size.Load()
 		live += seg.liveBytes
 	}
 	if size > compactRatio*live+opts.segmentBytes || s.log.end() < 3*size {

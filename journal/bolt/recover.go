@@ -121,16 +121,16 @@ func (s *Store) checkFrames(logEnd uint64) error {
 	doubt := noOffset
 	last := len(s.log.segs) - 1
 	for i, seg := range s.log.segs {
-		all, err := seg.bytes(0, seg.size)
+		all, err := seg.bytes(0, seg.size.Load())
 		if err != nil {
 			return err
 		}
 		off := uint64(0)
-		for off < seg.size {
+		for off < seg.size.Load() {
 			body, n, ok := frame(all[off:])
 			if !ok {
 				if i != last {
-					return fmt.Errorf("journal/bolt: segment %s: %w at %d of %d bytes", segName(seg.base), errRecord, off, seg.size)
+					return fmt.Errorf("journal/bolt: segment %s: %w at %d of %d bytes", segName(seg.base), errRecord, off, seg.size.Load())
 				}
 				if err := s.log.cut(off); err != nil {
 					return err
@@ -157,11 +157,11 @@ func (s *Store) checkFrames(logEnd uint64) error {
 // in order.
 func (s *Store) eachRecord(fn func(off uint64, body []byte) error) error {
 	for _, seg := range s.log.segs {
-		all, err := seg.bytes(0, seg.size)
+		all, err := seg.bytes(0, seg.size.Load())
 		if err != nil {
 			return err
 		}
-		for off := uint64(0); off < seg.size; {
+		for off := uint64(0); off < seg.size.Load(); {
 			body, n, ok := frame(all[off:])
 			if !ok {
 				return fmt.Errorf("journal/bolt: segment %s: %w at %d", segName(seg.base), errRecord, off)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // The event log is a directory of segment files. A segment is named by the
@@ -29,15 +30,15 @@ const segSuffix = ".seg"
 type segment struct {
 	base uint64 // global offset of its first byte
 	f    *os.File
-	size uint64 // bytes written
-	data []byte // the mapping (len ≥ size), nil where there is no mmap
+	size atomic.Uint64 // bytes written (readers read it, the committer writes it)
+	data []byte        // the mapping (len ≥ size), nil where there is no mmap
 
 	// Written by the committer only (open, merge, compaction).
 	live      int    // live event records
 	liveBytes uint64 // their bytes
 }
 
-func (s *segment) end() uint64 { return s.base + s.size }
+func (s *segment) end() uint64 { return s.base + s.size.Load() }
 
 // segLog is the event log. The committer writes; readers hold mu shared
 // while they read records, so that a segment is neither remapped nor
@@ -120,8 +121,9 @@ func (l *segLog) openSegment(base uint64, flag int) (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	seg := &segment{base: base, f: f, size: uint64(st.Size())}
-	if err := seg.remap(max(l.maxBytes, seg.size)); err != nil {
+	seg := &segment{base: base, f: f}
+	seg.size.Store(uint64(st.Size()))
+	if err := seg.remap(max(l.maxBytes, seg.size.Load())); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -165,8 +167,8 @@ func (s *segment) close() error {
 // bytes returns n bytes of the segment at local offset off, through the
 // mapping or, without one, read into a new buffer.
 func (s *segment) bytes(off, n uint64) ([]byte, error) {
-	if off+n > s.size || off+n < off {
-		return nil, fmt.Errorf("%w: segment %s: %d bytes at %d past its end %d", errRecord, segName(s.base), n, off, s.size)
+	if off+n > s.size.Load() || off+n < off {
+		return nil, fmt.Errorf("%w: segment %s: %d bytes at %d past its end %d", errRecord, segName(s.base), n, off, s.size.Load())
 	}
 	if uint64(len(s.data)) >= off+n {
 		return s.data[off : off+n : off+n], nil
@@ -236,15 +238,15 @@ func (l *segLog) end() uint64 { return l.active().end() }
 // at.
 func (l *segLog) reserve(n uint64) (uint64, error) {
 	a := l.active()
-	if a.size > 0 && a.size+n > l.maxBytes {
+	if a.size.Load() > 0 && a.size.Load()+n > l.maxBytes {
 		if err := l.roll(a.end(), n); err != nil {
 			return 0, err
 		}
 		a = l.active()
 	}
-	if a.data != nil && a.size+n > uint64(len(a.data)) {
+	if a.data != nil && a.size.Load()+n > uint64(len(a.data)) {
 		l.mu.Lock()
-		err := a.remap(max(l.maxBytes, a.size+n))
+		err := a.remap(max(l.maxBytes, a.size.Load()+n))
 		l.mu.Unlock()
 		if err != nil {
 			return 0, err
@@ -284,13 +286,13 @@ func (l *segLog) roll(base, n uint64) error {
 // too is returned as a wedge: the log holds bytes it must not keep.
 func (l *segLog) write(b []byte) (wedged, err error) {
 	a := l.active()
-	if _, err = a.f.WriteAt(b, int64(a.size)); err == nil && !l.noSync {
+	if _, err = a.f.WriteAt(b, int64(a.size.Load())); err == nil && !l.noSync {
 		err = fdatasync(a.f)
 	}
 	if err != nil {
-		return l.cut(a.size), err
+		return l.cut(a.size.Load()), err
 	}
-	a.size += uint64(len(b))
+	a.size.Add(uint64(len(b)))
 	return nil, nil
 }
 
@@ -305,7 +307,7 @@ func (l *segLog) cut(n uint64) error {
 	if err != nil {
 		return fmt.Errorf("journal/bolt: cut segment %s back to %d: %w", segName(a.base), n, err)
 	}
-	a.size = n
+	a.size.Store(n)
 	return nil
 }
 
