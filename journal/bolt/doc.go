@@ -12,9 +12,9 @@
 // and ended indexes, the outbox, the log's committed end. A run's last seq,
 // the log offsets of its events and, while it is active, its idempotency
 // keys are in memory (runindex.go), rebuilt on open by reading the log
-// (recover.go): an offset costs a few bytes (delta-encoded), a key 8 to
-// 11 (a fingerprint and its seq; the key itself is in the event's record,
-// which confirms a match). An ended run's keys are found by reading its
+// (recover.go): an offset costs a few bytes (delta-encoded), a key 11 to
+// 21 (a fingerprint and its seq in an open-addressing table; the key
+// itself is in the event's record, which confirms a match). An ended run's keys are found by reading its
 // records (a retry against an ended run is rare).
 //
 // # Writes: group commit, two stores, one order

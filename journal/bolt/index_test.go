@@ -43,8 +43,8 @@ func TestAddExtent(t *testing.T) {
 	}
 }
 
-// Runs appended in turn, one event per transaction, give every event its
-// own extent: many segments per run. Every window reads back right, before
+// Runs appended in turn, one event per batch, interleave in the log: a
+// run's offsets jump from batch to batch. Every window reads back right, before
 // and after a reopen, and Trim leaves nothing of them behind.
 func TestStore_InterleavedRuns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")

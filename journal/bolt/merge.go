@@ -42,6 +42,8 @@ func (s *Store) merge(w *writer) {
 		e.terminal, e.terminalType, e.terminalAt = rs.terminal, rs.terminalType, rs.terminalAt
 		if e.terminal {
 			e.keys = nil // an ended run's keys are found in its records
+			e.offs.data = slices.Clip(append([]byte(nil), e.offs.data...))
+			e.offs.marks = slices.Clip(append([]offMark(nil), e.offs.marks...))
 		}
 	}
 	s.idxMu.Unlock()
