@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -228,4 +230,27 @@ func TestProcess_KillMidRunInterruptsOnce(t *testing.T) {
 			t.Fatalf("stop: %v\n%s", err, p.out.String())
 		}
 	}
+}
+
+// embeddedJournalBytes returns every byte the embedded journal in data
+// keeps: its file and the segments of its event log.
+func embeddedJournalBytes(t *testing.T, data string) []byte {
+	t.Helper()
+	path := filepath.Join(data, "journal.db")
+	out, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, err := filepath.Glob(filepath.Join(bolt.EventsDir(path), "*"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no event log beside %s: %v", path, err)
+	}
+	for _, f := range segs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
 }
