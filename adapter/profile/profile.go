@@ -24,6 +24,7 @@ package profile
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,13 @@ const BuiltinSim = "sim"
 
 // MaxFileBytes bounds a profile file.
 const MaxFileBytes = 1 << 20
+
+// Goal budget: the default of goal_max_turns (Hermes Agent's
+// DEFAULT_MAX_TURNS) and its bound.
+const (
+	DefaultGoalMaxTurns = 20
+	MaxGoalMaxTurns     = 1000
+)
 
 // Profile is one named runtime configuration. Which fields a driver reads is
 // documented per kind in docs/profiles.md; fields another kind does not use
@@ -109,6 +117,16 @@ type Profile struct {
 	// KillGrace is how long an exec command gets after SIGTERM before
 	// SIGKILL (default 5s).
 	KillGrace Duration `json:"kill_grace,omitempty"`
+
+	// GoalJudge names the profile (of driver openai) whose model judges,
+	// after each turn, whether a session's goal is reached (default: the
+	// profile itself when its driver judges goals: openai with its own
+	// model, sim with its turns=N rule). A profile with neither answers a
+	// goal set with unsupported.
+	GoalJudge string `json:"goal_judge,omitempty"`
+	// GoalMaxTurns bounds the runs a goal starts on this profile (default
+	// DefaultGoalMaxTurns); past it the goal pauses.
+	GoalMaxTurns int `json:"goal_max_turns,omitempty"`
 
 	// Options holds driver-specific settings the driver decodes itself
 	// (DecodeOptions); Validate only checks it is a JSON object.
@@ -293,6 +311,18 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("default: no profile named %q", c.Default))
 		}
 	}
+	for _, name := range c.Names() {
+		j := c.Profiles[name].GoalJudge
+		if j == "" {
+			continue
+		}
+		switch jp, ok := c.Profiles[j]; {
+		case !ok:
+			errs = append(errs, fmt.Errorf("profile %q: goal_judge: no profile named %q", name, j))
+		case jp.Driver != KindOpenAI:
+			errs = append(errs, fmt.Errorf("profile %q: goal_judge: profile %q has driver %s; a goal judge is an openai profile", name, j, jp.Driver))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -322,6 +352,9 @@ func (p Profile) Validate() error {
 		if d.v < 0 {
 			return bad("%s must not be negative", d.name)
 		}
+	}
+	if p.GoalMaxTurns < 0 || p.GoalMaxTurns > MaxGoalMaxTurns {
+		return bad("goal_max_turns must be between 0 (the default, %d) and %d", DefaultGoalMaxTurns, MaxGoalMaxTurns)
 	}
 	if len(p.Options) > 0 && string(p.Options) != "null" {
 		var m map[string]json.RawMessage
@@ -472,7 +505,17 @@ func (c *Config) Build(builders map[string]Builder, env Env) (map[string]driver.
 		if err != nil {
 			return nil, fmt.Errorf("profile %q: %w", name, err)
 		}
-		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model}
+		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model,
+			GoalMaxTurns: cmp.Or(p.GoalMaxTurns, DefaultGoalMaxTurns)}
+	}
+	for name, pd := range out {
+		judge := cmp.Or(c.Profiles[name].GoalJudge, name)
+		j, ok := out[judge].Driver.(driver.GoalJudge)
+		if !ok && judge != name {
+			return nil, fmt.Errorf("profile %q: goal_judge: the driver of profile %q cannot judge goals", name, judge)
+		}
+		pd.Judge = j // nil: neither its own judge nor a goal_judge
+		out[name] = pd
 	}
 	return out, nil
 }
