@@ -430,3 +430,42 @@ func TestGoal_SimRuleNotOnOpenAIProfile(t *testing.T) {
 		t.Fatalf("runs %s, goal %+v, %d judge calls", got, m.Goal, len(f.judgeCalls()))
 	}
 }
+
+// A cancel while the judge thinks ends the run cancelled at once (the
+// judge's request is aborted) and starts nothing: the goal stays active,
+// for resume.
+func TestGoal_CancelWhileJudging(t *testing.T) {
+	f := newGoalFake(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
+	h := goalHarness(t, f, 0, nil)
+	sid := goalSession(t, h)
+	setGoal(t, h, sid, "think hard")
+	for deadline := time.Now().Add(10 * time.Second); len(f.judgeCalls()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the judge was not asked")
+		}
+	}
+	m, _ := h.Store.Session(context.Background(), sid)
+	if m.ActiveRun == "" || len(m.Runs) != 2 {
+		t.Fatalf("the judged run is not active while judged: %+v", m)
+	}
+	h.Cancel(m.ActiveRun)
+	evs := h.Events(m.ActiveRun, 5*time.Second)
+	drivertest.Terminal(t, evs, protocol.EventCancelled)
+	select {
+	case <-f.aborted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the judge's request was not aborted")
+	}
+	if g := goalUpdates(t, evs); len(g) != 1 || g[0].Turns != 1 || g[0].Reason != "" {
+		t.Errorf("goal.updated of the cancelled run %+v; want only its seq 2", g)
+	}
+	time.Sleep(100 * time.Millisecond) // a continuation would start at once
+	if m, _ := h.Store.Session(context.Background(), sid); len(m.Runs) != 2 || m.Goal.State != protocol.GoalActive {
+		t.Errorf("after the cancel: runs %v, goal %+v", m.Runs, m.Goal)
+	}
+}
