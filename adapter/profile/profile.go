@@ -60,13 +60,6 @@ const BuiltinSim = "sim"
 // MaxFileBytes bounds a profile file.
 const MaxFileBytes = 1 << 20
 
-// Goal budget: the default of goal_max_turns (Hermes Agent's
-// DEFAULT_MAX_TURNS) and its bound.
-const (
-	DefaultGoalMaxTurns = 20
-	MaxGoalMaxTurns     = 1000
-)
-
 // Profile is one named runtime configuration. Which fields a driver reads is
 // documented per kind in docs/profiles.md; fields another kind does not use
 // are refused by Validate, so a typo never passes silently.
@@ -311,18 +304,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("default: no profile named %q", c.Default))
 		}
 	}
-	for _, name := range c.Names() {
-		j := c.Profiles[name].GoalJudge
-		if j == "" {
-			continue
-		}
-		switch jp, ok := c.Profiles[j]; {
-		case !ok:
-			errs = append(errs, fmt.Errorf("profile %q: goal_judge: no profile named %q", name, j))
-		case jp.Driver != KindOpenAI:
-			errs = append(errs, fmt.Errorf("profile %q: goal_judge: profile %q has driver %s; a goal judge is an openai profile", name, j, jp.Driver))
-		}
-	}
+	errs = append(errs, c.validateGoalJudges()...)
 	return errors.Join(errs...)
 }
 
@@ -353,8 +335,8 @@ func (p Profile) Validate() error {
 			return bad("%s must not be negative", d.name)
 		}
 	}
-	if p.GoalMaxTurns < 0 || p.GoalMaxTurns > MaxGoalMaxTurns {
-		return bad("goal_max_turns must be between 0 (the default, %d) and %d", DefaultGoalMaxTurns, MaxGoalMaxTurns)
+	if err := p.validateGoalBudget(); err != nil {
+		return err
 	}
 	if len(p.Options) > 0 && string(p.Options) != "null" {
 		var m map[string]json.RawMessage
@@ -508,14 +490,8 @@ func (c *Config) Build(builders map[string]Builder, env Env) (map[string]driver.
 		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model,
 			GoalMaxTurns: cmp.Or(p.GoalMaxTurns, DefaultGoalMaxTurns)}
 	}
-	for name, pd := range out {
-		judge := cmp.Or(c.Profiles[name].GoalJudge, name)
-		j, ok := out[judge].Driver.(driver.GoalJudge)
-		if !ok && judge != name {
-			return nil, fmt.Errorf("profile %q: goal_judge: the driver of profile %q cannot judge goals", name, judge)
-		}
-		pd.Judge = j // nil: neither its own judge nor a goal_judge
-		out[name] = pd
+	if err := c.resolveGoalJudges(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
