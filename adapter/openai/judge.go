@@ -27,7 +27,7 @@ const maxVerdictBytes = 64 << 10
 // DefaultJudgeTimeout.
 func (d *Driver) JudgeGoal(ctx context.Context, g protocol.GoalUpdatedPayload, lastResponse string) (driver.Verdict, error) {
 	if strings.TrimSpace(lastResponse) == "" {
-		return driver.Verdict{Kind: driver.VerdictContinue, Reason: "no response to judge yet"}, nil
+		return driver.Verdict{Kind: driver.VerdictContinue, Reason: "no response to judge"}, nil
 	}
 	if d.cfg.APIKeyEnv != "" && d.cfg.APIKey.Empty() {
 		return driver.Verdict{}, &driver.Error{Code: CodeAuth,
