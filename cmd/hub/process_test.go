@@ -236,16 +236,12 @@ func TestProcess_KillMidRunInterruptsOnce(t *testing.T) {
 // keeps: its file and the segments of its event log.
 func embeddedJournalBytes(t *testing.T, data string) []byte {
 	t.Helper()
-	path := filepath.Join(data, "journal.db")
-	out, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	files, err := bolt.Files(filepath.Join(data, "journal.db"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("no journal with an event log in %s: %v", data, err)
 	}
-	segs, err := filepath.Glob(filepath.Join(bolt.EventsDir(path), "*"))
-	if err != nil || len(segs) == 0 {
-		t.Fatalf("no event log beside %s: %v", path, err)
-	}
-	for _, f := range segs {
+	var out []byte
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"os"
+	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,6 +122,21 @@ func (s *Store) openEvents() error {
 // EventsDir is the directory of the event log of the journal file at path:
 // beside it, its name with ".events" added. Copy both to copy a journal.
 func EventsDir(path string) string { return path + ".events" }
+
+// Files lists the files of the journal at path: the journal file, then its
+// event log's segments in order. They are what a backup copies, and what
+// a test searching the journal's bytes reads.
+func Files(path string) ([]string, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	segs, err := filepath.Glob(filepath.Join(EventsDir(path), "*"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(segs)
+	return append([]string{path}, segs...), nil
+}
 
 // Path returns the path of the journal file (the sessions and runs; the
 // events are in EventsDir(Path())).
