@@ -49,5 +49,9 @@ func (c Capable) Unsupported(need, runID, sessionID string) protocol.ControlResu
 	if len(c.Caps) > 0 {
 		has = strings.Join(c.Caps, ", ")
 	}
-	return Result(protocol.ResultUnsupported, fmt.Sprintf("%s cannot do %s (its capabilities: %s)", who, need, has), runID, sessionID, "")
+	msg := fmt.Sprintf("%s cannot do %s (its capabilities: %s)", who, need, has)
+	if need == protocol.CapGoal {
+		msg += ": give it a goal_judge (an openai profile)"
+	}
+	return Result(protocol.ResultUnsupported, msg, runID, sessionID, "")
 }

@@ -18,8 +18,8 @@ const Kind = "exec"
 // do depends on the command: the JSONL convention carries cancel, approval
 // and clarify prompts, steer lines, reasoning, tool calls and usage
 // (docs/exec-driver.md), so the driver declares them all, and a profile
-// whose command does less lists its own "capabilities". It evaluates no
-// goal and passes no attachments.
+// whose command does less lists its own "capabilities". It judges no goal
+// (a profile naming a goal_judge has goal) and passes no attachments.
 func Registration() profile.Registration {
 	return profile.NewRegistration(Kind, []string{
 		protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapSteer, protocol.CapQueue,

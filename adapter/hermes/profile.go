@@ -15,8 +15,8 @@ const Kind = "hermes"
 // Registration declares the driver to a profile.Registry. Hermes asks
 // approvals and questions (POST /approval, /clarify), takes guidance while
 // it runs (POST /steer), streams reasoning and tool activity, reports
-// usage and stops on a cancel (POST /stop). It evaluates no goal of
-// runhub's and is sent no attachments.
+// usage and stops on a cancel (POST /stop). It judges no goal (a profile
+// naming a goal_judge has goal) and is sent no attachments.
 func Registration() profile.Registration {
 	return profile.NewRegistration(Kind, []string{
 		protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapSteer, protocol.CapQueue,

@@ -11,7 +11,7 @@
 // driver by name.
 //
 // A profile is its common part (Profile: driver, description, model,
-// capabilities) and its driver's own keys, flat beside them in the file,
+// goal_judge, goal_max_turns, capabilities) and its driver's own keys, flat beside them in the file,
 // decoded strictly by the driver's registration: a key the profile's
 // driver does not take is refused, naming the profile and the key.
 //
@@ -37,6 +37,7 @@ package profile
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,9 +72,18 @@ type Profile struct {
 	// Model is the upstream model (required by some drivers). A start's
 	// `model` overrides it for that run; run.started records it.
 	Model string `json:"model,omitempty"`
+	// GoalJudge names the profile (of a driver that judges goals: openai)
+	// whose model judges, after each turn, whether a session's goal is
+	// reached (default: the profile itself when its driver judges goals:
+	// openai with its own model, sim with its turns=N rule). A profile
+	// with neither has no goal capability, and a goal set is unsupported.
+	GoalJudge string `json:"goal_judge,omitempty"`
+	// GoalMaxTurns bounds the runs a goal starts on this profile (default
+	// DefaultGoalMaxTurns); past it the goal pauses.
+	GoalMaxTurns int `json:"goal_max_turns,omitempty"`
 	// Capabilities are what the profile's runs can do (protocol.Cap*
 	// names, in protocol.Capabilities order): its driver's declared set,
-	// or the fewer the file lists.
+	// with goal when it names a goal_judge, or the fewer the file lists.
 	Capabilities []string `json:"capabilities,omitempty"`
 	// Settings are the driver's own settings (the driver's type, from its
 	// Registration).
@@ -173,6 +183,9 @@ func Parse(data []byte, reg *Registry) (*Config, error) {
 		c.Profiles[name] = p
 	}
 	c.addBuiltins()
+	if len(errs) == 0 {
+		errs = c.validateGoalJudges()
+	}
 	_, inFile := file.Profiles[c.Default]
 	if _, ok := c.Profiles[c.Default]; c.Default != "" && !ok && !inFile {
 		errs = append(errs, fmt.Errorf("default: no profile named %q", c.Default))
@@ -277,7 +290,11 @@ func (c *Config) Build(env Env) (map[string]driver.Profile, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model}
+		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model,
+			GoalMaxTurns: cmp.Or(p.GoalMaxTurns, DefaultGoalMaxTurns)}
+	}
+	if err := c.resolveGoalJudges(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

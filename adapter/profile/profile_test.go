@@ -65,7 +65,7 @@ func TestParse_Example(t *testing.T) {
 	if strings.Contains(string(b), "GPT_KEY") || strings.Contains(string(b), "base_url") || strings.Contains(string(b), "python3") {
 		t.Errorf("public info leaks settings: %s", b)
 	}
-	if !strings.Contains(string(b), `{"name":"local","driver":"openai","capabilities":["cancel","queue","reasoning","usage"],"default":true}`) {
+	if !strings.Contains(string(b), `{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","reasoning","usage"],"default":true}`) {
 		t.Errorf("public info %s", b)
 	}
 }
@@ -126,6 +126,13 @@ func TestParse_Errors(t *testing.T) {
 		{"capability the driver lacks", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x", "model": "m", "capabilities": ["approval"]}}}`,
 			`profile "a": capabilities: driver openai cannot do "approval"`, ""},
 		{"capabilities not a list", `{"profiles": {"a": {"driver": "sim", "capabilities": "steer"}}}`, `profile "a": field capabilities: want []string`, ""},
+		{"goal without a judge", `{"profiles": {"a": {"driver": "hermes", "base_url": "http://x", "capabilities": ["goal"]}}}`,
+			`profile "a": capabilities: driver hermes cannot do "goal"`, ""},
+		{"unknown goal judge", `{"profiles": {"a": {"driver": "sim", "goal_judge": "nope"}}}`, `profile "a": goal_judge: no profile named "nope"`, ""},
+		{"goal judge not openai", `{"profiles": {"a": {"driver": "hermes", "base_url": "http://x", "goal_judge": "b"}, "b": {"driver": "exec", "command": "sh"}}}`,
+			`profile "a": goal_judge: profile "b" has driver exec; a goal judge is an openai profile`, ""},
+		{"negative goal budget", `{"profiles": {"a": {"driver": "sim", "goal_max_turns": -1}}}`, "goal_max_turns must be between 0", ""},
+		{"goal budget too big", `{"profiles": {"a": {"driver": "sim", "goal_max_turns": 1001}}}`, "goal_max_turns must be between 0", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,17 +163,21 @@ func TestParse_Capabilities(t *testing.T) {
 		"plain": {"driver": "exec", "command": "sh", "capabilities": ["usage", "cancel", "queue", "cancel"]},
 		"mute": {"driver": "exec", "command": "sh", "capabilities": []},
 		"agent": {"driver": "exec", "command": "sh"},
-		"hermes": {"driver": "hermes", "base_url": "http://x"}}}`), drivers())
+		"hermes": {"driver": "hermes", "base_url": "http://x"},
+		"judged": {"driver": "hermes", "base_url": "http://x", "goal_judge": "chat"},
+		"narrow": {"driver": "hermes", "base_url": "http://x", "goal_judge": "chat", "capabilities": ["cancel", "goal"]}}}`), drivers())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"chat":   "cancel queue reasoning usage",
+		"chat":   "cancel queue goal reasoning usage",
 		"plain":  "cancel queue usage",
 		"mute":   "",
 		"agent":  "cancel approval clarify steer queue reasoning usage tools",
 		"hermes": "cancel approval clarify steer queue reasoning usage tools",
 		"sim":    "cancel approval clarify steer queue goal reasoning usage tools",
+		"judged": "cancel approval clarify steer queue goal reasoning usage tools",
+		"narrow": "cancel goal",
 	}
 	for name, w := range want {
 		caps, ok := c.Capabilities(name, "")
@@ -186,9 +197,9 @@ func TestParse_Capabilities(t *testing.T) {
 	if _, ok := c.Capabilities("", "nope"); ok {
 		t.Error("an unknown provider has capabilities")
 	}
-	c.Default = "chat"
+	c.Default = "hermes"
 	if caps, _ := c.Capabilities("", ""); slices.Contains(caps, protocol.CapGoal) {
-		t.Errorf("the default chat profile: %v", caps)
+		t.Errorf("the default hermes profile: %v", caps)
 	}
 }
 
@@ -311,5 +322,55 @@ func TestRegistry_Refuses(t *testing.T) {
 			}()
 			profile.NewRegistry(regs...)
 		})
+	}
+}
+
+// Each profile's goal judge is resolved when the drivers are built: its
+// goal_judge's driver, else its own driver when that judges, else none;
+// goal_max_turns defaults to 20.
+func TestBuild_GoalJudges(t *testing.T) {
+	const file = `{"profiles": {
+		"llm":    {"driver": "openai", "base_url": "http://x", "model": "m"},
+		"cheap":  {"driver": "openai", "base_url": "http://x", "model": "small", "goal_max_turns": 3},
+		"agent":  {"driver": "hermes", "base_url": "http://h"},
+		"judged": {"driver": "hermes", "base_url": "http://h", "goal_judge": "cheap", "goal_max_turns": 7},
+		"script": {"driver": "exec", "command": "sh", "goal_judge": "llm"}}}`
+	c, err := profile.Parse([]byte(file), drivers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := profile.Env{Getenv: func(string) string { return "" }}
+	built, err := c.Build(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		judge  string
+		budget int
+	}{"llm": {"llm", 20}, "cheap": {"cheap", 3}, "agent": {"", 20}, "judged": {"cheap", 7}, "script": {"llm", 20}, "sim": {"sim", 20}} {
+		pd := built[name]
+		var wantJudge driver.GoalJudge
+		if want.judge != "" {
+			wantJudge = built[want.judge].Driver.(driver.GoalJudge)
+		}
+		if pd.Judge != wantJudge || pd.GoalMaxTurns != want.budget {
+			t.Errorf("profile %s: judge %v, budget %d; want the judge of %q, budget %d", name, pd.Judge, pd.GoalMaxTurns, want.judge, want.budget)
+		}
+		caps, _ := c.Capabilities(name, "")
+		if slices.Contains(caps, protocol.CapGoal) != (want.judge != "") {
+			t.Errorf("profile %s: capabilities %v; goal only with a judge", name, caps)
+		}
+	}
+	// A goal_judge whose driver cannot judge (a build whose openai is no
+	// judge) fails the build, naming both profiles.
+	notJudge := profile.NewRegistration("openai", []string{protocol.CapCancel},
+		func(profile.Profile, *openai.Settings, profile.Env) (driver.Driver, error) { return fakeDriver{}, nil })
+	notJudge.GoalJudge = true
+	c, err = profile.Parse([]byte(file), profile.NewRegistry(sim.Registration(), notJudge, execdrv.Registration(), hermes.Registration()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = c.Build(env); err == nil || !strings.Contains(err.Error(), `profile "judged": goal_judge: the driver of profile "cheap" cannot judge goals`) {
+		t.Errorf("a judge that cannot judge: %v", err)
 	}
 }

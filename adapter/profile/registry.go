@@ -12,7 +12,8 @@ import (
 )
 
 // Settings is a driver's own settings of a profile: the profile's keys
-// besides the common ones (driver, description, model, capabilities),
+// besides the common ones (driver, description, model, goal_judge,
+// goal_max_turns, capabilities),
 // decoded strictly into the driver's type, then checked by Validate. p is
 // the profile's common part (its name, model…); Validate's errors need not
 // name the profile, the caller does.
@@ -45,6 +46,10 @@ type Registration struct {
 	// profile of this kind has them, unless the profile's "capabilities"
 	// lists fewer.
 	Capabilities []string
+	// GoalJudge says a profile of this kind may be another profile's
+	// goal_judge: its driver is a driver.GoalJudge that judges any goal
+	// (openai's model), not only those of its own runs.
+	GoalJudge bool
 
 	keys   []string // the setting keys its profiles take
 	decode func(p Profile, raw []byte) (Settings, error)
@@ -171,6 +176,10 @@ func (r *Registry) Profile(name string, raw []byte) (Profile, error) {
 			err = decodeField(v, &p.Description)
 		case strings.EqualFold(k, "model"):
 			err = decodeField(v, &p.Model)
+		case strings.EqualFold(k, "goal_judge"):
+			err = decodeField(v, &p.GoalJudge)
+		case strings.EqualFold(k, "goal_max_turns"):
+			err = decodeField(v, &p.GoalMaxTurns)
 		case strings.EqualFold(k, "capabilities"):
 			p.Capabilities, listed = []string{}, string(v) != "null"
 			err = decodeField(v, &p.Capabilities)
@@ -197,6 +206,9 @@ func (r *Registry) Profile(name string, raw []byte) (Profile, error) {
 		}
 		return p, bad("unknown driver %q (want one of %s)", p.Driver, strings.Join(r.kinds, ", "))
 	}
+	if err := p.validateGoalBudget(); err != nil {
+		return p, err
+	}
 	if err := r.unusedKeys(reg, rest); err != nil {
 		return p, fmt.Errorf("profile %q: %w", name, err)
 	}
@@ -208,6 +220,9 @@ func (r *Registry) Profile(name string, raw []byte) (Profile, error) {
 		return p, fmt.Errorf("profile %q: %w", name, err)
 	}
 	caps := slices.Clone(reg.Capabilities)
+	if p.GoalJudge != "" { // another profile's driver judges its goals
+		caps = protocol.SortCapabilities(append(caps, protocol.CapGoal))
+	}
 	if a, ok := p.Settings.(CapabilityAdjuster); ok {
 		caps = protocol.SortCapabilities(a.AdjustCapabilities(caps))
 	}

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/adapter/sim"
+	"github.com/runhub/runhub/protocol"
 )
 
 // The binary registers the four drivers, the simulator under the built-in
@@ -36,6 +38,32 @@ func TestDrivers_Registry(t *testing.T) {
 		caps, _ := reg.Capabilities(r[1])
 		if got := strings.Join(caps, ", "); got != r[2] {
 			t.Errorf("driver %s declares %q; docs/profiles.md says %q", r[1], got, r[2])
+		}
+	}
+	// What a driver declares, its built driver does: steer iff it steers,
+	// goal iff it judges goals.
+	minimal := map[string]string{
+		"sim":    `{"driver": "sim"}`,
+		"openai": `{"driver": "openai", "base_url": "http://127.0.0.1:1", "model": "m"}`,
+		"exec":   `{"driver": "exec", "command": "/bin/true"}`,
+		"hermes": `{"driver": "hermes", "base_url": "http://127.0.0.1:1"}`,
+	}
+	for _, kind := range reg.Kinds() {
+		p, err := reg.Profile("p", []byte(minimal[kind]))
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		d, err := reg.Build(p, profile.Env{Getenv: func(string) string { return "" }})
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		s, _ := d.(driver.Steerer)
+		_, judges := d.(driver.GoalJudge)
+		if steers := s != nil && s.Steers(); steers != slices.Contains(p.Capabilities, protocol.CapSteer) {
+			t.Errorf("driver %s steers %v, declares %v", kind, steers, p.Capabilities)
+		}
+		if judges != slices.Contains(p.Capabilities, protocol.CapGoal) {
+			t.Errorf("driver %s judges goals %v, declares %v", kind, judges, p.Capabilities)
 		}
 	}
 }

@@ -262,7 +262,7 @@ func TestProcess_Profiles(t *testing.T) {
 	code, body := httpBody(t, "GET", p.URL()+"/v1/profiles", "")
 	answers = append(answers, body)
 	if code != 200 || strings.TrimSpace(string(body)) != `{"profiles":[`+
-		`{"name":"local","driver":"openai","capabilities":["cancel","queue","reasoning","usage"],"default":true},`+
+		`{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","reasoning","usage"],"default":true},`+
 		`{"name":"script","driver":"exec","capabilities":["cancel","approval","clarify","steer","queue","reasoning","usage","tools"]},`+
 		`{"name":"sim","driver":"sim","capabilities":["cancel","approval","clarify","steer","queue","goal","reasoning","usage","tools"]}]}` {
 		t.Fatalf("GET /v1/profiles: %d %s", code, body)
@@ -370,15 +370,12 @@ func TestProcess_Profiles(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
 	}
-	journalBytes, err := os.ReadFile(filepath.Join(data, "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	journalBytes := embeddedJournalBytes(t, data)
 	if !strings.Contains(p.out.String(), "level=DEBUG") && !strings.Contains(p.out.String(), "level=INFO") {
 		t.Fatalf("no logs captured: %s", p.out.String())
 	}
 	for _, key := range []string{openaiKey, scriptKey} {
-		for where, b := range map[string][]byte{"the journal file": journalBytes, "the logs": []byte(p.out.String()),
+		for where, b := range map[string][]byte{"the journal (its file and event log)": journalBytes, "the logs": []byte(p.out.String()),
 			"a WebSocket frame": tab.allFrames(), "an HTTP answer": bytes.Join(answers, nil)} {
 			if bytes.Contains(b, []byte(key)) {
 				t.Errorf("a key is in %s", where)
