@@ -3,7 +3,6 @@ package executor
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/runhub/runhub/adapter"
@@ -97,16 +96,9 @@ func (a *InProcess) unsupportedInSession(ctx context.Context, c adapter.Control)
 	if err != nil || meta.Owner != c.Owner {
 		return protocol.ControlResult{}, false
 	}
-	req := protocol.StartRunRequest{Profile: a.opts.DefaultProfile}
-	if latest := meta.LatestRun(); latest != "" {
-		rm, err := a.store.Run(ctx, latest)
-		if err != nil {
-			return protocol.ControlResult{}, false
-		}
-		req = protocol.StartRunRequest{}
-		if json.Unmarshal(rm.Request, &req) != nil {
-			return protocol.ControlResult{}, false
-		}
+	req := a.latestRequest(ctx, meta)
+	if req.Profile == "" && req.Provider == "" {
+		req.Profile = a.opts.DefaultProfile
 	}
 	if caps := a.capsOf(req); caps.Lacks(need) {
 		return caps.Unsupported(need, "", c.SessionID), true
