@@ -229,7 +229,7 @@ func (h *Hub) sessionStatus(c echo.Context, sid string) (protocol.SessionStatus,
 	if err != nil {
 		return protocol.SessionStatus{}, h.publicError(err)
 	}
-	return st.Status(), nil
+	return h.statusOf(&st), nil
 }
 
 func (h *Hub) getSession(c echo.Context) error {

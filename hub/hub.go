@@ -97,6 +97,11 @@ type Config struct {
 	// keep-alive comment, so that proxies do not close a quiet stream
 	// (default 15 s; negative: none).
 	SSEKeepAlive time.Duration
+	// Capabilities tells what the runs of each profile and provider can
+	// do (adapter/profile's Config.Capabilities): a session's
+	// active_controls offer only what the driver of its latest run (or,
+	// before any run, a start's default) can do. Nil: every control.
+	Capabilities adapter.Capabilities
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// Metrics counts deliveries, frames, replays, slow consumers and

@@ -134,7 +134,7 @@ func (h *Hub) renameSession(c echo.Context) error {
 	if err != nil {
 		return h.publicError(err)
 	}
-	return c.JSON(http.StatusOK, st.Status())
+	return c.JSON(http.StatusOK, h.statusOf(&st))
 }
 
 // deleteSession answers DELETE /v1/sessions/{sid}: the owner deletes the

@@ -343,7 +343,7 @@ func (t *tracker) flush(now time.Time) {
 		}
 		delete(t.dirty, sid)
 		s.sent, s.sentAt, s.meaningful = meaningOf(&s.state), now, false
-		frame, err := encodeStatus(&s.state)
+		frame, err := t.h.encodeStatus(&s.state)
 		if err != nil {
 			t.h.log.Error("encode status", "session_id", sid, "err", err)
 			continue
@@ -369,8 +369,8 @@ func (t *tracker) flush(now time.Time) {
 	}
 }
 
-func encodeStatus(s *session.Session) ([]byte, error) {
-	st := s.Status()
+func (h *Hub) encodeStatus(s *session.Session) ([]byte, error) {
+	st := h.statusOf(s)
 	return json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
 }
 
@@ -384,7 +384,7 @@ func (t *tracker) watch(c *conn, meta journal.SessionMeta) string {
 	s.watchers[c] = struct{}{}
 	var frame []byte
 	if s.loaded {
-		frame, _ = encodeStatus(&s.state)
+		frame, _ = t.h.encodeStatus(&s.state)
 	}
 	id := s.id
 	t.mu.Unlock()
@@ -419,7 +419,7 @@ func (t *tracker) watchOwner(c *conn, owner string, metas []journal.SessionMeta)
 	for _, m := range metas {
 		s := t.ensure(m)
 		if s.loaded {
-			if frame, err := encodeStatus(&s.state); err == nil {
+			if frame, err := t.h.encodeStatus(&s.state); err == nil {
 				snaps = append(snaps, statusOffer{sid: m.ID, frame: frame})
 			}
 		}
@@ -483,5 +483,5 @@ func (t *tracker) status(sid string) (protocol.SessionStatus, bool) {
 	if s == nil || !s.loaded {
 		return protocol.SessionStatus{}, false
 	}
-	return s.state.Status(), true
+	return t.h.statusOf(&s.state), true
 }

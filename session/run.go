@@ -39,6 +39,8 @@ type Run struct {
 	Title           string
 	Message         string // the user message from run.started
 	Source          string
+	Profile         string // run.started's profile ("" when the run named none)
+	Provider        string // run.started's provider: the driver kind
 	QueueDepth      int
 	Goal            *protocol.GoalUpdatedPayload
 	StartedAt       float64
@@ -98,7 +100,7 @@ func (r *Run) apply(e *protocol.Envelope) error {
 		if err != nil {
 			return err
 		}
-		r.Message, r.Source = p.Message, p.Source
+		r.Message, r.Source, r.Profile, r.Provider = p.Message, p.Source, p.Profile, p.Provider
 		r.Progress = "started"
 	case protocol.EventStatus:
 		p, err := decode[protocol.StatusPayload](e)

@@ -10,7 +10,8 @@
 //	func TestConformance(t *testing.T) {
 //		adaptertest.Run(t, func(t *testing.T, s adaptertest.Setup) adaptertest.Harness {
 //			store := openJournal(t)
-//			exec := executor.New(store, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver})
+//			exec := executor.New(store, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver,
+//				Capabilities: s.Capabilities})
 //			t.Cleanup(func() { exec.Close() })
 //			return adaptertest.Harness{Adapter: adapter.NewRouter(store, exec, nil)}
 //		})

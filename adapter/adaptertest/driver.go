@@ -25,6 +25,7 @@ const (
 const (
 	DriverName        = "conformance"         // the default driver: steers
 	DriverNameNoSteer = "conformance-nosteer" // the same scripts, without the Steerer capability
+	DriverNamePlain   = "conformance-plain"   // the same scripts, declared able to cancel and queue only (Setup.Capabilities)
 )
 
 // Ready is the text of the progress event every script writes first, once
@@ -64,6 +65,7 @@ func newDrivers() (map[string]driver.Driver, *record) {
 	return map[string]driver.Driver{
 		DriverName:        &Driver{steers: true, runs: rec},
 		DriverNameNoSteer: &Driver{runs: rec},
+		DriverNamePlain:   &Driver{steers: true, runs: rec},
 	}, rec
 }
 

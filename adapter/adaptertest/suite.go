@@ -20,6 +20,9 @@ type Setup struct {
 	Drivers map[string]driver.Driver
 	// DefaultDriver is every executor's executor.Options.DefaultDriver.
 	DefaultDriver string
+	// Capabilities is every executor's executor.Options.Capabilities:
+	// DriverNamePlain can do less than the suite's other drivers.
+	Capabilities adapter.Capabilities
 }
 
 // Harness is one adapter under test, fresh for each subtest. Its builder
@@ -64,13 +67,14 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"Steer", steerTests},
 		{"UpdateGoal", goalTests},
 		{"Control", controlTests},
+		{"Capabilities", capabilityTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			for _, st := range g.tests {
 				t.Run(st.name, func(t *testing.T) {
 					drivers, rec := newDrivers()
-					h := newHarness(t, Setup{Drivers: drivers, DefaultDriver: DriverName})
+					h := newHarness(t, Setup{Drivers: drivers, DefaultDriver: DriverName, Capabilities: capabilities})
 					st.fn(&env{t: t, h: h, a: h.Adapter, rec: rec})
 				})
 			}

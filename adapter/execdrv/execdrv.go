@@ -24,9 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -87,38 +85,6 @@ func New(cfg Config) (*Driver, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Driver{cfg: cfg}, nil
-}
-
-// FromProfile is the profile.Builder of driver kind exec: the command's
-// environment is InheritedEnv and the profile's inherit_env from the hub's
-// environment, then the profile's env, then its key under api_key_env.
-func FromProfile(p profile.Profile, env profile.Env) (driver.Driver, error) {
-	getenv := env.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	vars := map[string]string{}
-	for _, name := range append(slices.Clone(InheritedEnv), p.InheritEnv...) {
-		if v := getenv(name); v != "" {
-			vars[name] = v
-		}
-	}
-	for k, v := range p.Env {
-		vars[k] = v
-	}
-	names := make([]string, 0, len(vars))
-	for k := range vars {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	list := make([]string, 0, len(names))
-	for _, k := range names {
-		list = append(list, k+"="+vars[k])
-	}
-	return New(Config{Command: p.Command, Args: p.Args, Dir: p.Dir, Env: list, APIKeyEnv: p.APIKeyEnv,
-		APIKey: p.APIKey(getenv), Profile: p.Name, Model: p.Model, Instructions: p.Instructions,
-		CancelGrace: p.CancelGrace.D(), KillGrace: p.KillGrace.D(), Timeout: p.Timeout.D(),
-		ClarifyTimeout: env.ClarifyTimeout, Logger: env.Logger})
 }
 
 // Steers reports that guidance reaches the command as steer lines.
@@ -232,7 +198,7 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 					u = &protocol.Usage{}
 				}
 				u.Model = cmp.Or(u.Model, model)
-				u.Provider = cmp.Or(u.Provider, profile.KindExec)
+				u.Provider = cmp.Or(u.Provider, Kind)
 				if u.DurationMS == 0 {
 					u.DurationMS = time.Since(begin).Milliseconds()
 				}

@@ -29,7 +29,7 @@ const (
 
 // setup writes script to a file and returns a harness whose profile "cmd"
 // runs it with sh; out is a directory the script may write to ($OUT).
-func setup(t *testing.T, script string, mod func(*profile.Profile)) (*drivertest.Harness, string) {
+func setup(t *testing.T, script string, mod func(*Settings)) (*drivertest.Harness, string) {
 	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
@@ -40,23 +40,31 @@ func setup(t *testing.T, script string, mod func(*profile.Profile)) (*drivertest
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := profile.Profile{Name: "cmd", Driver: profile.KindExec, Command: "/bin/sh", Args: []string{path},
-		Env: map[string]string{"OUT": out}, APIKeyEnv: "MY_KEY", Model: "m-cmd", Instructions: "be brief",
+	s := Settings{Command: "/bin/sh", Args: []string{path}, Env: map[string]string{"OUT": out},
+		Key: profile.Key{APIKeyEnv: "MY_KEY"}, Instructions: "be brief",
 		CancelGrace: profile.Duration(2 * time.Second), KillGrace: profile.Duration(2 * time.Second)}
 	if mod != nil {
-		mod(&p)
+		mod(&s)
 	}
-	if err := p.Validate(); err != nil {
+	// The profile as a file has it, parsed and built by the registration.
+	raw, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = append([]byte(`{"driver":"exec","model":"m-cmd",`), raw[1:]...)
+	reg := profile.NewRegistry(Registration())
+	p, err := reg.Profile("cmd", raw)
+	if err != nil {
 		t.Fatal(err)
 	}
 	log, logs := drivertest.Logger()
 	env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), "MY_KEY": ownKey, "OTHER_KEY": otherKey}
-	d, err := FromProfile(p, profile.Env{Getenv: func(k string) string { return env[k] }, ClarifyTimeout: 5 * time.Second, Logger: log})
+	d, err := reg.Build(p, profile.Env{Getenv: func(k string) string { return env[k] }, ClarifyTimeout: 5 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := drivertest.New(t, drivertest.Config{Log: log, Logs: logs,
-		Profiles: map[string]driver.Profile{"cmd": {Driver: d, Kind: profile.KindExec, Model: p.Model}}})
+		Profiles: map[string]driver.Profile{"cmd": {Driver: d, Kind: Kind, Model: p.Model}}})
 	return h, out
 }
 
@@ -242,7 +250,7 @@ while IFS= read -r line; do
   case "$line" in *'"cancel"'*) echo cancel >> "$OUT/log"; break;; esac
 done
 while :; do sleep 0.05; done
-`, func(p *profile.Profile) {
+`, func(p *Settings) {
 		p.CancelGrace, p.KillGrace = profile.Duration(300*time.Millisecond), profile.Duration(300*time.Millisecond)
 	})
 	rid := start(h, "", "go")
@@ -361,7 +369,7 @@ echo '{"type":"cancelled","payload":{"reason":"the agent gave up"}}'
 		h, _ := setup(t, `IFS= read -r start
 echo '{"type":"done","payload":{"status":"completed","usage":null}}'
 exec sleep 60
-`, func(p *profile.Profile) { p.CancelGrace = profile.Duration(200 * time.Millisecond) })
+`, func(p *Settings) { p.CancelGrace = profile.Duration(200 * time.Millisecond) })
 		ev := h.Events(start(h, "", "go"), 10*time.Second)
 		d := payload[protocol.DonePayload](t, drivertest.Terminal(t, ev, protocol.EventDone))
 		if d.Usage == nil || d.Usage.Provider != "exec" || d.Usage.Model != "m-cmd" {
@@ -374,7 +382,7 @@ func TestTimeout(t *testing.T) {
 	h, _ := setup(t, `IFS= read -r start
 echo '{"type":"progress","payload":{"text":"thinking"}}'
 exec sleep 60
-`, func(p *profile.Profile) {
+`, func(p *Settings) {
 		p.Timeout, p.CancelGrace = profile.Duration(300*time.Millisecond), profile.Duration(100*time.Millisecond)
 	})
 	p := drivertest.ErrorOf(t, drivertest.Terminal(t, h.Events(start(h, "", "go"), 10*time.Second), protocol.EventError))
@@ -384,7 +392,7 @@ exec sleep 60
 }
 
 func TestCommandNotFound(t *testing.T) {
-	h, _ := setup(t, "", func(p *profile.Profile) { p.Command, p.Args = "/nonexistent/agent", nil })
+	h, _ := setup(t, "", func(p *Settings) { p.Command, p.Args = "/nonexistent/agent", nil })
 	p := drivertest.ErrorOf(t, drivertest.Terminal(t, h.Events(start(h, "", "go"), 10*time.Second), protocol.EventError))
 	if p.Code != protocol.ErrorProviderError || !strings.Contains(p.Message, "could not start the command") {
 		t.Errorf("error = %+v", p)
@@ -398,7 +406,7 @@ func TestExampleAgent(t *testing.T) {
 		t.Skip("no python3")
 	}
 	root, _ := filepath.Abs("../..")
-	h, _ := setup(t, "", func(p *profile.Profile) {
+	h, _ := setup(t, "", func(p *Settings) {
 		p.Command, p.Args, p.Dir = py, []string{"docs/examples/echo_agent.py"}, root
 		p.Env["AGENT_TOKEN_MS"] = "1"
 		p.InheritEnv = []string{"PYENV_ROOT", "PYENV_VERSION"}

@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 		store := mem.New(mem.Options{})
 		log, _ := drivertest.Logger()
 		counted := &adaptertest.CountingStore{Store: store}
-		exec := executor.New(counted, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Logger: log})
+		exec := executor.New(counted, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Capabilities: s.Capabilities, Logger: log})
 		t.Cleanup(func() {
 			exec.Close()
 			store.Close()

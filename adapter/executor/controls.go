@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -27,21 +28,27 @@ func (a *InProcess) Control(ctx context.Context, run journal.RunMeta, c adapter.
 		return res, true, err
 	case protocol.OpQueue:
 		if c.Steers() {
-			return a.onRun(run, func(l *live) (protocol.ControlResult, error) { return a.steer(ctx, l, run, c.Message) })
+			return a.onRun(run, c, func(l *live) (protocol.ControlResult, error) { return a.steer(ctx, l, run, c.Message) })
+		}
+		if res, no := a.unsupportedInSession(ctx, c); no {
+			return res, true, nil
 		}
 		res, err := a.enqueue(ctx, c.Owner, c.SessionID, c.Message, c.Key)
 		return res, true, err
 	case protocol.OpGoal:
+		if res, no := a.unsupportedInSession(ctx, c); no {
+			return res, true, nil
+		}
 		res, err := a.updateGoal(ctx, c.Owner, c.SessionID, protocol.GoalRequest{Action: c.Action, Text: c.Text})
 		return res, true, err
 	case protocol.OpCancel:
-		return a.onRun(run, func(l *live) (protocol.ControlResult, error) { return a.cancelRun(ctx, l, run) })
+		return a.onRun(run, c, func(l *live) (protocol.ControlResult, error) { return a.cancelRun(ctx, l, run) })
 	case protocol.OpApprove:
-		return a.onRun(run, func(l *live) (protocol.ControlResult, error) {
+		return a.onRun(run, c, func(l *live) (protocol.ControlResult, error) {
 			return a.respond(l, run, c.ApprovalID, c.Choice, true)
 		})
 	case protocol.OpClarify:
-		return a.onRun(run, func(l *live) (protocol.ControlResult, error) {
+		return a.onRun(run, c, func(l *live) (protocol.ControlResult, error) {
 			return a.respond(l, run, c.ClarifyID, c.Response, false)
 		})
 	}
@@ -49,16 +56,54 @@ func (a *InProcess) Control(ctx context.Context, run journal.RunMeta, c adapter.
 }
 
 // onRun calls fn with run when it executes here; executing is false, and
-// fn is not called, when it does not.
-func (a *InProcess) onRun(run journal.RunMeta, fn func(*live) (protocol.ControlResult, error)) (res protocol.ControlResult, executing bool, err error) {
+// fn is not called, when it does not. A control the run's driver cannot
+// do is answered unsupported without calling fn.
+func (a *InProcess) onRun(run journal.RunMeta, c adapter.Control, fn func(*live) (protocol.ControlResult, error)) (res protocol.ControlResult, executing bool, err error) {
 	a.mu.Lock()
 	l := a.live[run.ID]
 	a.mu.Unlock()
 	if l == nil {
 		return protocol.ControlResult{}, false, nil
 	}
+	if need := c.Capability(); l.caps.Lacks(need) {
+		return l.caps.Unsupported(need, run.ID, run.SessionID), true, nil
+	}
 	res, err = fn(l)
 	return res, true, err
+}
+
+// capsOf resolves what a run of req can do: its profile's driver, else
+// its provider's (the default driver's when it names none).
+func (a *InProcess) capsOf(req protocol.StartRunRequest) adapter.Capable {
+	if req.Profile != "" {
+		return a.opts.Capabilities.Resolve(req.Profile, "")
+	}
+	return a.opts.Capabilities.Resolve("", cmp.Or(req.Provider, a.opts.DefaultDriver))
+}
+
+// unsupportedInSession answers a control of a session (queue, goal) that
+// the driver of the session's next run cannot do: the latest run's
+// profile, which follow-up runs inherit, else a start's default. It reads
+// the session's meta and its latest run's, and only with Capabilities
+// set; a session that is not the caller's, or a read that fails, is left
+// to the control's own path to answer.
+func (a *InProcess) unsupportedInSession(ctx context.Context, c adapter.Control) (protocol.ControlResult, bool) {
+	need := c.Capability()
+	if a.opts.Capabilities == nil || need == "" {
+		return protocol.ControlResult{}, false
+	}
+	meta, err := a.store.Session(ctx, c.SessionID)
+	if err != nil || meta.Owner != c.Owner {
+		return protocol.ControlResult{}, false
+	}
+	req := a.latestRequest(ctx, meta)
+	if req.Profile == "" && req.Provider == "" {
+		req.Profile = a.opts.DefaultProfile
+	}
+	if caps := a.capsOf(req); caps.Lacks(need) {
+		return caps.Unsupported(need, "", c.SessionID), true
+	}
+	return protocol.ControlResult{}, false
 }
 
 // startControl starts a run for a start control; a session with an active

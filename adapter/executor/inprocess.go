@@ -29,6 +29,13 @@ type Options struct {
 	// DefaultProfile, when set, is the profile of a start that names
 	// neither a profile nor a provider; begin writes it into the request.
 	DefaultProfile string
+	// Capabilities tells what the runs of each profile and provider can
+	// do (adapter/profile's Config.Capabilities). A control the driver of
+	// its run cannot do (cancel, approve, clarify, steer), or of its
+	// session's next run (queue, goal: the latest run's profile, which
+	// follow-up runs inherit, else the default), is answered unsupported
+	// and journals nothing. Nil: nothing is refused.
+	Capabilities adapter.Capabilities
 	// ClarifyTimeout is how long a clarify prompt waits before it expires
 	// (default 120 s).
 	ClarifyTimeout time.Duration
@@ -100,6 +107,7 @@ type InProcess struct {
 type live struct {
 	x      *driver.Execution
 	drv    driver.Driver
+	caps   adapter.Capable // what its profile's driver can do
 	owner  string
 	cancel context.CancelCauseFunc
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/hermes"
 	"github.com/runhub/runhub/adapter/internal/drivertest"
@@ -72,16 +71,12 @@ func TestGoal_HermesProfileNeedsAJudge(t *testing.T) {
 		"plain":  {"driver": "hermes", "base_url": %q, "api_key_env": "HERMES_KEY"},
 		"judged": {"driver": "hermes", "base_url": %q, "api_key_env": "HERMES_KEY", "goal_judge": "judge", "goal_max_turns": 5},
 		"judge":  {"driver": "openai", "base_url": %q, "model": "judge-1", "timeout": "5s"}}}`,
-		fake.srv.URL, fake.srv.URL, judge.srv.URL))
+		fake.srv.URL, fake.srv.URL, judge.srv.URL), profile.NewRegistry(sim.Registration(), openai.Registration(), hermes.Registration()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	log, logs := drivertest.Logger()
-	profiles, err := cfg.Build(map[string]profile.Builder{
-		profile.KindHermes: hermes.FromProfile,
-		profile.KindOpenAI: openai.FromProfile,
-		profile.KindSim:    func(profile.Profile, profile.Env) (driver.Driver, error) { return &sim.Driver{}, nil },
-	}, profile.Env{Getenv: func(k string) string { return map[string]string{"HERMES_KEY": testKey}[k] }, Logger: log, ClarifyTimeout: 5 * time.Second})
+	profiles, err := cfg.Build(profile.Env{Getenv: func(k string) string { return map[string]string{"HERMES_KEY": testKey}[k] }, Logger: log, ClarifyTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +138,7 @@ func TestGoal_HermesProfileNeedsAJudge(t *testing.T) {
 	for _, rid := range runs[1:] {
 		evs := h.Events(rid, 10*time.Second)
 		drivertest.Terminal(t, evs, protocol.EventDone)
-		if st := payload[protocol.RunStartedPayload](evs[0]); st.Source != "goal" || st.Profile != "judged" || st.Provider != profile.KindHermes {
+		if st := payload[protocol.RunStartedPayload](evs[0]); st.Source != "goal" || st.Profile != "judged" || st.Provider != hermes.Kind {
 			t.Errorf("goal run.started %+v", st)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -500,19 +501,23 @@ func TestKeyVariableUnset(t *testing.T) {
 	}
 }
 
-// FromProfile builds the driver from a profile: its own key variable only,
-// its options (idempotent_start: the key is sent), and the trailing /v1 of
-// a base URL accepted.
-func TestFromProfile(t *testing.T) {
+// A profile builds the driver through the registration: its own key
+// variable only, its options (idempotent_start: the key is sent), and the
+// trailing /v1 of a base URL accepted.
+func TestProfile_Build(t *testing.T) {
 	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
 		deltas(s, "hi")
 		completed(s, "hi")
 	}, nil)
 	var read []string
-	p := profile.Profile{Name: "hermes", Driver: profile.KindHermes, BaseURL: h.fake.srv.URL + "/v1/",
-		APIKeyEnv: "HERMES_KEY", Model: "hermes-4", Instructions: "be brief",
-		Options: json.RawMessage(`{"max_history_turns": 4, "stream_idle_timeout": "10s", "idempotent_start": true}`)}
-	d, err := hermes.FromProfile(p, profile.Env{Getenv: func(k string) string {
+	reg := profile.NewRegistry(hermes.Registration())
+	p, err := reg.Profile("hermes", []byte(`{"driver": "hermes", "base_url": "`+h.fake.srv.URL+`/v1/",
+		"api_key_env": "HERMES_KEY", "model": "hermes-4", "instructions": "be brief",
+		"options": {"max_history_turns": 4, "stream_idle_timeout": "10s", "idempotent_start": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := reg.Build(p, profile.Env{Getenv: func(k string) string {
 		read = append(read, k)
 		if k == "HERMES_KEY" {
 			return testKey
@@ -522,12 +527,12 @@ func TestFromProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(read, []string{"HERMES_KEY"}) {
+	if len(read) == 0 || slices.ContainsFunc(read, func(k string) bool { return k != "HERMES_KEY" }) {
 		t.Errorf("read variables %v, want only HERMES_KEY", read)
 	}
 	h.exec.Close()
 	h.exec = executor.New(h.store, executor.Options{Profiles: map[string]driver.Profile{
-		"hermes": {Driver: d, Kind: profile.KindHermes, Model: p.Model}}, DefaultProfile: "hermes"})
+		"hermes": {Driver: d, Kind: hermes.Kind, Model: p.Model}}, DefaultProfile: "hermes"})
 	h.rt = adapter.NewRouter(h.store, h.exec, nil)
 	evs := h.finish(h.start("", "hello").RunID)
 	if terminal(evs).Type != protocol.EventDone {
@@ -544,10 +549,9 @@ func TestFromProfile(t *testing.T) {
 	if s.Key != evs[0].RunID { // idempotent_start sends the run id as Idempotency-Key
 		t.Errorf("start Idempotency-Key %q, want the run id %s", s.Key, evs[0].RunID)
 	}
-	bad := p
-	bad.Options = json.RawMessage(`{"max_history": 4}`)
-	if _, err := hermes.FromProfile(bad, profile.Env{Getenv: func(string) string { return "" }}); err == nil {
-		t.Error("an unknown option was accepted")
+	_, err = reg.Profile("hermes", []byte(`{"driver": "hermes", "base_url": "http://x", "options": {"max_history": 4}}`))
+	if err == nil || !strings.Contains(err.Error(), `profile "hermes": options: unknown field "max_history"`) {
+		t.Errorf("an unknown option: %v", err)
 	}
 }
 

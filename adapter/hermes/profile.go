@@ -1,9 +1,42 @@
 package hermes
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/profile"
+	"github.com/runhub/runhub/protocol"
 )
+
+// Kind is the driver kind of Hermes Agent profiles.
+const Kind = "hermes"
+
+// Registration declares the driver to a profile.Registry. Hermes asks
+// approvals and questions (POST /approval, /clarify), takes guidance while
+// it runs (POST /steer), streams reasoning and tool activity, reports
+// usage and stops on a cancel (POST /stop). It judges no goal (a profile
+// naming a goal_judge has goal) and is sent no attachments.
+func Registration() profile.Registration {
+	return profile.NewRegistration(Kind, []string{
+		protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapSteer, protocol.CapQueue,
+		protocol.CapReasoning, protocol.CapUsage, protocol.CapTools,
+	}, build)
+}
+
+// Settings are a hermes profile's own settings: base_url, api_key_env,
+// instructions, timeout, idle_timeout (Hermes sending only keepalives;
+// default 30m), cancel_grace (the POST /stop of a cancelled run; default
+// 5s) and options (Options).
+type Settings struct {
+	BaseURL string `json:"base_url"` // required
+	profile.Key
+	Instructions string           `json:"instructions,omitempty"`
+	Timeout      profile.Duration `json:"timeout,omitempty"`
+	IdleTimeout  profile.Duration `json:"idle_timeout,omitempty"`
+	CancelGrace  profile.Duration `json:"cancel_grace,omitempty"`
+	Options      Options          `json:"options"`
+}
 
 // Options are the hermes settings of a profile's "options" object; each
 // one overrides the Config default of the same name.
@@ -18,18 +51,32 @@ type Options struct {
 	IdempotentStart bool `json:"idempotent_start,omitempty"`
 }
 
-// FromProfile is the profile.Builder of driver kind hermes: base_url,
-// model, api_key_env, instructions, timeout, idle_timeout (Hermes sending
-// only keepalives; default 30m), cancel_grace (the POST /stop of a
-// cancelled run; default 5s) and options (Options).
-func FromProfile(p profile.Profile, env profile.Env) (driver.Driver, error) {
-	var o Options
-	if err := p.DecodeOptions(&o); err != nil {
-		return nil, err
+// UnmarshalJSON decodes the options object strictly: an option Hermes'
+// driver does not have is an error naming it.
+func (o *Options) UnmarshalJSON(b []byte) error {
+	type plain Options
+	if err := profile.DecodeObject(b, (*plain)(o)); err != nil {
+		return fmt.Errorf("options: %w", err)
 	}
-	return New(Config{BaseURL: p.BaseURL, Model: p.Model, APIKey: p.APIKey(env.Getenv), APIKeyEnv: p.APIKeyEnv,
-		Instructions: p.Instructions, Timeout: p.Timeout.D(), EventIdleTimeout: p.IdleTimeout.D(),
-		StopTimeout: p.CancelGrace.D(), ClarifyTimeout: env.ClarifyTimeout, Logger: env.Logger,
+	return nil
+}
+
+// Validate implements profile.Settings.
+func (s *Settings) Validate(profile.Profile) error {
+	if err := profile.CheckBaseURL(s.BaseURL, Kind); err != nil {
+		return err
+	}
+	o := s.Options
+	return errors.Join(s.Key.Validate(), s.Timeout.Check("timeout"), s.IdleTimeout.Check("idle_timeout"),
+		s.CancelGrace.Check("cancel_grace"), o.RequestTimeout.Check("options: request_timeout"),
+		o.StreamIdleTimeout.Check("options: stream_idle_timeout"), o.PollInterval.Check("options: poll_interval"))
+}
+
+func build(p profile.Profile, s *Settings, env profile.Env) (driver.Driver, error) {
+	o := s.Options
+	return New(Config{BaseURL: s.BaseURL, Model: p.Model, APIKey: s.APIKey(env.Getenv), APIKeyEnv: s.APIKeyEnv,
+		Instructions: s.Instructions, Timeout: s.Timeout.D(), EventIdleTimeout: s.IdleTimeout.D(),
+		StopTimeout: s.CancelGrace.D(), ClarifyTimeout: env.ClarifyTimeout, Logger: env.Logger,
 		RequestTimeout: o.RequestTimeout.D(), StreamIdleTimeout: o.StreamIdleTimeout.D(),
 		MaxReconnects: o.MaxReconnects, PollInterval: o.PollInterval.D(), MaxHistoryTurns: o.MaxHistoryTurns,
 		IdempotentStart: o.IdempotentStart})

@@ -94,7 +94,7 @@ func goalHarness(t *testing.T, f *goalFake, maxTurns int, mod func(*Config)) *dr
 		t.Fatal(err)
 	}
 	return drivertest.New(t, drivertest.Config{Log: log, Logs: logs,
-		Profiles: map[string]driver.Profile{"fake": {Driver: d, Kind: profile.KindOpenAI, Model: "m-test", GoalMaxTurns: maxTurns}}})
+		Profiles: map[string]driver.Profile{"fake": {Driver: d, Kind: Kind, Model: "m-test", GoalMaxTurns: maxTurns}}})
 }
 
 // goalSession runs a first user turn (no goal yet: no judge call) and

@@ -89,11 +89,45 @@ func New(cfg Config) (*Driver, error) {
 	return &Driver{cfg: cfg, url: base + "/v1/chat/completions"}, nil
 }
 
-// FromProfile is the profile.Builder of driver kind openai.
-func FromProfile(p profile.Profile, env profile.Env) (driver.Driver, error) {
-	return New(Config{BaseURL: p.BaseURL, Model: p.Model, APIKey: p.APIKey(env.Getenv), APIKeyEnv: p.APIKeyEnv,
-		Instructions: p.Instructions, IdleTimeout: p.IdleTimeout.Or(DefaultIdleTimeout), Timeout: p.Timeout.D(),
-		Logger: env.Logger})
+// Kind is the driver kind of OpenAI-compatible profiles.
+const Kind = "openai"
+
+// Registration declares the driver to a profile.Registry. A chat
+// completion streams text, reasoning and usage and ends with a cancel; it
+// asks nothing (no approval, clarify), takes no guidance while it streams
+// (no steer) and maps no tool calls. Its model judges goals (JudgeGoal):
+// its own profile's, and those of any profile naming it as goal_judge.
+// Queued messages become the session's next runs.
+func Registration() profile.Registration {
+	r := profile.NewRegistration(Kind, []string{
+		protocol.CapCancel, protocol.CapQueue, protocol.CapGoal, protocol.CapReasoning, protocol.CapUsage,
+	}, func(p profile.Profile, s *Settings, env profile.Env) (driver.Driver, error) {
+		return New(Config{BaseURL: s.BaseURL, Model: p.Model, APIKey: s.APIKey(env.Getenv), APIKeyEnv: s.APIKeyEnv,
+			Instructions: s.Instructions, IdleTimeout: s.IdleTimeout.Or(DefaultIdleTimeout), Timeout: s.Timeout.D(),
+			Logger: env.Logger})
+	})
+	r.GoalJudge = true
+	return r
+}
+
+// Settings are an openai profile's own settings (docs/profiles.md).
+type Settings struct {
+	BaseURL string `json:"base_url"` // required
+	profile.Key
+	Instructions string           `json:"instructions,omitempty"`
+	Timeout      profile.Duration `json:"timeout,omitempty"`
+	IdleTimeout  profile.Duration `json:"idle_timeout,omitempty"`
+}
+
+// Validate implements profile.Settings: base_url and model are required.
+func (s *Settings) Validate(p profile.Profile) error {
+	if err := profile.CheckBaseURL(s.BaseURL, Kind); err != nil {
+		return err
+	}
+	if p.Model == "" {
+		return errors.New("model is required for driver openai")
+	}
+	return errors.Join(s.Key.Validate(), s.Timeout.Check("timeout"), s.IdleTimeout.Check("idle_timeout"))
 }
 
 // Message is one chat message sent upstream: a turn of the conversation
@@ -162,7 +196,7 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 	if err := s.closeReasoning(ctx); err != nil {
 		return nil, err
 	}
-	u := &protocol.Usage{OutputTokens: s.contentChunks, Model: cmp.Or(s.upstreamModel, model), Provider: profile.KindOpenAI,
+	u := &protocol.Usage{OutputTokens: s.contentChunks, Model: cmp.Or(s.upstreamModel, model), Provider: Kind,
 		DurationMS: time.Since(begin).Milliseconds()}
 	if s.usage != nil {
 		u.InputTokens, u.OutputTokens = s.usage.PromptTokens, s.usage.CompletionTokens

@@ -116,7 +116,7 @@ func setup(t *testing.T, f *fake, mod func(*Config)) *drivertest.Harness {
 
 func harness(t *testing.T, d driver.Driver, log *slog.Logger, logs *drivertest.Buffer) *drivertest.Harness {
 	return drivertest.New(t, drivertest.Config{Log: log, Logs: logs,
-		Profiles: map[string]driver.Profile{"fake": {Driver: d, Kind: profile.KindOpenAI, Model: "m-test"}}})
+		Profiles: map[string]driver.Profile{"fake": {Driver: d, Kind: Kind, Model: "m-test"}}})
 }
 
 func start(h *drivertest.Harness, sid, msg string) string {
@@ -531,13 +531,19 @@ func TestNonStreamedAnswer(t *testing.T) {
 	}
 }
 
-func TestFromProfile(t *testing.T) {
+// A profile of the file builds the driver through the registration, with
+// its own key variable only.
+func TestProfile_Build(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		streamHeaders(w)
 		send(w, content("ok"), finishChunk, doneLine)
 	})
-	p := profile.Profile{Name: "x", Driver: profile.KindOpenAI, BaseURL: f.srv.URL + "/v1/", Model: "m", APIKeyEnv: "MY_KEY"}
-	d, err := FromProfile(p, profile.Env{Getenv: func(k string) string {
+	reg := profile.NewRegistry(Registration())
+	p, err := reg.Profile("x", []byte(`{"driver":"openai","base_url":"`+f.srv.URL+`/v1/","model":"m","api_key_env":"MY_KEY"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := reg.Build(p, profile.Env{Getenv: func(k string) string {
 		if k == "MY_KEY" {
 			return "k-123456"
 		}

@@ -3,6 +3,7 @@ package profile
 import (
 	"cmp"
 	"fmt"
+	"strings"
 
 	"github.com/runhub/runhub/adapter/driver"
 )
@@ -22,10 +23,23 @@ func (p Profile) validateGoalBudget() error {
 	return nil
 }
 
-// validateGoalJudges checks that every goal_judge names a profile of driver
-// openai.
+// judgeKinds are the driver kinds whose profiles may be another profile's
+// goal_judge (Registration.GoalJudge).
+func (r *Registry) judgeKinds() []string {
+	var kinds []string
+	for _, k := range r.kinds {
+		if r.byKind[k].GoalJudge {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
+// validateGoalJudges checks that every goal_judge names a profile of a
+// driver that judges goals (openai).
 func (c *Config) validateGoalJudges() []error {
 	var errs []error
+	judges := c.reg.judgeKinds()
 	for _, name := range c.Names() {
 		j := c.Profiles[name].GoalJudge
 		if j == "" {
@@ -34,8 +48,8 @@ func (c *Config) validateGoalJudges() []error {
 		switch jp, ok := c.Profiles[j]; {
 		case !ok:
 			errs = append(errs, fmt.Errorf("profile %q: goal_judge: no profile named %q", name, j))
-		case jp.Driver != KindOpenAI:
-			errs = append(errs, fmt.Errorf("profile %q: goal_judge: profile %q has driver %s; a goal judge is an openai profile", name, j, jp.Driver))
+		case !c.reg.byKind[jp.Driver].GoalJudge:
+			errs = append(errs, fmt.Errorf("profile %q: goal_judge: profile %q has driver %s; a goal judge is an %s profile", name, j, jp.Driver, strings.Join(judges, " or ")))
 		}
 	}
 	return errs

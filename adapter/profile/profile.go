@@ -1,10 +1,22 @@
 // Package profile loads runhub's runtime profiles: a JSON file that maps
-// profile names to a driver kind (sim, openai, exec, hermes) and its
-// settings. Each profile becomes one driver.Driver with its own settings; a
-// run's `profile` picks one (docs/profiles.md).
+// profile names to a driver kind and its settings. Each profile becomes one
+// driver.Driver with its own settings; a run's `profile` picks one
+// (docs/profiles.md).
+//
+// Drivers register themselves: each driver package (adapter/sim,
+// adapter/openai, adapter/execdrv, adapter/hermes) declares a Registration
+// (NewRegistration): its kind, its capabilities, the typed settings its
+// profiles take with their validation, and its builder. The binary lists
+// them in a Registry value, one line per driver; nothing here knows a
+// driver by name.
+//
+// A profile is its common part (Profile: driver, description, model,
+// goal_judge, goal_max_turns, capabilities) and its driver's own keys, flat beside them in the file,
+// decoded strictly by the driver's registration: a key the profile's
+// driver does not take is refused, naming the profile and the key.
 //
 // Secrets never live in the file: a profile names the environment variable
-// that holds its API key (api_key_env), and the key is read when the
+// that holds its API key (api_key_env, Key), and the key is read when the
 // profile's driver is built, held as a Secret (which formats as [REDACTED]
 // everywhere), and handed only to that profile's driver.
 //
@@ -16,7 +28,8 @@
 //	    "local": {"driver": "openai", "base_url": "http://127.0.0.1:11434", "model": "llama3.2"},
 //	    "gpt":   {"driver": "openai", "base_url": "https://api.openai.com", "model": "gpt-4o-mini",
 //	              "api_key_env": "OPENAI_API_KEY", "idle_timeout": "60s"},
-//	    "agent": {"driver": "exec", "command": "python3", "args": ["agent.py"], "cancel_grace": "3s"},
+//	    "agent": {"driver": "exec", "command": "python3", "args": ["agent.py"], "cancel_grace": "3s",
+//	              "capabilities": ["cancel", "queue", "usage"]},
 //	    "hermes": {"driver": "hermes", "base_url": "http://127.0.0.1:8642", "api_key_env": "HERMES_API_KEY"}
 //	  }
 //	}
@@ -30,177 +43,86 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/runhub/runhub/adapter/driver"
 )
 
-// Driver kinds.
-const (
-	KindSim    = "sim"
-	KindOpenAI = "openai"
-	KindExec   = "exec"
-	KindHermes = "hermes"
-)
-
-// Kinds lists the driver kinds a profile may name.
-var Kinds = []string{KindSim, KindOpenAI, KindExec, KindHermes}
-
 // BuiltinSim is the profile every configuration has unless the file
-// defines one of that name: the simulator, and the default when the file
-// names none.
+// defines one of that name: the simulator (driver kind "sim"), and the
+// default when the file names none.
 const BuiltinSim = "sim"
 
 // MaxFileBytes bounds a profile file.
 const MaxFileBytes = 1 << 20
 
-// Profile is one named runtime configuration. Which fields a driver reads is
-// documented per kind in docs/profiles.md; fields another kind does not use
-// are refused by Validate, so a typo never passes silently.
+// Profile is one named runtime configuration: what every driver shares.
+// Its driver's own settings are in Settings, decoded and validated by the
+// driver's Registration.
 type Profile struct {
-	// Name is the profile's key in the file (set by Parse).
+	// Name is the profile's key in the file.
 	Name string `json:"-"`
-	// Driver is the kind: sim, openai, exec or hermes.
+	// Driver is the kind: one of the Registry's.
 	Driver string `json:"driver"`
 	// Description is a short human note (not sent anywhere).
 	Description string `json:"description,omitempty"`
-
-	// BaseURL is the upstream's address (openai, hermes), e.g.
-	// http://127.0.0.1:11434; a trailing /v1 is accepted.
-	BaseURL string `json:"base_url,omitempty"`
-	// Model is the upstream model (openai: required; hermes, exec:
-	// optional). A start's `model` overrides it for that run.
+	// Model is the upstream model (required by some drivers). A start's
+	// `model` overrides it for that run; run.started records it.
 	Model string `json:"model,omitempty"`
-	// APIKeyEnv is the NAME of the environment variable that holds the
-	// API key (openai, hermes: sent as Authorization: Bearer; exec: passed
-	// to the command under that name). Empty: no key.
-	APIKeyEnv string `json:"api_key_env,omitempty"`
-	// Instructions are the system instructions (openai: a system message;
-	// hermes: instructions).
-	Instructions string `json:"instructions,omitempty"`
-
-	// Command and Args are the program an exec profile runs per run (no
-	// shell); Dir is its working directory (default: the hub's).
-	Command string   `json:"command,omitempty"`
-	Args    []string `json:"args,omitempty"`
-	Dir     string   `json:"dir,omitempty"`
-	// Env adds variables to an exec command's environment. InheritEnv
-	// names variables passed through from the hub's environment besides
-	// the defaults (PATH, HOME, LANG, LC_ALL, TMPDIR, TZ, USER); nothing
-	// else of the hub's environment reaches the command.
-	Env        map[string]string `json:"env,omitempty"`
-	InheritEnv []string          `json:"inherit_env,omitempty"`
-
-	// Timeout bounds a whole run (0: no bound); a run over it ends with
-	// error code timeout.
-	Timeout Duration `json:"timeout,omitempty"`
-	// IdleTimeout bounds the silence of an upstream stream: no data (a
-	// keepalive is no data) for this long ends the run with error code
-	// timeout (openai, hermes; default 120s).
-	IdleTimeout Duration `json:"idle_timeout,omitempty"`
-	// CancelGrace is how long a cancelled run's upstream gets to stop on
-	// its own (exec: after the cancel line, before SIGTERM; default 5s).
-	CancelGrace Duration `json:"cancel_grace,omitempty"`
-	// KillGrace is how long an exec command gets after SIGTERM before
-	// SIGKILL (default 5s).
-	KillGrace Duration `json:"kill_grace,omitempty"`
-
-	// GoalJudge names the profile (of driver openai) whose model judges,
-	// after each turn, whether a session's goal is reached (default: the
-	// profile itself when its driver judges goals: openai with its own
-	// model, sim with its turns=N rule). A profile with neither answers a
-	// goal set with unsupported.
+	// GoalJudge names the profile (of a driver that judges goals: openai)
+	// whose model judges, after each turn, whether a session's goal is
+	// reached (default: the profile itself when its driver judges goals:
+	// openai with its own model, sim with its turns=N rule). A profile
+	// with neither has no goal capability, and a goal set is unsupported.
 	GoalJudge string `json:"goal_judge,omitempty"`
 	// GoalMaxTurns bounds the runs a goal starts on this profile (default
 	// DefaultGoalMaxTurns); past it the goal pauses.
 	GoalMaxTurns int `json:"goal_max_turns,omitempty"`
-
-	// Options holds driver-specific settings the driver decodes itself
-	// (DecodeOptions); Validate only checks it is a JSON object.
-	Options json.RawMessage `json:"options,omitempty"`
-}
-
-// DecodeOptions decodes the profile's options into v strictly (unknown
-// fields are errors). No options leaves v unchanged.
-func (p Profile) DecodeOptions(v any) error {
-	if len(p.Options) == 0 || string(p.Options) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(p.Options))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("profile %q: options: %v", p.Name, err)
-	}
-	return nil
-}
-
-// Duration is a time.Duration written as a Go duration string ("30s",
-// "2m", "1m30s") in the file.
-type Duration time.Duration
-
-// D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// Or returns d, or def when d is zero.
-func (d Duration) Or(def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return time.Duration(d)
-}
-
-// MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return errors.New(`want a duration string like "30s"`)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf(`%q is not a duration (want e.g. "30s", "2m")`, s)
-	}
-	*d = Duration(v)
-	return nil
+	// Capabilities are what the profile's runs can do (protocol.Cap*
+	// names, in protocol.Capabilities order): its driver's declared set,
+	// with goal when it names a goal_judge, or the fewer the file lists.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// Settings are the driver's own settings (the driver's type, from its
+	// Registration).
+	Settings Settings `json:"-"`
 }
 
 // Config is a loaded profile file.
 type Config struct {
 	// Default names the profile of a start that names neither a profile
 	// nor a provider. Empty: the built-in simulator (BuiltinSim).
-	Default string `json:"default,omitempty"`
+	Default string
 	// Profiles by name.
-	Profiles map[string]Profile `json:"profiles"`
+	Profiles map[string]Profile
+
+	reg *Registry
 }
 
-// Builtin returns the configuration without a file: the sim profile only.
-func Builtin() *Config {
-	c := &Config{Profiles: map[string]Profile{}}
+// Builtin returns the configuration without a file: the sim profile only
+// (when reg has driver kind sim).
+func Builtin(reg *Registry) *Config {
+	c := &Config{Profiles: map[string]Profile{}, reg: reg}
 	c.addBuiltins()
 	return c
 }
 
 func (c *Config) addBuiltins() {
-	if c.Profiles == nil {
-		c.Profiles = map[string]Profile{}
+	if _, ok := c.Profiles[BuiltinSim]; ok {
+		return
 	}
-	if _, ok := c.Profiles[BuiltinSim]; !ok {
-		c.Profiles[BuiltinSim] = Profile{Name: BuiltinSim, Driver: KindSim, Description: "the built-in simulated agent"}
+	if p, err := c.reg.Profile(BuiltinSim, []byte(`{"driver":"sim","description":"the built-in simulated agent"}`)); err == nil {
+		c.Profiles[BuiltinSim] = p
 	}
 }
 
-// Load reads and validates a profile file. An empty path is Builtin().
-func Load(path string) (*Config, error) {
+// Load reads and validates a profile file whose drivers are reg's. An
+// empty path is Builtin(reg).
+func Load(path string, reg *Registry) (*Config, error) {
 	if path == "" {
-		return Builtin(), nil
+		return Builtin(reg), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -211,7 +133,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profiles %s: %w", path, err)
 	}
-	c, err := Parse(data)
+	c, err := Parse(data, reg)
 	if err != nil {
 		return nil, fmt.Errorf("profiles %s: %w", path, err)
 	}
@@ -229,190 +151,62 @@ func readBounded(f *os.File) ([]byte, error) {
 	return data, nil
 }
 
-// Parse decodes and validates a profile file's bytes. Unknown fields are
-// errors (a misspelt setting never passes silently); the built-in sim
-// profile is added unless the file defines "sim".
-func Parse(data []byte) (*Config, error) {
-	var c Config
+// Parse decodes and validates a profile file's bytes: each profile by its
+// driver's registration in reg (Registry.Profile). Unknown fields are
+// errors (a misspelt setting never passes silently); every profile's
+// problems are reported together. The built-in sim profile is added unless
+// the file defines "sim".
+func Parse(data []byte, reg *Registry) (*Config, error) {
+	var file struct {
+		Default  string                     `json:"default,omitempty"`
+		Profiles map[string]json.RawMessage `json:"profiles"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(&file); err != nil {
 		return nil, decodeError(err)
 	}
 	if dec.More() {
 		return nil, errors.New("trailing data after the JSON object")
 	}
-	if c.Profiles == nil {
+	if file.Profiles == nil {
 		return nil, errors.New(`no "profiles" object`)
 	}
-	for name, p := range c.Profiles {
-		p.Name = name
+	c := &Config{Default: file.Default, Profiles: make(map[string]Profile, len(file.Profiles)+1), reg: reg}
+	var errs []error
+	for _, name := range sortedKeys(file.Profiles) {
+		p, err := reg.Profile(name, file.Profiles[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		c.Profiles[name] = p
 	}
 	c.addBuiltins()
-	if err := c.Validate(); err != nil {
+	if len(errs) == 0 {
+		errs = c.validateGoalJudges()
+	}
+	_, inFile := file.Profiles[c.Default]
+	if _, ok := c.Profiles[c.Default]; c.Default != "" && !ok && !inFile {
+		errs = append(errs, fmt.Errorf("default: no profile named %q", c.Default))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &c, nil
+	return c, nil
 }
 
-// decodeError explains a JSON error without echoing file content beyond a
-// field name (a key pasted into the wrong field is never printed).
-func decodeError(err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Errorf("invalid JSON at byte %d", se.Offset)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return errors.New("invalid JSON: the file ends before the object does")
-	case errors.As(err, &te):
-		return fmt.Errorf("field %s: want %s", te.Field, te.Type)
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, "json: unknown field ") {
-		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
-		if k := strings.ToLower(field); k == "api_key" || k == "apikey" || k == "key" || k == "token" {
-			return fmt.Errorf("unknown field %q: keys never go in the profile file; put the key in an environment variable and name it in api_key_env", field)
-		}
-		return fmt.Errorf("unknown field %q", field)
-	}
-	if strings.Contains(msg, "want a duration") || strings.Contains(msg, "is not a duration") {
-		return errors.New(strings.TrimPrefix(msg, "json: "))
-	}
-	return errors.New("invalid profile file: " + strings.TrimPrefix(msg, "json: "))
-}
-
-var (
-	reName   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	reEnvVar = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
-
-// Validate checks every profile and the default.
-func (c *Config) Validate() error {
-	if len(c.Profiles) == 0 {
-		return errors.New("no profiles")
-	}
-	var errs []error
-	for _, name := range c.Names() {
-		if err := c.Profiles[name].Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if c.Default != "" {
-		if _, ok := c.Profiles[c.Default]; !ok {
-			errs = append(errs, fmt.Errorf("default: no profile named %q", c.Default))
-		}
-	}
-	errs = append(errs, c.validateGoalJudges()...)
-	return errors.Join(errs...)
-}
-
-// Validate checks one profile: a valid name, a known driver kind, the
-// settings that kind needs, and no settings it does not use.
-func (p Profile) Validate() error {
-	if !reName.MatchString(p.Name) {
-		return fmt.Errorf("profile %q: names are 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", p.Name)
-	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("profile %q: "+format, append([]any{p.Name}, args...)...)
-	}
-	if !slices.Contains(Kinds, p.Driver) {
-		if p.Driver == "" {
-			return bad("driver is required (one of %s)", strings.Join(Kinds, ", "))
-		}
-		return bad("unknown driver %q (want one of %s)", p.Driver, strings.Join(Kinds, ", "))
-	}
-	if p.APIKeyEnv != "" && !reEnvVar.MatchString(p.APIKeyEnv) {
-		// Never echo the value: it may be the key itself, pasted by mistake.
-		return bad("api_key_env must be the NAME of an environment variable (letters, digits and '_'), not the key itself")
-	}
-	for _, d := range []struct {
-		name string
-		v    Duration
-	}{{"timeout", p.Timeout}, {"idle_timeout", p.IdleTimeout}, {"cancel_grace", p.CancelGrace}, {"kill_grace", p.KillGrace}} {
-		if d.v < 0 {
-			return bad("%s must not be negative", d.name)
-		}
-	}
-	if err := p.validateGoalBudget(); err != nil {
-		return err
-	}
-	if len(p.Options) > 0 && string(p.Options) != "null" {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(p.Options, &m) != nil {
-			return bad("options must be a JSON object")
-		}
-	}
-	exec := p.Driver == KindExec
-	http := p.Driver == KindOpenAI || p.Driver == KindHermes
-	unused := func(set bool, field string) error {
-		if set {
-			return bad("%s is not used by driver %s", field, p.Driver)
-		}
-		return nil
-	}
-	if err := errors.Join(
-		unused(!exec && p.Command != "", "command"),
-		unused(!exec && len(p.Args) > 0, "args"),
-		unused(!exec && p.Dir != "", "dir"),
-		unused(!exec && len(p.Env) > 0, "env"),
-		unused(!exec && len(p.InheritEnv) > 0, "inherit_env"),
-		unused(!exec && p.KillGrace != 0, "kill_grace"),
-		unused(!http && p.BaseURL != "", "base_url"),
-		unused(!http && p.IdleTimeout != 0, "idle_timeout"),
-		unused(p.Driver == KindSim && p.APIKeyEnv != "", "api_key_env"),
-		unused(p.Driver == KindSim && p.Instructions != "", "instructions"),
-		unused(p.Driver == KindSim && p.Timeout != 0, "timeout"),
-		unused(p.Driver == KindSim && p.CancelGrace != 0, "cancel_grace"),
-	); err != nil {
-		return err
-	}
-	if http {
-		if p.BaseURL == "" {
-			return bad("base_url is required for driver %s", p.Driver)
-		}
-		u, err := url.Parse(p.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad("base_url must be an http:// or https:// URL with a host")
-		}
-		if u.User != nil {
-			return bad("base_url must not carry credentials; name the key's variable in api_key_env")
-		}
-		if u.RawQuery != "" || u.Fragment != "" {
-			return bad("base_url must not have a query or fragment")
-		}
-	}
-	if p.Driver == KindOpenAI && p.Model == "" {
-		return bad("model is required for driver openai")
-	}
-	if exec {
-		if strings.TrimSpace(p.Command) == "" {
-			return bad("command is required for driver exec")
-		}
-		for k := range p.Env {
-			if !reEnvVar.MatchString(k) {
-				return bad("env: %q is not a valid variable name", k)
-			}
-		}
-		for _, k := range p.InheritEnv {
-			if !reEnvVar.MatchString(k) {
-				return bad("inherit_env: %q is not a valid variable name", k)
-			}
-		}
-	}
-	return nil
+	sort.Strings(keys)
+	return keys
 }
 
 // Names returns the profile names, sorted.
-func (c *Config) Names() []string {
-	names := make([]string, 0, len(c.Profiles))
-	for n := range c.Profiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c *Config) Names() []string { return sortedKeys(c.Profiles) }
 
 // DefaultName is the profile a start without profile or provider runs
 // with: Default, else BuiltinSim.
@@ -423,12 +217,33 @@ func (c *Config) DefaultName() string {
 	return BuiltinSim
 }
 
-// Info is what a browser may know of a profile: its name and driver kind,
-// never its settings.
+// Capabilities are what the runs of a profile, or of a provider (a driver
+// kind a start names without a profile), can do: the profile's set, else
+// the kind's declared set. Both empty is a start's default: the Default
+// profile, else the built-in simulator's kind. ok is false for a name
+// this configuration does not know.
+func (c *Config) Capabilities(profile, provider string) (caps []string, ok bool) {
+	if profile == "" && provider == "" {
+		if c.Default != "" {
+			profile = c.Default
+		} else {
+			provider = BuiltinSim
+		}
+	}
+	if profile != "" {
+		p, ok := c.Profiles[profile]
+		return slices.Clone(p.Capabilities), ok
+	}
+	return c.reg.Capabilities(provider)
+}
+
+// Info is what a browser may know of a profile: its name, driver kind and
+// capabilities, never its settings.
 type Info struct {
-	Name    string `json:"name"`
-	Driver  string `json:"driver"`
-	Default bool   `json:"default,omitempty"`
+	Name         string   `json:"name"`
+	Driver       string   `json:"driver"`
+	Capabilities []string `json:"capabilities"`
+	Default      bool     `json:"default,omitempty"`
 }
 
 // Public lists every profile as Info, sorted by name.
@@ -436,7 +251,8 @@ func (c *Config) Public() []Info {
 	out := make([]Info, 0, len(c.Profiles))
 	def := c.DefaultName()
 	for _, n := range c.Names() {
-		out = append(out, Info{Name: n, Driver: c.Profiles[n].Driver, Default: n == def})
+		p := c.Profiles[n]
+		out = append(out, Info{Name: n, Driver: p.Driver, Capabilities: append([]string{}, p.Capabilities...), Default: n == def})
 	}
 	return out
 }
@@ -462,30 +278,17 @@ func (e Env) withDefaults() Env {
 	return e
 }
 
-// Builder builds the driver of one profile of its kind. It reads the key
-// with p.APIKey(env.Getenv) and nothing else of the environment's secrets.
-type Builder func(p Profile, env Env) (driver.Driver, error)
-
-// Build builds one driver per profile with the builder of its kind. A kind
-// without a builder is an error naming the profile. A profile whose
-// api_key_env names an unset variable builds (the key may only be set where
-// runs execute, e.g. in runners) and is logged as a warning by name.
-func (c *Config) Build(builders map[string]Builder, env Env) (map[string]driver.Profile, error) {
-	env = env.withDefaults()
+// Build builds one driver per profile with its driver's registration. A
+// profile whose api_key_env names an unset variable builds (the key may
+// only be set where runs execute, e.g. in runners) and is logged as a
+// warning by name.
+func (c *Config) Build(env Env) (map[string]driver.Profile, error) {
 	out := make(map[string]driver.Profile, len(c.Profiles))
 	for _, name := range c.Names() {
 		p := c.Profiles[name]
-		b, ok := builders[p.Driver]
-		if !ok {
-			return nil, fmt.Errorf("profile %q: driver %s is not available in this build", name, p.Driver)
-		}
-		if p.APIKeyEnv != "" && env.Getenv(p.APIKeyEnv) == "" {
-			env.Logger.Warn("profile API key variable is not set; its runs will fail with code auth where it stays unset",
-				"profile", name, "api_key_env", p.APIKeyEnv)
-		}
-		d, err := b(p, env)
+		d, err := c.reg.Build(p, env)
 		if err != nil {
-			return nil, fmt.Errorf("profile %q: %w", name, err)
+			return nil, err
 		}
 		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model,
 			GoalMaxTurns: cmp.Or(p.GoalMaxTurns, DefaultGoalMaxTurns)}
@@ -494,4 +297,15 @@ func (c *Config) Build(builders map[string]Builder, env Env) (map[string]driver.
 		return nil, err
 	}
 	return out, nil
+}
+
+// BuildKind builds a driver of kind with no settings of a profile: the
+// driver a start picks by provider (the simulator, whose settings are
+// none), when no profile already built one.
+func (c *Config) BuildKind(kind string, env Env) (driver.Driver, error) {
+	p, err := c.reg.Profile(kind, []byte(fmt.Sprintf(`{"driver":%q}`, kind)))
+	if err != nil {
+		return nil, err
+	}
+	return c.reg.Build(p, env)
 }

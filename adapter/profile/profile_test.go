@@ -1,4 +1,4 @@
-package profile
+package profile_test
 
 import (
 	"bytes"
@@ -8,13 +8,24 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/execdrv"
+	"github.com/runhub/runhub/adapter/hermes"
+	"github.com/runhub/runhub/adapter/openai"
+	"github.com/runhub/runhub/adapter/profile"
+	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/protocol"
 )
+
+// drivers is the binary's registry (cmd/hub's drivers()).
+func drivers() *profile.Registry {
+	return profile.NewRegistry(sim.Registration(), openai.Registration(), execdrv.Registration(), hermes.Registration())
+}
 
 const example = `{
   "default": "local",
@@ -27,7 +38,7 @@ const example = `{
 }`
 
 func TestParse_Example(t *testing.T) {
-	c, err := Parse([]byte(example))
+	c, err := profile.Parse([]byte(example), drivers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,30 +49,41 @@ func TestParse_Example(t *testing.T) {
 		t.Errorf("default %q", c.DefaultName())
 	}
 	l := c.Profiles["local"]
-	if l.Name != "local" || l.IdleTimeout.D() != 90*time.Second || l.Timeout.Or(time.Minute) != time.Minute {
-		t.Errorf("local = %+v", l)
+	ls := l.Settings.(*openai.Settings)
+	if l.Name != "local" || l.Model != "m1" || ls.IdleTimeout.D() != 90*time.Second || ls.Timeout.Or(time.Minute) != time.Minute {
+		t.Errorf("local = %+v %+v", l, ls)
 	}
-	a := c.Profiles["agent"]
-	if a.CancelGrace.D() != 2*time.Second || a.KillGrace.D() != time.Second || a.Timeout.D() != 10*time.Minute || a.Args[0] != "a.py" {
+	a := c.Profiles["agent"].Settings.(*execdrv.Settings)
+	if a.CancelGrace.D() != 2*time.Second || a.KillGrace.D() != time.Second || a.Timeout.D() != 10*time.Minute || a.Args[0] != "a.py" || a.Env["A"] != "1" {
 		t.Errorf("agent = %+v", a)
 	}
-	var opts struct {
-		PollInterval string `json:"poll_interval"`
-	}
-	if err := c.Profiles["hermes"].DecodeOptions(&opts); err != nil || opts.PollInterval != "1s" {
-		t.Errorf("options = %+v, %v", opts, err)
-	}
-	var strict struct{}
-	if err := c.Profiles["hermes"].DecodeOptions(&strict); err == nil {
-		t.Error("unknown option field accepted")
+	if h := c.Profiles["hermes"].Settings.(*hermes.Settings); h.Options.PollInterval.D() != time.Second || h.APIKeyEnv != "HERMES_KEY" {
+		t.Errorf("hermes = %+v", h)
 	}
 	pub := c.Public()
 	b, _ := json.Marshal(pub)
 	if strings.Contains(string(b), "GPT_KEY") || strings.Contains(string(b), "base_url") || strings.Contains(string(b), "python3") {
 		t.Errorf("public info leaks settings: %s", b)
 	}
-	if !strings.Contains(string(b), `{"name":"local","driver":"openai","default":true}`) {
+	if !strings.Contains(string(b), `{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","reasoning","usage"],"default":true}`) {
 		t.Errorf("public info %s", b)
+	}
+}
+
+// A file written before drivers registered themselves loads the same:
+// flat keys, keys in any case, an empty options object on any driver.
+func TestParse_FlatKeysAsBefore(t *testing.T) {
+	c, err := profile.Parse([]byte(`{"profiles": {
+		"a": {"Driver": "openai", "BASE_URL": "http://x", "Model": "m", "options": {}},
+		"s": {"driver": "sim", "model": "m-sim", "options": null, "description": "d"}}}`), drivers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Profiles["a"]; a.Driver != "openai" || a.Model != "m" || a.Settings.(*openai.Settings).BaseURL != "http://x" {
+		t.Errorf("a = %+v", a)
+	}
+	if s := c.Profiles["s"]; s.Model != "m-sim" || s.Description != "d" {
+		t.Errorf("s = %+v", s)
 	}
 }
 
@@ -72,20 +94,26 @@ func TestParse_Errors(t *testing.T) {
 	}{
 		{"syntax", `{"profiles": {`, "invalid JSON", ""},
 		{"no profiles", `{}`, `no "profiles"`, ""},
-		{"unknown field", `{"profiles": {"a": {"driver": "sim", "colour": "red"}}}`, `unknown field "colour"`, ""},
+		{"unknown field", `{"profiles": {"a": {"driver": "sim", "colour": "red"}}}`, `profile "a": unknown field "colour"`, ""},
+		{"unknown top-level field", `{"profiles": {}, "colour": 1}`, `unknown field "colour"`, ""},
 		{"key in file", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x", "model": "m", "api_key": "sk-live-123456789"}}}`, "api_key_env", "sk-live"},
 		{"key as env name", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x", "model": "m", "api_key_env": "sk-live-123456789"}}}`, "NAME of an environment variable", "sk-live"},
 		{"no driver", `{"profiles": {"a": {}}}`, `profile "a": driver is required`, ""},
-		{"bad driver", `{"profiles": {"a": {"driver": "gpt"}}}`, `unknown driver "gpt"`, ""},
+		{"bad driver", `{"profiles": {"a": {"driver": "gpt"}}}`, `unknown driver "gpt" (want one of sim, openai, exec, hermes)`, ""},
+		{"driver not a string", `{"profiles": {"a": {"driver": 5}}}`, `profile "a": field driver: want string`, ""},
 		{"bad name", `{"profiles": {"a b": {"driver": "sim"}}}`, `profile "a b": names are`, ""},
+		{"not an object", `{"profiles": {"a": [1]}}`, `profile "a": want a JSON object`, ""},
 		{"openai no url", `{"profiles": {"a": {"driver": "openai", "model": "m"}}}`, "base_url is required", ""},
 		{"openai no model", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x"}}}`, "model is required", ""},
 		{"bad url", `{"profiles": {"a": {"driver": "openai", "base_url": "ftp://x", "model": "m"}}}`, "http:// or https://", ""},
 		{"url creds", `{"profiles": {"a": {"driver": "hermes", "base_url": "http://u:hunter22@x"}}}`, "must not carry credentials", "hunter22"},
 		{"exec no command", `{"profiles": {"a": {"driver": "exec"}}}`, "command is required", ""},
-		{"command on openai", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x", "model": "m", "command": "sh"}}}`, "command is not used by driver openai", ""},
+		{"command on openai", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x", "model": "m", "command": "sh"}}}`, `profile "a": command is not used by driver openai`, ""},
 		{"timeout on sim", `{"profiles": {"a": {"driver": "sim", "timeout": "1s"}}}`, "timeout is not used by driver sim", ""},
 		{"base_url on exec", `{"profiles": {"a": {"driver": "exec", "command": "sh", "base_url": "http://x"}}}`, "base_url is not used by driver exec", ""},
+		{"cancel_grace on openai", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x", "model": "m", "cancel_grace": "1s"}}}`, "cancel_grace is not used by driver openai", ""},
+		{"options on sim", `{"profiles": {"a": {"driver": "sim", "options": {"x": 1}}}}`, "options is not used by driver sim", ""},
+		{"unknown hermes option", `{"profiles": {"a": {"driver": "hermes", "base_url": "http://x", "options": {"polling": "1s"}}}}`, `profile "a": options: unknown field "polling"`, ""},
 		{"bad duration", `{"profiles": {"a": {"driver": "exec", "command": "sh", "timeout": "soon"}}}`, `"soon" is not a duration`, ""},
 		{"number duration", `{"profiles": {"a": {"driver": "exec", "command": "sh", "timeout": 5}}}`, "duration string", ""},
 		{"negative", `{"profiles": {"a": {"driver": "exec", "command": "sh", "timeout": "-1s"}}}`, "timeout must not be negative", ""},
@@ -93,6 +121,13 @@ func TestParse_Errors(t *testing.T) {
 		{"unknown default", `{"default": "nope", "profiles": {"a": {"driver": "sim"}}}`, `default: no profile named "nope"`, ""},
 		{"options not object", `{"profiles": {"a": {"driver": "sim", "options": [1]}}}`, "options must be a JSON object", ""},
 		{"trailing", `{"profiles": {"a": {"driver": "sim"}}} {}`, "trailing data", ""},
+		{"unknown capability", `{"profiles": {"a": {"driver": "exec", "command": "sh", "capabilities": ["cancel", "telepathy"]}}}`,
+			`profile "a": capabilities: unknown capability "telepathy"`, ""},
+		{"capability the driver lacks", `{"profiles": {"a": {"driver": "openai", "base_url": "http://x", "model": "m", "capabilities": ["approval"]}}}`,
+			`profile "a": capabilities: driver openai cannot do "approval"`, ""},
+		{"capabilities not a list", `{"profiles": {"a": {"driver": "sim", "capabilities": "steer"}}}`, `profile "a": field capabilities: want []string`, ""},
+		{"goal without a judge", `{"profiles": {"a": {"driver": "hermes", "base_url": "http://x", "capabilities": ["goal"]}}}`,
+			`profile "a": capabilities: driver hermes cannot do "goal"`, ""},
 		{"unknown goal judge", `{"profiles": {"a": {"driver": "sim", "goal_judge": "nope"}}}`, `profile "a": goal_judge: no profile named "nope"`, ""},
 		{"goal judge not openai", `{"profiles": {"a": {"driver": "hermes", "base_url": "http://x", "goal_judge": "b"}, "b": {"driver": "exec", "command": "sh"}}}`,
 			`profile "a": goal_judge: profile "b" has driver exec; a goal judge is an openai profile`, ""},
@@ -101,7 +136,7 @@ func TestParse_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.file))
+			_, err := profile.Parse([]byte(tt.file), drivers())
 			if err == nil {
 				t.Fatalf("accepted")
 			}
@@ -113,35 +148,88 @@ func TestParse_Errors(t *testing.T) {
 			}
 		})
 	}
+	// Every profile's problems are reported at once.
+	_, err := profile.Parse([]byte(`{"profiles": {"a": {"driver": "exec"}, "b": {"driver": "sim", "colour": 1}}}`), drivers())
+	if err == nil || !strings.Contains(err.Error(), `profile "a"`) || !strings.Contains(err.Error(), `profile "b"`) {
+		t.Errorf("two bad profiles: %v", err)
+	}
+}
+
+// Each driver declares its capabilities; a profile has its driver's, or
+// the fewer its file lists; a start naming a provider has the kind's.
+func TestParse_Capabilities(t *testing.T) {
+	c, err := profile.Parse([]byte(`{"profiles": {
+		"chat": {"driver": "openai", "base_url": "http://x", "model": "m"},
+		"plain": {"driver": "exec", "command": "sh", "capabilities": ["usage", "cancel", "queue", "cancel"]},
+		"mute": {"driver": "exec", "command": "sh", "capabilities": []},
+		"agent": {"driver": "exec", "command": "sh"},
+		"hermes": {"driver": "hermes", "base_url": "http://x"},
+		"judged": {"driver": "hermes", "base_url": "http://x", "goal_judge": "chat"},
+		"narrow": {"driver": "hermes", "base_url": "http://x", "goal_judge": "chat", "capabilities": ["cancel", "goal"]}}}`), drivers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"chat":   "cancel queue goal reasoning usage",
+		"plain":  "cancel queue usage",
+		"mute":   "",
+		"agent":  "cancel approval clarify steer queue reasoning usage tools",
+		"hermes": "cancel approval clarify steer queue reasoning usage tools",
+		"sim":    "cancel approval clarify steer queue goal reasoning usage tools",
+		"judged": "cancel approval clarify steer queue goal reasoning usage tools",
+		"narrow": "cancel goal",
+	}
+	for name, w := range want {
+		caps, ok := c.Capabilities(name, "")
+		if got := strings.Join(caps, " "); !ok || got != w {
+			t.Errorf("%s: %q %v, want %q", name, got, ok, w)
+		}
+	}
+	if caps, ok := c.Capabilities("", "sim"); !ok || !slices.Contains(caps, protocol.CapGoal) {
+		t.Errorf("provider sim: %v %v", caps, ok)
+	}
+	if caps, ok := c.Capabilities("", ""); !ok || !slices.Contains(caps, protocol.CapGoal) {
+		t.Errorf("no default: the simulator's, got %v %v", caps, ok)
+	}
+	if _, ok := c.Capabilities("nope", ""); ok {
+		t.Error("an unknown profile has capabilities")
+	}
+	if _, ok := c.Capabilities("", "nope"); ok {
+		t.Error("an unknown provider has capabilities")
+	}
+	c.Default = "hermes"
+	if caps, _ := c.Capabilities("", ""); slices.Contains(caps, protocol.CapGoal) {
+		t.Errorf("the default hermes profile: %v", caps)
+	}
 }
 
 func TestLoad(t *testing.T) {
-	c, err := Load("")
-	if err != nil || len(c.Profiles) != 1 || c.Profiles["sim"].Driver != KindSim || c.DefaultName() != "sim" {
+	c, err := profile.Load("", drivers())
+	if err != nil || len(c.Profiles) != 1 || c.Profiles["sim"].Driver != sim.Kind || c.DefaultName() != "sim" {
 		t.Fatalf("Load(\"\") = %+v, %v", c, err)
 	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "p.json")
 	os.WriteFile(p, []byte(example), 0o600)
-	if c, err := Load(p); err != nil || len(c.Profiles) != 5 {
+	if c, err := profile.Load(p, drivers()); err != nil || len(c.Profiles) != 5 {
 		t.Fatalf("Load = %+v, %v", c, err)
 	}
-	if _, err := Load(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
+	if _, err := profile.Load(filepath.Join(dir, "missing.json"), drivers()); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("missing file: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"profiles": {"x": {"driver": "openai"}}}`), 0o600)
-	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "bad.json") || !strings.Contains(err.Error(), `profile "x"`) {
+	if _, err := profile.Load(bad, drivers()); err == nil || !strings.Contains(err.Error(), "bad.json") || !strings.Contains(err.Error(), `profile "x"`) {
 		t.Errorf("bad file: %v", err)
 	}
 }
 
 func TestSecret_NeverFormats(t *testing.T) {
 	const key = "sk-test-abcdefghijklmnop"
-	s := NewSecret(key)
+	s := profile.NewSecret(key)
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	log.Info("x", "key", s, "p", struct{ K Secret }{s})
+	log.Info("x", "key", s, "p", struct{ K profile.Secret }{s})
 	b, _ := json.Marshal(map[string]any{"k": s})
 	out := fmt.Sprintf("%v %+v %#v %s %q %x", s, s, s, s, s, s) + string(b) + buf.String()
 	if strings.Contains(out, key) {
@@ -155,76 +243,104 @@ func TestSecret_NeverFormats(t *testing.T) {
 	}
 }
 
-type fakeDriver struct{ key Secret }
+// A driver is its package's registration and nothing else: this test's
+// own kind "keyed" takes a key and a colour, and builds with its own key.
+type keyedSettings struct {
+	profile.Key
+	Colour string `json:"colour"`
+}
+
+func (s *keyedSettings) Validate(profile.Profile) error {
+	if s.Colour == "" {
+		return fmt.Errorf("colour is required for driver keyed")
+	}
+	return s.Key.Validate()
+}
+
+type fakeDriver struct{ key profile.Secret }
 
 func (fakeDriver) Execute(context.Context, *driver.Execution) (*protocol.Usage, error) {
 	return nil, nil
 }
 
 func TestBuild_OwnKeyOnly(t *testing.T) {
-	c, err := Parse([]byte(example))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"GPT_KEY": "gpt-secret", "HERMES_KEY": "hermes-secret"}
 	keys := map[string]string{}
-	var logBuf bytes.Buffer
-	b := func(p Profile, e Env) (driver.Driver, error) {
-		keys[p.Name] = p.APIKey(e.Getenv).Reveal()
-		return fakeDriver{key: p.APIKey(e.Getenv)}, nil
-	}
-	builders := map[string]Builder{KindSim: b, KindOpenAI: b, KindExec: b, KindHermes: b}
-	drivers, err := c.Build(builders, Env{Getenv: func(k string) string { return env[k] },
-		Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	keyed := profile.NewRegistration("keyed", []string{protocol.CapCancel},
+		func(p profile.Profile, s *keyedSettings, env profile.Env) (driver.Driver, error) {
+			keys[p.Name] = s.APIKey(env.Getenv).Reveal()
+			return fakeDriver{key: s.APIKey(env.Getenv)}, nil
+		})
+	reg := profile.NewRegistry(sim.Registration(), keyed)
+	c, err := profile.Parse([]byte(`{"profiles": {
+		"a": {"driver": "keyed", "colour": "red", "api_key_env": "A_KEY", "model": "m-a"},
+		"b": {"driver": "keyed", "colour": "blue", "api_key_env": "B_KEY"},
+		"c": {"driver": "keyed", "colour": "green"}}}`), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if keys["gpt"] != "gpt-secret" || keys["hermes"] != "hermes-secret" || keys["local"] != "" || keys["agent"] != "" {
+	if _, err := profile.Parse([]byte(`{"profiles": {"a": {"driver": "keyed"}}}`), reg); err == nil || !strings.Contains(err.Error(), `profile "a": colour is required`) {
+		t.Errorf("the kind's own validation: %v", err)
+	}
+	if _, err := profile.Parse([]byte(`{"profiles": {"a": {"driver": "sim", "colour": "red"}}}`), reg); err == nil || !strings.Contains(err.Error(), "colour is not used by driver sim") {
+		t.Errorf("a key of another kind: %v", err)
+	}
+	env := map[string]string{"A_KEY": "a-secret"}
+	var logBuf bytes.Buffer
+	drivers, err := c.Build(profile.Env{Getenv: func(k string) string { return env[k] }, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys["a"] != "a-secret" || keys["b"] != "" || keys["c"] != "" {
 		t.Errorf("keys = %v", keys)
 	}
-	if d := drivers["local"]; d.Kind != KindOpenAI || d.Model != "m1" || d.Driver == nil {
-		t.Errorf("local driver = %+v", d)
+	if d := drivers["a"]; d.Kind != "keyed" || d.Model != "m-a" || d.Driver == nil {
+		t.Errorf("a's driver = %+v", d)
 	}
-	delete(builders, KindHermes)
-	if _, err := c.Build(builders, Env{Getenv: func(string) string { return "" }, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))}); err == nil ||
-		!strings.Contains(err.Error(), `profile "hermes": driver hermes is not available`) {
-		t.Errorf("missing builder: %v", err)
+	if d := drivers["sim"]; d.Kind != sim.Kind || d.Driver == nil {
+		t.Errorf("the built-in sim = %+v", d)
 	}
-	if !strings.Contains(logBuf.String(), "GPT_KEY") || strings.Contains(logBuf.String(), "secret") {
+	if !strings.Contains(logBuf.String(), "B_KEY") || strings.Contains(logBuf.String(), "secret") || strings.Contains(logBuf.String(), "A_KEY") {
 		t.Errorf("unset-key warning: %s", logBuf.String())
+	}
+	if caps, _ := c.Capabilities("a", ""); !slices.Equal(caps, []string{protocol.CapCancel}) {
+		t.Errorf("a's capabilities %v", caps)
 	}
 }
 
-// judgeDriver is a fake driver that judges goals.
-type judgeDriver struct{ fakeDriver }
-
-func (judgeDriver) JudgeGoal(context.Context, protocol.GoalUpdatedPayload, string) (driver.Verdict, error) {
-	return driver.Verdict{Kind: driver.VerdictDone}, nil
+func TestRegistry_Refuses(t *testing.T) {
+	for name, regs := range map[string][]profile.Registration{
+		"twice":   {sim.Registration(), sim.Registration()},
+		"no kind": {{}},
+		"unknown capability": {profile.NewRegistration("x", []string{"telepathy"},
+			func(profile.Profile, *sim.Settings, profile.Env) (driver.Driver, error) { return nil, nil })},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("accepted")
+				}
+			}()
+			profile.NewRegistry(regs...)
+		})
+	}
 }
 
 // Each profile's goal judge is resolved when the drivers are built: its
 // goal_judge's driver, else its own driver when that judges, else none;
 // goal_max_turns defaults to 20.
 func TestBuild_GoalJudges(t *testing.T) {
-	c, err := Parse([]byte(`{"profiles": {
+	const file = `{"profiles": {
 		"llm":    {"driver": "openai", "base_url": "http://x", "model": "m"},
 		"cheap":  {"driver": "openai", "base_url": "http://x", "model": "small", "goal_max_turns": 3},
 		"agent":  {"driver": "hermes", "base_url": "http://h"},
 		"judged": {"driver": "hermes", "base_url": "http://h", "goal_judge": "cheap", "goal_max_turns": 7},
-		"script": {"driver": "exec", "command": "sh", "goal_judge": "llm"}}}`))
+		"script": {"driver": "exec", "command": "sh", "goal_judge": "llm"}}}`
+	c, err := profile.Parse([]byte(file), drivers())
 	if err != nil {
 		t.Fatal(err)
 	}
-	built := map[string]driver.Driver{}
-	b := func(p Profile, e Env) (driver.Driver, error) {
-		var d driver.Driver = fakeDriver{}
-		if p.Driver == KindOpenAI || p.Driver == KindSim {
-			d = &judgeDriver{}
-		}
-		built[p.Name] = d
-		return d, nil
-	}
-	drivers, err := c.Build(map[string]Builder{KindSim: b, KindOpenAI: b, KindExec: b, KindHermes: b}, Env{Getenv: func(string) string { return "" }})
+	env := profile.Env{Getenv: func(string) string { return "" }}
+	built, err := c.Build(env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,20 +348,29 @@ func TestBuild_GoalJudges(t *testing.T) {
 		judge  string
 		budget int
 	}{"llm": {"llm", 20}, "cheap": {"cheap", 3}, "agent": {"", 20}, "judged": {"cheap", 7}, "script": {"llm", 20}, "sim": {"sim", 20}} {
-		pd := drivers[name]
+		pd := built[name]
 		var wantJudge driver.GoalJudge
 		if want.judge != "" {
-			wantJudge = built[want.judge].(driver.GoalJudge)
+			wantJudge = built[want.judge].Driver.(driver.GoalJudge)
 		}
 		if pd.Judge != wantJudge || pd.GoalMaxTurns != want.budget {
 			t.Errorf("profile %s: judge %v, budget %d; want the judge of %q, budget %d", name, pd.Judge, pd.GoalMaxTurns, want.judge, want.budget)
 		}
+		caps, _ := c.Capabilities(name, "")
+		if slices.Contains(caps, protocol.CapGoal) != (want.judge != "") {
+			t.Errorf("profile %s: capabilities %v; goal only with a judge", name, caps)
+		}
 	}
-	// A goal_judge whose driver cannot judge (a build without openai's
+	// A goal_judge whose driver cannot judge (a build whose openai is no
 	// judge) fails the build, naming both profiles.
-	_, err = c.Build(map[string]Builder{KindSim: b, KindOpenAI: func(Profile, Env) (driver.Driver, error) { return fakeDriver{}, nil },
-		KindExec: b, KindHermes: b}, Env{Getenv: func(string) string { return "" }})
-	if err == nil || !strings.Contains(err.Error(), "goal_judge: the driver of profile") {
+	notJudge := profile.NewRegistration("openai", []string{protocol.CapCancel},
+		func(profile.Profile, *openai.Settings, profile.Env) (driver.Driver, error) { return fakeDriver{}, nil })
+	notJudge.GoalJudge = true
+	c, err = profile.Parse([]byte(file), profile.NewRegistry(sim.Registration(), notJudge, execdrv.Registration(), hermes.Registration()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = c.Build(env); err == nil || !strings.Contains(err.Error(), `profile "judged": goal_judge: the driver of profile "cheap" cannot judge goals`) {
 		t.Errorf("a judge that cannot judge: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package profile
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/runhub/runhub/journal"
@@ -44,16 +43,4 @@ func (s Secret) Scrub(text string) string {
 		return text
 	}
 	return strings.ReplaceAll(text, s.v, redacted)
-}
-
-// APIKey reads the profile's API key from the environment variable it
-// names; no api_key_env (or an unset variable) is an empty Secret.
-func (p Profile) APIKey(getenv func(string) string) Secret {
-	if p.APIKeyEnv == "" {
-		return Secret{}
-	}
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	return Secret{v: getenv(p.APIKeyEnv)}
 }

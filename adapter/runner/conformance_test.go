@@ -88,14 +88,14 @@ func TestConformance(t *testing.T) {
 		hub := openProcess(t, prefix)
 		hubStore := &adaptertest.CountingStore{Store: hub.store}
 		hubNode := runner.NewNode(hubStore, runner.NodeOptions{Config: hub.cfg, Logger: log})
-		hubExec := executor.New(hubStore, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver,
+		hubExec := executor.New(hubStore, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Capabilities: s.Capabilities,
 			Dispatch: runner.NewQueue(hub.cfg).Dispatch, Logger: log})
 		hubNode.Start(hubExec)
 
 		run := openProcess(t, prefix)
 		runStore := &adaptertest.CountingStore{Store: run.store}
 		runNode := runner.NewNode(runStore, runner.NodeOptions{Config: run.cfg, Consume: true, Logger: log})
-		runExec := executor.New(runStore, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver,
+		runExec := executor.New(runStore, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Capabilities: s.Capabilities,
 			Claim: runNode.Claim, Release: runNode.Release, Logger: log})
 		runNode.Start(runExec)
 

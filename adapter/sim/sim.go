@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/internal/ctxsleep"
 	"github.com/runhub/runhub/protocol"
 )
@@ -85,6 +86,29 @@ func Text(n int) string {
 	}
 	return b.String()
 }
+
+// Kind is the simulator's driver kind: the built-in profile's
+// (profile.BuiltinSim) and the provider a start names without a profile.
+const Kind = "sim"
+
+// Registration declares the simulator to a profile.Registry. It plays every
+// control, judges the goals of its own runs (JudgeGoal: turns=N) and
+// streams reasoning, tool calls and usage; it takes no attachments.
+func Registration() profile.Registration {
+	return profile.NewRegistration(Kind, []string{
+		protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapSteer, protocol.CapQueue,
+		protocol.CapGoal, protocol.CapReasoning, protocol.CapUsage, protocol.CapTools,
+	}, func(_ profile.Profile, _ *Settings, env profile.Env) (driver.Driver, error) {
+		return &Driver{ClarifyTimeout: env.ClarifyTimeout}, nil
+	})
+}
+
+// Settings are a sim profile's own settings: none (a run's script is its
+// start's metadata.sim).
+type Settings struct{}
+
+// Validate implements profile.Settings.
+func (*Settings) Validate(profile.Profile) error { return nil }
 
 // Driver is the simulator. Its zero value is ready; ClarifyTimeout bounds
 // clarify prompts (0: wait until cancelled).

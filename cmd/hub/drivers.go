@@ -11,46 +11,47 @@ import (
 	"github.com/runhub/runhub/adapter/sim"
 )
 
-// driverBuilders maps each driver kind a profile may name to the builder of
-// its driver. Both `hub serve` and `hub runner` build their drivers here, so
-// a profile works in either execution mode.
-func driverBuilders() map[string]profile.Builder {
-	return map[string]profile.Builder{
-		profile.KindSim: func(p profile.Profile, env profile.Env) (driver.Driver, error) {
-			return &sim.Driver{ClarifyTimeout: env.ClarifyTimeout}, nil
-		},
-		profile.KindOpenAI: openai.FromProfile,
-		profile.KindExec:   execdrv.FromProfile,
-		profile.KindHermes: hermes.FromProfile,
-	}
+// drivers are the driver kinds a profile may name, one line per driver:
+// each package declares its kind, settings, capabilities and builder
+// (docs/architecture.md, "Adding a driver"). Both `hub serve` and `hub
+// runner` build their drivers from it, so a profile works in either
+// execution mode.
+func drivers() *profile.Registry {
+	return profile.NewRegistry(
+		sim.Registration(),
+		openai.Registration(),
+		execdrv.Registration(),
+		hermes.Registration(),
+	)
 }
 
-// loadProfiles loads the profile file (RUNHUB_PROFILES) and builds one
-// driver per profile.
-func loadProfiles(cfg RuntimeConfig, log *slog.Logger) (*profile.Config, map[string]driver.Profile, error) {
-	profiles, err := profile.Load(cfg.Profiles)
-	if err != nil {
-		return nil, nil, err
-	}
-	drivers, err := profiles.Build(driverBuilders(), profile.Env{ClarifyTimeout: cfg.ClarifyTimeout, Logger: log})
-	if err != nil {
-		return nil, nil, err
-	}
-	return profiles, drivers, nil
+// loadedProfiles are the profile file's configuration, one driver per
+// profile, and the drivers a start picks by provider (a start naming no
+// profile): the simulator, the built-in profile's own unless the file
+// gave that name to another driver.
+type loadedProfiles struct {
+	config    *profile.Config
+	drivers   map[string]driver.Profile
+	providers map[string]driver.Driver
 }
 
-// providerDrivers are the drivers a start picks by provider (a start naming
-// no profile): the simulator, registered once (driverBuilders), the
-// built-in profile's own unless the profile file gave that name to
-// another driver.
-func providerDrivers(cfg RuntimeConfig, log *slog.Logger, profiles map[string]driver.Profile) (map[string]driver.Driver, error) {
-	if pd, ok := profiles[profile.BuiltinSim]; ok && pd.Kind == profile.KindSim {
-		return map[string]driver.Driver{profile.KindSim: pd.Driver}, nil
-	}
-	d, err := driverBuilders()[profile.KindSim](profile.Profile{Name: profile.BuiltinSim, Driver: profile.KindSim},
-		profile.Env{ClarifyTimeout: cfg.ClarifyTimeout, Logger: log})
+// loadProfiles loads the profile file (RUNHUB_PROFILES) and builds its
+// drivers.
+func loadProfiles(cfg RuntimeConfig, log *slog.Logger) (loadedProfiles, error) {
+	c, err := profile.Load(cfg.Profiles, drivers())
 	if err != nil {
-		return nil, err
+		return loadedProfiles{}, err
 	}
-	return map[string]driver.Driver{profile.KindSim: d}, nil
+	env := profile.Env{ClarifyTimeout: cfg.ClarifyTimeout, Logger: log}
+	built, err := c.Build(env)
+	if err != nil {
+		return loadedProfiles{}, err
+	}
+	sd := built[profile.BuiltinSim].Driver
+	if built[profile.BuiltinSim].Kind != sim.Kind {
+		if sd, err = c.BuildKind(sim.Kind, env); err != nil {
+			return loadedProfiles{}, err
+		}
+	}
+	return loadedProfiles{config: c, drivers: built, providers: map[string]driver.Driver{sim.Kind: sd}}, nil
 }

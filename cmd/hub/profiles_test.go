@@ -258,11 +258,13 @@ func TestProcess_Profiles(t *testing.T) {
 	defer cancel()
 	var answers [][]byte
 
-	// The profile list.
+	// The profile list, with each profile's capabilities.
 	code, body := httpBody(t, "GET", p.URL()+"/v1/profiles", "")
 	answers = append(answers, body)
-	if code != 200 || strings.TrimSpace(string(body)) !=
-		`{"profiles":[{"name":"local","driver":"openai","default":true},{"name":"script","driver":"exec"},{"name":"sim","driver":"sim"}]}` {
+	if code != 200 || strings.TrimSpace(string(body)) != `{"profiles":[`+
+		`{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","reasoning","usage"],"default":true},`+
+		`{"name":"script","driver":"exec","capabilities":["cancel","approval","clarify","steer","queue","reasoning","usage","tools"]},`+
+		`{"name":"sim","driver":"sim","capabilities":["cancel","approval","clarify","steer","queue","goal","reasoning","usage","tools"]}]}` {
 		t.Fatalf("GET /v1/profiles: %d %s", code, body)
 	}
 
@@ -330,6 +332,24 @@ func TestProcess_Profiles(t *testing.T) {
 	}
 	if authed() < 2 {
 		t.Fatalf("the upstream saw the key %d times: the search below would prove nothing", authed())
+	}
+
+	// The session's latest run was the exec profile's, which evaluates no
+	// goal: the session offers none, and a goal is unsupported, naming the
+	// profile, with nothing changed.
+	_, body = httpBody(t, "GET", p.URL()+"/v1/sessions/"+sid, "")
+	answers = append(answers, body)
+	st = protocol.SessionStatus{}
+	json.Unmarshal(body, &st)
+	if strings.Join(st.ActiveControls, ",") != "start,queue" {
+		t.Errorf("idle session of an exec run offers %v", st.ActiveControls)
+	}
+	code, body = httpBody(t, "POST", p.URL()+"/v1/sessions/"+sid+"/goal", `{"action":"set","text":"ship it"}`)
+	answers = append(answers, body)
+	var gr protocol.ControlResult
+	json.Unmarshal(body, &gr)
+	if code != 501 || gr.Status != protocol.ResultUnsupported || !strings.Contains(gr.Message, `profile "script" cannot do goal`) {
+		t.Errorf("goal on an exec session: %d %s", code, body)
 	}
 
 	// Every answer over HTTP about the session and its runs.

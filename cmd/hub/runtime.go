@@ -59,16 +59,13 @@ type procRuntime struct {
 //
 // m (nil: none) measures the journal, Redis and the executor.
 func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode string, consume bool, m *metrics.Metrics) (*procRuntime, error) {
-	profiles, profileDrivers, err := loadProfiles(cfg, log)
+	loaded, err := loadProfiles(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	drivers, err := providerDrivers(cfg, log, profileDrivers)
-	if err != nil {
-		return nil, err
-	}
-	opts := executor.Options{Drivers: drivers, ClarifyTimeout: cfg.ClarifyTimeout, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
-		Profiles: profileDrivers, DefaultProfile: profiles.Default}
+	profiles := loaded.config
+	opts := executor.Options{Drivers: loaded.providers, ClarifyTimeout: cfg.ClarifyTimeout, ApprovalTimeout: cfg.ApprovalTimeout, Logger: log, MaxRuns: cfg.MaxRuns,
+		Profiles: loaded.drivers, DefaultProfile: profiles.Default, Capabilities: profiles.Capabilities}
 	rt := &procRuntime{log: log, profiles: profiles}
 	if cfg.RedisURL == "" {
 		if consume {

@@ -68,6 +68,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		hcfg.PresenceStore = ps
 	}
 
+	hcfg.Capabilities = rt.profiles.Capabilities
 	h := hub.New(hcfg, store, rt.router)
 	hubGauges(m, h)
 	e := newEcho(log, m)
