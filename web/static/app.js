@@ -8,6 +8,7 @@
 
 import { RunhubClient } from "./runhub-client.js";
 import { SessionView } from "./transcript.js";
+import { CatchUp } from "./catchup.js";
 import { h, statusLabel, fmtCount, fmtAgo, shortId } from "./dom.js";
 
 // Transcripts kept for sessions that lost focus; the oldest is dropped (and
@@ -130,6 +131,7 @@ const viewCtx = (sid) => ({
     await control(rh.clarify({ run_id: run.id, clarify_id: card.id, response }), "clarify");
   },
   fetchJSON: api,
+  caughtUp: () => catchUp.done(sid),
   loadOlder: (v) => pageHistory(v, true),
   keepScroll: (v, fn) => {
     const sc = els.scroll;
@@ -179,6 +181,12 @@ async function control(promise, what, explain) {
   }
 }
 
+// ---- catch-up -------------------------------------------------------------
+
+// The focused session's catch-up (catchup.js): the history read waits for
+// it, and the transcript's text is held back while it arrives.
+const catchUp = new CatchUp({ onHoldEnd: () => schedule() });
+
 // ---- frame scheduling ----------------------------------------------------
 
 let frameQueued = false;
@@ -198,7 +206,7 @@ function render() {
   const sc = els.scroll;
   const atBottom = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48;
   let grew = false;
-  for (const v of views.values()) if (v.flush()) grew = grew || v.sessionId === focused;
+  for (const v of views.values()) if (v.flush(rh.replaying && catchUp.hold(v.sessionId))) grew = grew || v.sessionId === focused;
   const statusChanged = dirtyItems.size > 0;
   for (const sid of dirtyItems) renderItem(sid);
   dirtyItems.clear();
@@ -303,6 +311,7 @@ rh.on("event", (e) => {
 });
 rh.on("replayed", (m) => {
   if (m.session_id !== focused) return;
+  catchUp.end(m.session_id);
   stickToBottom = true;
   paneDirty = true;
   schedule();
@@ -628,6 +637,7 @@ function focusSession(sid, force = false) {
   stickToBottom = true;
   els.jump.hidden = true;
   if (sid) {
+    catchUp.start(sid);
     let v = views.get(sid);
     if (v) {
       views.delete(sid);
@@ -651,6 +661,7 @@ function focusSession(sid, force = false) {
     }
     if (items.has(sid)) items.get(sid).el.classList.add("focused");
   } else {
+    catchUp.start(null);
     rh.focus(null);
     els.transcript.replaceChildren();
   }
