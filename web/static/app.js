@@ -622,6 +622,14 @@ function removeSession(sid) {
 function focusSession(sid, force = false) {
   sid = sid || null;
   if (sid === focused && !force) return;
+  // Ask the hub first: what the page does below overlaps its catch-up.
+  // A session with a view resumes after the last event this tab saw; a
+  // new one replays its latest run and streams what follows (the earlier
+  // runs come over HTTP, a page at a time, more on scroll-up).
+  if (!sid) rh.focus(null);
+  else if (views.has(sid)) rh.focus(sid);
+  else rh.focus(sid, { cursor: null });
+  catchUp.start(sid);
   if (focused && items.has(focused)) items.get(focused).el.classList.remove("focused");
   const prev = focused && views.get(focused);
   if (prev) {
@@ -637,18 +645,13 @@ function focusSession(sid, force = false) {
   stickToBottom = true;
   els.jump.hidden = true;
   if (sid) {
-    catchUp.start(sid);
     let v = views.get(sid);
     if (v) {
       views.delete(sid);
       views.set(sid, v);
-      rh.focus(sid); // resume after the last event this tab saw
     } else {
       v = new SessionView(sid, viewCtx(sid));
       views.set(sid, v);
-      // The socket replays the latest run and streams what follows; the
-      // earlier runs come over HTTP, a page at a time (more on scroll-up).
-      rh.focus(sid, { cursor: null });
       pageHistory(v, true);
       evictViews();
     }
@@ -661,8 +664,6 @@ function focusSession(sid, force = false) {
     }
     if (items.has(sid)) items.get(sid).el.classList.add("focused");
   } else {
-    catchUp.start(null);
-    rh.focus(null);
     els.transcript.replaceChildren();
   }
   els.startNew.checked = !sid;
