@@ -85,13 +85,13 @@ export class SessionView {
       try {
         const q = new URLSearchParams({ limit: String(pageSize) });
         if (hist.oldest) q.set("before", hist.oldest);
-        const first = !hist.oldest;
-        const page = await this.ctx.fetchJSON(`/v1/sessions/${encodeURIComponent(this.sessionId)}/runs?${q}`);
-        if (gen !== this.history.gen) return false;
         // The first page names the latest run, which the socket replays
         // (compacted): wait for that catch-up rather than read the run's
-        // every event over HTTP too.
-        if (first && this.ctx.caughtUp) await this.ctx.caughtUp();
+        // every event over HTTP too, or ask the hub for anything while it
+        // sends the catch-up.
+        if (!hist.oldest && this.ctx.caughtUp) await this.ctx.caughtUp();
+        if (gen !== this.history.gen) return false;
+        const page = await this.ctx.fetchJSON(`/v1/sessions/${encodeURIComponent(this.sessionId)}/runs?${q}`);
         if (gen !== this.history.gen) return false;
         const runs = page.runs || [];
         // Read every run's events before rendering any, so the page lands at once.
