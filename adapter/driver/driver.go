@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -29,20 +30,6 @@ type Steerer interface {
 	Steers() bool
 }
 
-// GoalEvaluator is an optional Driver capability: the post-turn evaluation
-// of a session's standing goal. The runtime, not the hub, decides whether a
-// goal continues.
-type GoalEvaluator interface {
-	EvaluateGoal(goal protocol.GoalUpdatedPayload) GoalDecision
-}
-
-// GoalDecision is the outcome of a post-turn goal evaluation.
-type GoalDecision struct {
-	Continue bool   // start another run for the goal
-	Done     bool   // the goal is reached
-	Reason   string // shown in goal.updated
-}
-
 // Error is a run failure a driver reports: Code is an error event code
 // (provider_error, timeout, auth, …) and Message is safe for users.
 type Error struct {
@@ -68,6 +55,14 @@ type Profile struct {
 	Driver Driver
 	Kind   string // the driver kind, journaled as run.started provider
 	Model  string // run.started model of a start that names none
+	// Judge decides after each turn whether the session's goal is
+	// reached: the profile's goal_judge, else its own driver when that is
+	// a GoalJudge. Nil (and a Driver that is no GoalJudge): the profile
+	// cannot pursue a goal.
+	Judge GoalJudge
+	// GoalMaxTurns bounds the runs a goal starts on this profile (0: the
+	// executor's default).
+	GoalMaxTurns int
 }
 
 // OrphanStopper is an optional Driver capability: stopping the upstream
@@ -80,7 +75,40 @@ type OrphanStopper interface {
 	StopOrphan(ctx context.Context, run Orphan) error
 }
 
-// Orphan is a run Recover ended as interrupted.
+// Reattacher is an optional Driver capability: following again a run a
+// previous process left executing, when the run's work lives upstream and
+// goes on without the hub (an external runtime: Hermes keeps running a run
+// whose hub died). The executor's Recover hands such a run back to its
+// driver instead of ending it interrupted, and an executor built to leave
+// runs behind (executor.Options.Detach) stops them on Close with
+// ErrDetached, writing no terminal event, so the next process re-attaches
+// them. A run the driver cannot re-attach ends interrupted, as any other,
+// and goes to StopOrphan.
+type Reattacher interface {
+	// Reattachable reports whether the run's journal holds what Reattach
+	// needs (Hermes: the upstream run id). It reads, and calls, nothing
+	// else; ctx bounds it.
+	Reattachable(ctx context.Context, run Orphan) (bool, error)
+	// Reattach follows the run again and returns as Execute does; x
+	// journals after the run's earlier events (Execution.Resume). It
+	// checks the upstream run first: one that is gone, or that waits on
+	// something the journal never saw, ends with a clear error (and is
+	// stopped upstream when it still runs). Its ctx ends as Execute's
+	// does, ErrDetached included.
+	Reattach(ctx context.Context, x *Execution, run Orphan) (*protocol.Usage, error)
+}
+
+// ErrDetached is the cause of a run's context when its executor stops and
+// leaves the run to be re-attached by the next process (a Reattacher's run
+// on a graceful shutdown): the driver lets go of the run without stopping
+// its upstream work, and the executor journals no terminal event.
+var ErrDetached = errors.New("the executor left the run to be re-attached")
+
+// Detached reports whether ctx ended with ErrDetached.
+func Detached(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrDetached) }
+
+// Orphan is a run Recover ended as interrupted, or handed to a
+// Reattacher.
 type Orphan struct {
 	RunID     string
 	SessionID string

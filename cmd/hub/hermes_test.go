@@ -230,11 +230,8 @@ func TestProcess_Hermes(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
 	}
-	journalBytes, err := os.ReadFile(filepath.Join(data, "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for where, b := range map[string][]byte{"the journal file": journalBytes, "the logs": []byte(p.out.String()), "a frame": tab.allFrames()} {
+	journalBytes := embeddedJournalBytes(t, data)
+	for where, b := range map[string][]byte{"the journal (its file and event log)": journalBytes, "the logs": []byte(p.out.String()), "a frame": tab.allFrames()} {
 		if bytes.Contains(b, []byte(hermesKey)) {
 			t.Errorf("the Hermes key is in %s", where)
 		}
@@ -260,63 +257,5 @@ func TestRunners_Hermes(t *testing.T) {
 	}
 	if strings.Contains(p.out.String()+r.out.String(), hermesKey) || bytes.Contains(tab.allFrames(), []byte(hermesKey)) {
 		t.Error("the Hermes key is in the logs or a frame")
-	}
-}
-
-// SIGKILL the hub while a Hermes run waits on an approval: nothing stops
-// the Hermes run then. On restart, recovery ends the run interrupted and
-// stops the Hermes run whose id the run journaled: Hermes gets exactly one
-// POST /stop for it, also after a second restart.
-func TestProcess_HermesKilledHubStopsUpstream(t *testing.T) {
-	upstream, _, stops := fakeHermesServer(t)
-	data := t.TempDir()
-	env := hermesProfiles(t, upstream.URL)
-	p := startHub(t, data, env...)
-	var sess protocol.CreateSessionResult
-	if code := call(t, "POST", p.URL()+"/v1/sessions", map[string]string{"title": "kill me"}, &sess); code != 201 {
-		t.Fatalf("create session: %d", code)
-	}
-	var run protocol.RunStartResult
-	if code := call(t, "POST", p.URL()+"/v1/sessions/"+sess.SessionID+"/runs", map[string]any{"message": "clean", "profile": "hermes"}, &run); code != 202 {
-		t.Fatalf("start: %d", code)
-	}
-	const upstreamID = "run_00000000000000000000000000000001" // the fake's first run
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		evs := allEvents(t, p.URL(), run.RunID)
-		if len(evs) > 0 && evs[len(evs)-1].Type == protocol.EventApprovalReq {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no approval.requested; events %v\n%s", evs, p.out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	p.kill()
-	if s := stops(); len(s) != 0 {
-		t.Fatalf("stops %v before the restart", s)
-	}
-
-	for restart := 1; restart <= 2; restart++ {
-		p = startHub(t, data, env...)
-		var st protocol.RunStatus
-		if code := call(t, "GET", p.URL()+"/v1/runs/"+run.RunID, nil, &st); code != 200 || st.Status != protocol.StatusInterrupted {
-			t.Fatalf("restart %d: run status %d %+v, want interrupted", restart, code, st)
-		}
-		if restart == 1 {
-			deadline := time.Now().Add(20 * time.Second)
-			for !strings.Contains(p.out.String(), "stopped the Hermes run a previous process left going") {
-				if time.Now().After(deadline) {
-					t.Fatalf("no stop logged; stops %v\n%s", stops(), p.out.String())
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		if err := p.stop(); err != nil {
-			t.Fatalf("stop: %v\n%s", err, p.out.String())
-		}
-		if s := stops(); len(s) != 1 || s[0] != upstreamID {
-			t.Fatalf("restart %d: stops %v, want exactly one for %s", restart, s, upstreamID)
-		}
 	}
 }
