@@ -144,8 +144,14 @@ func TestBrowser_SwitchToFinishedRunIsCompact(t *testing.T) {
 			ms, err := chromedp.Run(ectx, chromedp.Evaluate[float64](`new Promise((resolve, reject) => {
 				const t0 = performance.now();
 				window.__marks = [];
-				const offE = window.runhub.on("event", () => { if (window.__marks.length === 0) window.__marks.push(["first event", Math.round(performance.now() - t0)]); });
-				const offR = window.runhub.on("replayed", () => { window.__marks.push(["replayed", Math.round(performance.now() - t0)]); offE(); offR(); });
+				// When the client reads them (before the page handles them).
+				const off = window.runhub.on("message", (m) => {
+					if (m.type === "event" && window.__marks.length === 0) window.__marks.push(["first event", Math.round(performance.now() - t0)]);
+					if (m.type === "replayed") {
+						window.__marks.push(["replayed", Math.round(performance.now() - t0)]);
+						off();
+					}
+				});
 				document.querySelector(`+jsq(itemSel(tg.sid))+`).click();
 				const check = () => {
 					const text = `+jsRunText(tg.rid)+`;

@@ -314,7 +314,9 @@ rh.on("replayed", (m) => {
   catchUp.end(m.session_id);
   stickToBottom = true;
   paneDirty = true;
-  schedule();
+  // The catch-up is in: render it now rather than on the next frame's
+  // callback, so that frame can already show it.
+  render();
 });
 rh.on("reset", ({ session_id: sid }) => {
   const v = views.get(sid);

@@ -103,21 +103,23 @@ export class SessionView {
           loaded.push([sum, await this.readRun(sum.run_id)]);
           if (gen !== this.history.gen) return false;
         }
-        // (Nothing read: nothing to lay out again.)
-        if (loaded.length) this.ctx.keepScroll(this, () => {
-          for (const [sum, events] of loaded) {
-            added = added || !this.runs.has(sum.run_id);
-            const run = this.runView(sum.run_id);
-            for (const e of events) {
-              try {
-                run.apply(e, true);
-              } catch (err) {
-                console.error("runhub: cannot render event", e, err);
+        // Nothing read: nothing to lay out again.
+        if (loaded.length) {
+          this.ctx.keepScroll(this, () => {
+            for (const [sum, events] of loaded) {
+              added = added || !this.runs.has(sum.run_id);
+              const run = this.runView(sum.run_id);
+              for (const e of events) {
+                try {
+                  run.apply(e, true);
+                } catch (err) {
+                  console.error("runhub: cannot render event", e, err);
+                }
               }
             }
-          }
-          this.renderText();
-        });
+            this.renderText();
+          });
+        }
         if (runs.length) hist.oldest = runs[runs.length - 1].run_id;
         hist.more = !!page.more;
         hist.loaded = true;
