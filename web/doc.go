@@ -19,7 +19,11 @@
 //     the user scrolls up. cards.js: its tool, approval and clarify
 //     cards. markdown.js: the small Markdown renderer of
 //     assistant text (code blocks, lists, links with http/https/mailto
-//     only, emphasis; raw HTML stays text). dom.js: element and formatting
+//     only, emphasis; raw HTML stays text); a growing message re-renders
+//     only its blocks after the last one that is final. catchup.js: the
+//     focused session's catch-up, which the history read waits for (the
+//     replayed run is not read over HTTP too) and during which text is
+//     rendered at most every 250 ms. dom.js: element and formatting
 //     helpers. Hub text only ever enters the page as text nodes.
 //   - runhub-client.js: the reusable protocol v1 client (no DOM code; its API
 //     is documented at the top of the file): one WebSocket per tab to /v1/ws
@@ -30,9 +34,10 @@
 //     while the socket is down is refused at once, never replayed later;
 //     the workbench then shows an offline banner and disables what sends.
 //
-// jstest/ holds the client's tests against a scripted socket and the
+// jstest/ holds the client's tests against a scripted socket, the
 // Markdown renderer's against a minimal DOM (unsafe links and HTML, random
-// input); go test runs them with node (TestClientJS).
+// input, streams rendered from their last final block) and the catch-up's
+// with a fake clock; go test runs them with node (TestClientJS).
 //
 // Elements the browser tests drive carry data-testid attributes; window.runhub
 // is the client instance.

@@ -100,7 +100,7 @@ func TestClientJS(t *testing.T) {
 			t.Errorf("node --check %s: %v\n%s", name, err, out)
 		}
 	}
-	out, err := exec.CommandContext(ctx, node, "--test", filepath.Join("jstest", "runhub-client.test.mjs"), filepath.Join("jstest", "markdown.test.mjs")).CombinedOutput()
+	out, err := exec.CommandContext(ctx, node, "--test", filepath.Join("jstest", "runhub-client.test.mjs"), filepath.Join("jstest", "markdown.test.mjs"), filepath.Join("jstest", "catchup.test.mjs")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}

@@ -71,7 +71,7 @@ globalThis.document = {
 };
 
 const src = await readFile(new URL("../static/markdown.js", import.meta.url), "utf8");
-const { renderMarkdown, safeHref } = await import(`data:text/javascript,${encodeURIComponent(src)}`);
+const { renderMarkdown, renderMarkdownParts, safeHref } = await import(`data:text/javascript,${encodeURIComponent(src)}`);
 
 function render(text) {
   const root = new Element("div");
@@ -231,4 +231,64 @@ test("GFM tables: header, alignment, inline markdown in cells, escaped pipes; no
     const r = render(text);
     assert.equal(all(r, "TABLE").length, 0, text);
   }
+});
+
+// serialize writes a tree as text: tags, attributes, data-* and text nodes.
+function serialize(n) {
+  if (n.nodeType === 3) return JSON.stringify(n.data);
+  const kids = n.childNodes.map(serialize).join("");
+  if (n.nodeType === 11) return kids;
+  const attrs = [...n.attributes].map(([k, v]) => ` ${k}=${JSON.stringify(v)}`).join("");
+  const data = Object.entries(n.dataset).map(([k, v]) => ` data-${k}=${JSON.stringify(v)}`).join("");
+  return `<${n.tagName}${attrs}${data}>${kids}</${n.tagName}>`;
+}
+
+test("a stream rendered from its last cut on shows what the whole text renders", () => {
+  // What transcript.js does with a message that grows: render the text
+  // after the last cut, keep the nodes before the new cut, replace the rest.
+  const parts = ["*", "**", "_", "`", "```", "~~~", "[", "]", "(", ")", "<", ">", "# ", "- ", "1. ", "2) ", "> ", "\n", "\n\n", "\n\n\n", "  ", "    ", "\t", "\\", "a", "word", "https://x.example/", "|", " | ", "\n|---|---|\n", "\r", "\r\n", "---", "x_y", "more text"];
+  let seed = 11;
+  const rnd = (n) => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return (seed >>> 8) % n;
+  };
+  let cuts = 0;
+  for (let i = 0; i < 4000; i++) {
+    const deltas = [];
+    for (let j = rnd(30); j > 0; j--) {
+      let d = "";
+      for (let k = 1 + rnd(3); k > 0; k--) d += parts[rnd(parts.length)];
+      deltas.push(d);
+    }
+    const kept = [];
+    let tail = [];
+    let raw = "";
+    let done = 0;
+    deltas.forEach((d, n) => {
+      raw += d;
+      if (n < deltas.length - 1 && rnd(3) === 0) return; // more than one delta in a frame
+      const { frag, cut, nodes } = renderMarkdownParts(raw.slice(done));
+      const added = [...frag.childNodes];
+      assert.ok(nodes <= added.length && (cut > 0 || nodes === 0), JSON.stringify(raw));
+      kept.push(...added.slice(0, nodes));
+      tail = added.slice(nodes);
+      done += cut;
+      if (cut) cuts++;
+    });
+    const shown = kept.concat(tail).map(serialize).join("");
+    assert.equal(shown, serialize(renderMarkdown(deltas.join(""))), JSON.stringify(deltas));
+  }
+  assert.ok(cuts > 1000, `only ${cuts} cuts: the inputs do not exercise them`);
+});
+
+test("cuts: after a blank line, at an unindented block start, never inside a fence or a list", () => {
+  const cut = (s) => renderMarkdownParts(s).cut;
+  assert.equal(cut("a\n\nb"), 3);
+  assert.equal(cut("a\n\nb\n\nc"), 6);
+  assert.equal(cut("a\r\n\r\nb"), 5);
+  assert.equal(cut("just one paragraph\nstill it"), 0);
+  assert.equal(cut("```\na\n\nb"), 0, "an open fence");
+  assert.equal(cut("- a\n\n  more of a"), 0, "an indented line goes on with the item");
+  assert.equal(cut("- a\n\nb"), 5);
+  assert.equal(cut("```\na\n```\n\nb"), 11);
 });

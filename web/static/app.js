@@ -8,6 +8,7 @@
 
 import { RunhubClient } from "./runhub-client.js";
 import { SessionView } from "./transcript.js";
+import { CatchUp } from "./catchup.js";
 import { h, statusLabel, fmtCount, fmtAgo, shortId } from "./dom.js";
 
 // Transcripts kept for sessions that lost focus; the oldest is dropped (and
@@ -130,6 +131,7 @@ const viewCtx = (sid) => ({
     await control(rh.clarify({ run_id: run.id, clarify_id: card.id, response }), "clarify");
   },
   fetchJSON: api,
+  caughtUp: () => catchUp.done(sid),
   loadOlder: (v) => pageHistory(v, true),
   keepScroll: (v, fn) => {
     const sc = els.scroll;
@@ -179,6 +181,12 @@ async function control(promise, what, explain) {
   }
 }
 
+// ---- catch-up -------------------------------------------------------------
+
+// The focused session's catch-up (catchup.js): the history read waits for
+// it, and the transcript's text is held back while it arrives.
+const catchUp = new CatchUp({ onHoldEnd: () => schedule() });
+
 // ---- frame scheduling ----------------------------------------------------
 
 let frameQueued = false;
@@ -198,7 +206,7 @@ function render() {
   const sc = els.scroll;
   const atBottom = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48;
   let grew = false;
-  for (const v of views.values()) if (v.flush()) grew = grew || v.sessionId === focused;
+  for (const v of views.values()) if (v.flush(rh.replaying && catchUp.hold(v.sessionId))) grew = grew || v.sessionId === focused;
   const statusChanged = dirtyItems.size > 0;
   for (const sid of dirtyItems) renderItem(sid);
   dirtyItems.clear();
@@ -303,9 +311,12 @@ rh.on("event", (e) => {
 });
 rh.on("replayed", (m) => {
   if (m.session_id !== focused) return;
+  catchUp.end(m.session_id);
   stickToBottom = true;
   paneDirty = true;
-  schedule();
+  // The catch-up is in: render it now rather than on the next frame's
+  // callback, so that frame can already show it.
+  render();
 });
 rh.on("reset", ({ session_id: sid }) => {
   const v = views.get(sid);
@@ -613,6 +624,14 @@ function removeSession(sid) {
 function focusSession(sid, force = false) {
   sid = sid || null;
   if (sid === focused && !force) return;
+  // Ask the hub first: what the page does below overlaps its catch-up.
+  // A session with a view resumes after the last event this tab saw; a
+  // new one replays its latest run and streams what follows (the earlier
+  // runs come over HTTP, a page at a time, more on scroll-up).
+  if (!sid) rh.focus(null);
+  else if (views.has(sid)) rh.focus(sid);
+  else rh.focus(sid, { cursor: null });
+  catchUp.start(sid);
   if (focused && items.has(focused)) items.get(focused).el.classList.remove("focused");
   const prev = focused && views.get(focused);
   if (prev) {
@@ -632,13 +651,9 @@ function focusSession(sid, force = false) {
     if (v) {
       views.delete(sid);
       views.set(sid, v);
-      rh.focus(sid); // resume after the last event this tab saw
     } else {
       v = new SessionView(sid, viewCtx(sid));
       views.set(sid, v);
-      // The socket replays the latest run and streams what follows; the
-      // earlier runs come over HTTP, a page at a time (more on scroll-up).
-      rh.focus(sid, { cursor: null });
       pageHistory(v, true);
       evictViews();
     }
@@ -651,7 +666,6 @@ function focusSession(sid, force = false) {
     }
     if (items.has(sid)) items.get(sid).el.classList.add("focused");
   } else {
-    rh.focus(null);
     els.transcript.replaceChildren();
   }
   els.startNew.checked = !sid;

@@ -29,9 +29,43 @@ const MAX_COLUMNS = 64;
 
 // renderMarkdown returns a DocumentFragment of the rendered text.
 export function renderMarkdown(text) {
+  return renderMarkdownParts(text).frag;
+}
+
+// renderMarkdownParts renders text as renderMarkdown does, and says where
+// text that is still growing may be cut: the blocks of text.slice(0, cut)
+// are the first `nodes` nodes of frag, and appending to text never changes
+// them, so a stream re-renders only text.slice(cut) (see transcript.js).
+// A cut is the start of a top-level block that begins a line with no
+// indent after a blank line: every block ends at a blank line there (a
+// list goes on past one only into an indented line), and a fence is no
+// longer open. No cut: 0.
+export function renderMarkdownParts(text) {
   const frag = document.createDocumentFragment();
-  blocks(frag, String(text).replace(/\r\n?/g, "\n").split("\n"), 0);
-  return frag;
+  const src = String(text);
+  const lines = [];
+  const offsets = []; // where each line starts in src
+  const nl = /\r\n?|\n/g;
+  let at = 0;
+  for (let m; (m = nl.exec(src)); at = m.index + m[0].length) {
+    offsets.push(at);
+    lines.push(src.slice(at, m.index));
+  }
+  offsets.push(at);
+  lines.push(src.slice(at));
+  const starts = [];
+  blocks(frag, lines, 0, starts);
+  let cut = 0;
+  let nodes = 0;
+  for (let k = starts.length - 1; k >= 0; k--) {
+    const { line, node } = starts[k];
+    if (line > 0 && !lines[line - 1].trim() && /^\S/.test(lines[line])) {
+      cut = offsets[line];
+      nodes = node;
+      break;
+    }
+  }
+  return { frag, cut, nodes };
 }
 
 // safeHref returns the URL when it may be a link's href, else "".
@@ -115,8 +149,9 @@ function table(parent, lines, i) {
   return i;
 }
 
-// blocks renders lines into parent.
-function blocks(parent, lines, depth) {
+// blocks renders lines into parent; starts, if given, gets the line and
+// the parent's node count where each block begins.
+function blocks(parent, lines, depth, starts) {
   let i = 0;
   while (i < lines.length) {
     const line = lines[i];
@@ -124,6 +159,7 @@ function blocks(parent, lines, depth) {
       i++;
       continue;
     }
+    if (starts) starts.push({ line: i, node: parent.childNodes.length });
     let m;
     if ((m = FENCE.exec(line))) {
       const fence = m[1];
@@ -245,6 +281,11 @@ function unwrap(p) {
   return frag;
 }
 
+// SPECIAL finds where an inline construct may start: an escape, a code
+// span, emphasis, strikethrough, an image or link, an <autolink> or a bare
+// URL. inline treats every other character as text.
+const SPECIAL = /[\\`*_~!\[<]|https?:\/\//g;
+
 // inline renders the inline Markdown of text into parent.
 function inline(parent, text, depth = 0) {
   let buf = "";
@@ -254,6 +295,17 @@ function inline(parent, text, depth = 0) {
   };
   let i = 0;
   while (i < text.length) {
+    // Plain text up to the next character that may start a construct
+    // goes in whole: most text has none, and one search costs far less
+    // than a look at every character.
+    SPECIAL.lastIndex = i;
+    const next = SPECIAL.exec(text);
+    const j = next ? next.index : text.length;
+    if (j > i) {
+      buf += text.slice(i, j);
+      i = j;
+      if (i >= text.length) break;
+    }
     const c = text[i];
     const rest = text.slice(i);
     let m;

@@ -8,7 +8,7 @@
 // appending.
 
 import { h, statusLabel, fmtDuration, fmtCount, fmtClock, shortId } from "./dom.js";
-import { renderMarkdown } from "./markdown.js";
+import { renderMarkdownParts } from "./markdown.js";
 import { ToolCard, ApprovalCard, ClarifyCard } from "./cards.js";
 
 // Assistant text is rendered as Markdown (re-rendered as it streams, once
@@ -20,7 +20,9 @@ export class SessionView {
   // ctx: { status(): SessionStatus|undefined, approve(run, card, choice),
   //        clarify(run, card, response), fetchJSON(path) → Promise<body>,
   //        loadOlder(view), keepScroll(view, fn): run fn, which inserts
-  //        above what is shown, without moving what the user looks at }
+  //        above what is shown, without moving what the user looks at,
+  //        caughtUp() (optional) → Promise: settles when the socket's
+  //        catch-up of this session is in (or will not come) }
   constructor(sessionId, ctx) {
     this.sessionId = sessionId;
     this.ctx = ctx;
@@ -83,31 +85,41 @@ export class SessionView {
       try {
         const q = new URLSearchParams({ limit: String(pageSize) });
         if (hist.oldest) q.set("before", hist.oldest);
+        // The first page names the latest run, which the socket replays
+        // (compacted): wait for that catch-up rather than read the run's
+        // every event over HTTP too, or ask the hub for anything while it
+        // sends the catch-up.
+        if (!hist.oldest && this.ctx.caughtUp) await this.ctx.caughtUp();
+        if (gen !== this.history.gen) return false;
         const page = await this.ctx.fetchJSON(`/v1/sessions/${encodeURIComponent(this.sessionId)}/runs?${q}`);
         if (gen !== this.history.gen) return false;
         const runs = page.runs || [];
         // Read every run's events before rendering any, so the page lands at once.
         // (A run the socket already brought is its to complete.)
+        const fromSocket = new Set(this.pending.map((e) => e.run_id));
         const loaded = [];
         for (const sum of runs) {
-          if (this.runs.has(sum.run_id)) continue;
+          if (this.runs.has(sum.run_id) || fromSocket.has(sum.run_id)) continue;
           loaded.push([sum, await this.readRun(sum.run_id)]);
           if (gen !== this.history.gen) return false;
         }
-        this.ctx.keepScroll(this, () => {
-          for (const [sum, events] of loaded) {
-            added = added || !this.runs.has(sum.run_id);
-            const run = this.runView(sum.run_id);
-            for (const e of events) {
-              try {
-                run.apply(e, true);
-              } catch (err) {
-                console.error("runhub: cannot render event", e, err);
+        // Nothing read: nothing to lay out again.
+        if (loaded.length) {
+          this.ctx.keepScroll(this, () => {
+            for (const [sum, events] of loaded) {
+              added = added || !this.runs.has(sum.run_id);
+              const run = this.runView(sum.run_id);
+              for (const e of events) {
+                try {
+                  run.apply(e, true);
+                } catch (err) {
+                  console.error("runhub: cannot render event", e, err);
+                }
               }
             }
-          }
-          this.renderText();
-        });
+            this.renderText();
+          });
+        }
         if (runs.length) hist.oldest = runs[runs.length - 1].run_id;
         hist.more = !!page.more;
         hist.loaded = true;
@@ -151,8 +163,12 @@ export class SessionView {
   }
 
   // flush applies the queued events; it reports whether anything changed.
-  flush() {
-    if (!this.pending.length) return false;
+  // With holdText (a catch-up is still arriving) the text of the messages
+  // waits for a later flush: rendering it on every frame of a replay would
+  // lay out a long answer again and again before it is whole.
+  flush(holdText = false) {
+    const text = !holdText && this.dirtyText.size > 0;
+    if (!this.pending.length && !text) return false;
     const batch = this.pending;
     this.pending = [];
     for (const e of batch) {
@@ -163,8 +179,8 @@ export class SessionView {
         console.error("runhub: cannot render event", e, err);
       }
     }
-    this.renderText();
-    this.refreshControls(this.ctx.status());
+    if (!holdText) this.renderText();
+    if (batch.length) this.refreshControls(this.ctx.status());
     return true;
   }
 
@@ -393,7 +409,9 @@ class RunView {
     if (!m || m.sealed) {
       const textEl = h("div", { class: "assistant-text md", testid: "assistant-text", "data-message-id": id, "data-part": m ? String(m.part + 1) : "0" });
       const el = h("div", { class: "msg assistant" }, textEl);
-      m = { el, textEl, raw: "", plain: null, sealed: false, part: m ? m.part + 1 : 0 };
+      // done: how much of raw is rendered for good; tail: the nodes of
+      // the rest, replaced on the next render.
+      m = { el, textEl, raw: "", done: 0, tail: [], plain: null, sealed: false, part: m ? m.part + 1 : 0 };
       this.messages.set(id, m);
       this.add(el);
     }
@@ -505,7 +523,10 @@ class RunView {
 }
 
 // renderMessage shows an assistant message's text: as Markdown, or as
-// plain text past MAX_MARKDOWN.
+// plain text past MAX_MARKDOWN. Markdown is rendered from m.done on: the
+// blocks before it are final (renderMarkdownParts) and stay as they are,
+// so a stream re-renders, and the page lays out again, only its last
+// blocks.
 function renderMessage(m) {
   if (m.raw.length > MAX_MARKDOWN) {
     if (!m.plain) {
@@ -517,7 +538,12 @@ function renderMessage(m) {
     }
     return;
   }
-  m.textEl.replaceChildren(renderMarkdown(m.raw));
+  const { frag, cut, nodes } = renderMarkdownParts(m.raw.slice(m.done));
+  const added = [...frag.childNodes];
+  for (const n of m.tail) n.remove();
+  m.textEl.append(frag);
+  m.done += cut;
+  m.tail = added.slice(nodes);
 }
 
 function usageText(u) {
