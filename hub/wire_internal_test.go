@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -193,4 +194,69 @@ func TestWireTrySendNeverWaits(t *testing.T) {
 	if n := binary.BigEndian.Uint16(got[2:]); got[0] != 0x81 || got[1] != 126 || n != 1000 {
 		t.Fatalf("first frame header % x", got[:4])
 	}
+}
+
+// A sender that writes for a stalled socket (its tab reads nothing) and a
+// live one never waits on the stalled one: not when the stalled socket's
+// buffers fill (the rest of its frame is left pending), nor when its wire
+// is held by a write that waits (as the WebSocket library's pong to a
+// stalled tab would). The live socket gets everything it is sent.
+func TestSenderPassesAStalledSocketBy(t *testing.T) {
+	h := &Hub{}
+	h.cfg.defaults()
+	env := &socketEnv{cfg: &h.cfg}
+	s := newSender()
+	s.start()
+	defer s.stop()
+	socket := func(server net.Conn) *conn {
+		c := writerless(env) // its writer never starts: only the sender writes
+		c.wire, c.snd, c.cancel = newWire(server), s, func() {}
+		return c
+	}
+	stalledServer, _ := tcpPair(t)
+	liveServer, liveClient := tcpPair(t)
+	stalled, live := socket(stalledServer), socket(liveServer)
+	msg := func(i int) []byte {
+		return []byte(`{"type":"pong","id":"` + strconv.Itoa(i) + `","pad":"` + string(bytes.Repeat([]byte("p"), 900)) + `"}`)
+	}
+	read := func(want []byte) {
+		t.Helper()
+		liveClient.SetReadDeadline(time.Now().Add(20 * time.Second)) // a hang, not a timing
+		head := make([]byte, 4)
+		if _, err := io.ReadFull(liveClient, head); err != nil {
+			t.Fatalf("the live socket got nothing: %v", err)
+		}
+		got := make([]byte, binary.BigEndian.Uint16(head[2:]))
+		if _, err := io.ReadFull(liveClient, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the live socket got %.40s…, want %.40s…", got, want)
+		}
+	}
+	// Fill the stalled socket: each frame is ~100 messages (~90 KiB), more
+	// than its buffers hold.
+	for round := range 3 {
+		for i := range 100 {
+			stalled.out.push(msg(round*100+i), 1<<20)
+		}
+		stalled.signal()
+		live.out.push(msg(round), 1<<20)
+		live.signal()
+		read(msg(round))
+	}
+	stalled.wire.mu.Lock()
+	pending := stalled.wire.hasPending()
+	stalled.wire.mu.Unlock()
+	if !pending {
+		t.Fatal("the stalled socket's buffers never filled: the test did not stall it")
+	}
+	// Its wire held by a write that waits.
+	stalled.wire.mu.Lock()
+	defer stalled.wire.mu.Unlock()
+	stalled.out.push(msg(1000), 1<<20)
+	stalled.signal()
+	live.out.push(msg(1001), 1<<20)
+	live.signal()
+	read(msg(1001))
 }
