@@ -76,9 +76,9 @@ func TestWireOneWritePerFrame(t *testing.T) {
 	}
 }
 
-// tcpPair is a loopback TCP connection with small buffers: the server
-// side (sent from) and the client side (read, or not).
-func tcpPair(t *testing.T) (server, client net.Conn) {
+// tcpPair is a loopback TCP connection, with 4 KiB buffers if small: the
+// server side (sent from) and the client side (read, or not).
+func tcpPair(t *testing.T, small bool) (server, client net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -99,6 +99,9 @@ func tcpPair(t *testing.T) (server, client net.Conn) {
 		t.Fatal("accept failed")
 	}
 	for _, c := range []net.Conn{server, client} {
+		if !small {
+			break
+		}
 		raw, _ := c.(*net.TCPConn).SyscallConn()
 		raw.Control(func(fd uintptr) {
 			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
@@ -118,7 +121,7 @@ func tcpPair(t *testing.T) (server, client net.Conn) {
 // and before a control frame of the library, and the tab gets every byte
 // in order.
 func TestWireTrySendNeverWaits(t *testing.T) {
-	server, client := tcpPair(t)
+	server, client := tcpPair(t, true)
 	w := newWire(server)
 	if w.raw == nil {
 		t.Fatal("no raw connection: trySend cannot write")
@@ -213,8 +216,8 @@ func TestSenderPassesAStalledSocketBy(t *testing.T) {
 		c.wire, c.snd, c.cancel = newWire(server), s, func() {}
 		return c
 	}
-	stalledServer, _ := tcpPair(t)
-	liveServer, liveClient := tcpPair(t)
+	stalledServer, _ := tcpPair(t, true)
+	liveServer, liveClient := tcpPair(t, true)
 	stalled, live := socket(stalledServer), socket(liveServer)
 	msg := func(i int) []byte {
 		return []byte(`{"type":"pong","id":"` + strconv.Itoa(i) + `","pad":"` + string(bytes.Repeat([]byte("p"), 900)) + `"}`)
@@ -259,4 +262,29 @@ func TestSenderPassesAStalledSocketBy(t *testing.T) {
 	live.out.push(msg(1001), 1<<20)
 	live.signal()
 	read(msg(1001))
+}
+
+// A sender's write allocates nothing: the frame buffer is pooled and the
+// header goes in its headroom. (Delivering an event to N sockets is one
+// allocation, its frame: TestDeliverEncodesOnce.)
+func TestSendNowAllocatesNothing(t *testing.T) {
+	h := &Hub{}
+	h.cfg.defaults()
+	server, client := tcpPair(t, false)
+	go io.Copy(io.Discard, client)
+	c := writerless(&socketEnv{cfg: &h.cfg})
+	c.wire, c.cancel = newWire(server), func() {}
+	frame := []byte(`{"type":"event","event":{"seq":1}}`)
+	allocs := testing.AllocsPerRun(500, func() {
+		c.out.events = append(c.out.events, frame)
+		c.sendNow()
+	})
+	if allocs > 0.1 { // AllocsPerRun counts the process: a little room
+		t.Fatalf("%v allocations per frame sent", allocs)
+	}
+	c.wire.mu.Lock()
+	defer c.wire.mu.Unlock()
+	if c.wire.hasPending() {
+		t.Fatal("a frame left pending to a tab that reads")
+	}
 }
