@@ -173,16 +173,16 @@ func TestWireTrySendNeverWaits(t *testing.T) {
 	// out after what is pending.
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	next := payloadFrame(2000, 'z')
+	next := frameOf(payloadFrame(2000, 'z'))
 	errs := make(chan error, 1)
 	go func() {
-		err := w.send(frameOf(next), timer, time.Minute)
+		err := w.send(next, timer, time.Minute)
 		if err == nil {
 			_, err = w.Write([]byte{0x8a, 0})
 		}
 		errs <- err
 	}()
-	sent = append(sent, frameOf(next)...)
+	sent = append(sent, next...)
 	sent = append(sent, 0x8a, 0)
 	got := make([]byte, len(sent))
 	if _, err := io.ReadFull(client, got); err != nil {
