@@ -8,7 +8,7 @@ BIN      := bin/hub
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build run test test-short fault bench lint fuzz loadtest loadtest-centrifugo docker compose-up compose-down docs clean
+.PHONY: help build run test test-short fault bench lint fuzz loadtest loadtest-centrifugo bench-centrifugo test-centrifugo docker compose-up compose-down docs clean
 
 # make help (also plain make) lists the targets and their variables.
 help:
@@ -24,6 +24,10 @@ help:
 	@echo '  make fuzz [FUZZTIME=20s]  every fuzz target'
 	@echo '  make loadtest [ARGS=…]    the standard load scenario (loadtest/README.md)'
 	@echo '  make loadtest-centrifugo  1,000 tabs focusing 200 runs at 50 tokens/s (loadtest/README.md)'
+	@echo '  make bench-centrifugo [CENTRIFUGO=path] [ARGS=…]  that workload on Centrifugo and on the hub, alternating'
+	@echo '                     (-rounds 3 -hub-procs 1,2): a markdown table with hub/Centrifugo ratios; skipped'
+	@echo '                     without a centrifugo binary (go install github.com/centrifugal/centrifugo/v6@v6.9.1)'
+	@echo '  make test-centrifugo [CENTRIFUGO=path]  the loadtest tests against a real Centrifugo (opt-in)'
 	@echo '  make docker        the image runhub:dev'
 	@echo '  make compose-up [MONITORING=1] / make compose-down  the scaled stack (deploy/compose.yaml)'
 	@echo '  make docs          regenerate the tables of docs/configuration.md'
@@ -103,6 +107,20 @@ loadtest:
 # (5 per run), 200 runs at 50 tokens/s, no focus switching. ARGS adds flags.
 loadtest-centrifugo:
 	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) run ./loadtest -scenario centrifugo $(ARGS)
+
+# The hub against Centrifugo (loadtest/README.md): Centrifugo's workload on
+# a Centrifugo binary (CENTRIFUGO=path, else centrifugo on PATH or in
+# ~/go/bin; skipped with a message when there is none) and on the spawned
+# hub, alternating for 3 rounds, the hub at GOMAXPROCS 1 and 2; the markdown
+# table (with hub/Centrifugo ratios) goes to stdout. ARGS adds flags.
+BENCH_CENTRIFUGO_ARGS ?= -rounds 3 -hub-procs 1,2
+bench-centrifugo:
+	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) run ./loadtest -compare centrifugo $(if $(CENTRIFUGO),-centrifugo $(CENTRIFUGO)) $(BENCH_CENTRIFUGO_ARGS) $(ARGS)
+
+# The loadtest tests that start a real Centrifugo (build tag centrifugo);
+# opt-in, and they fail without the binary.
+test-centrifugo:
+	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; CENTRIFUGO=$(CENTRIFUGO) $(GO) test -tags centrifugo -count=1 -timeout 20m -run '^TestCentrifugo' -v ./loadtest
 
 # One image for hub serve and hub runner (Dockerfile); needs a Docker engine.
 docker:

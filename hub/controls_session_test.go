@@ -229,8 +229,9 @@ func goalEvents(t testing.TB, th *testHub, runID string) []protocol.GoalUpdatedP
 	return out
 }
 
-// A goal "turns=2" set on an idle session makes two runs (source goal), then
-// is done: in SessionStatus and as a goal.updated event.
+// A goal "turns=2" set on an idle session makes two runs (source goal, the
+// goal's text then the continuation prompt), then is done: in
+// SessionStatus and as a goal.updated event.
 func testGoalTurns(t *testing.T, nt newTransport) {
 	th := newTestHub(t, hub.Config{})
 	tr := nt(t, th)
@@ -244,7 +245,11 @@ func testGoalTurns(t *testing.T, nt newTransport) {
 	m := settled(t, th, sid, 3)
 	for i, rid := range m.Runs[1:] {
 		evs := terminal(t, th, rid)
-		if p := runStarted(t, th, rid); p.Source != "goal" || p.Message != "turns=2" {
+		message := "turns=2" // the first goal run's message is the goal; later ones continue it
+		if i > 0 {
+			message = executor.ContinuationPrompt("turns=2")
+		}
+		if p := runStarted(t, th, rid); p.Source != "goal" || p.Message != message {
 			t.Fatalf("goal run %d started with %+v", i+1, p)
 		}
 		if evs[len(evs)-1].Type != protocol.EventDone {

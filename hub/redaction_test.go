@@ -21,6 +21,7 @@ import (
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/auth"
+	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -296,9 +297,17 @@ func TestRedaction_EndToEnd(t *testing.T) {
 		get("/v1/runs/"+rid+"/events?limit=1000", nil)
 		get("/v1/runs/"+rid+"/events", map[string]string{"Accept": "text/event-stream"})
 	}
-	journalBytes, err := os.ReadFile(th.path)
-	if err != nil {
-		t.Fatal(err)
+	files, err := bolt.Files(th.path) // the journal file and its event log
+	if err != nil || len(files) < 2 {
+		t.Fatalf("journal files: %v, %v", files, err)
+	}
+	var journalBytes []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		journalBytes = append(journalBytes, b...)
 	}
 
 	for name, data := range map[string][]byte{"journal file": journalBytes, "live frames": live.bytes(),

@@ -58,6 +58,16 @@ type config struct {
 	HeapProfile   string        `json:"-"`
 	Quiet         bool          `json:"-"`
 	Scenario      string        `json:"scenario,omitempty"`
+
+	// -compare centrifugo (compare.go).
+	Compare       string        `json:"compare,omitempty"`
+	CentrifugoBin string        `json:"-"`
+	Rounds        int           `json:"rounds,omitempty"`
+	HubProcs      string        `json:"hub_procs,omitempty"`
+	CFProcs       int           `json:"centrifugo_procs,omitempty"`
+	CFPublishers  int           `json:"centrifugo_publishers,omitempty"`
+	CFHistory     int           `json:"centrifugo_history_size,omitempty"`
+	CFHistoryTTL  time.Duration `json:"centrifugo_history_ttl,omitempty"`
 }
 
 type listFlag []string
@@ -101,6 +111,14 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.HeapProfile, "heapprofile", "", "save a heap profile of the (first) hub once the sockets are idle (needs RUNHUB_PPROF; on with -spawn)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress lines")
 	fs.StringVar(&c.Scenario, "scenario", "", "preset: 'centrifugo' (1,000 tabs each focusing one of 200 runs, 50 tokens/s, no switching, -spawn); flags given explicitly override it")
+	fs.StringVar(&c.Compare, "compare", "", "'centrifugo': run the workload (-scenario centrifugo unless another is given) against Centrifugo and the spawned hub, alternating, and print a markdown table with hub/Centrifugo ratios")
+	fs.StringVar(&c.CentrifugoBin, "centrifugo", "", "with -compare: the Centrifugo binary (default $CENTRIFUGO, else centrifugo on PATH, else $GOPATH/bin; none: skipped)")
+	fs.IntVar(&c.Rounds, "rounds", 1, "with -compare: rounds, each Centrifugo then the hub at each -hub-procs")
+	fs.StringVar(&c.HubProcs, "hub-procs", "0", "with -compare: GOMAXPROCS of the hub, comma-separated (e.g. 1,2; 0: the runtime's default)")
+	fs.IntVar(&c.CFProcs, "centrifugo-procs", 0, "with -compare: GOMAXPROCS of Centrifugo (0: its default)")
+	fs.IntVar(&c.CFPublishers, "centrifugo-publishers", 4, "with -compare: goroutines publishing to Centrifugo over /api/batch, each owning every n-th channel")
+	fs.IntVar(&c.CFHistory, "centrifugo-history", 3000, "with -compare: history_size of Centrifugo's channels")
+	fs.DurationVar(&c.CFHistoryTTL, "centrifugo-history-ttl", 5*time.Minute, "with -compare: history_ttl of Centrifugo's channels")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loadtest [flags]  (see loadtest/README.md)\n")
 		fs.PrintDefaults()
@@ -109,6 +127,9 @@ func parseFlags(args []string) (config, error) {
 		return c, err
 	}
 	c.HubEnv = hubEnv
+	if c.Compare != "" && c.Scenario == "" {
+		c.Scenario = "centrifugo"
+	}
 	if err := applyScenario(fs, c.Scenario); err != nil {
 		return c, err
 	}
@@ -143,6 +164,9 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-hubs must be 1..8")
 	case c.ReplayFocuses < 1 || c.ReplayFocuses > 1000:
 		return c, fmt.Errorf("-replay-focuses must be 1..1000")
+	}
+	if err := c.checkCompare(); err != nil {
+		return c, err
 	}
 	if !c.Spawn && !c.SpawnRedis {
 		for _, t := range strings.Split(c.Target, ",") {
@@ -245,6 +269,9 @@ func main() {
 	// A hard bound on the whole test, whatever happens.
 	ctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration+15*time.Minute)
 	defer cancel()
+	if cfg.Compare != "" {
+		os.Exit(mainCompare(cfg))
+	}
 	rep, err := run(ctx, cfg, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -97,7 +98,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 	pwg.Add(1)
 	var drv *driver
 	go func() { defer pwg.Done(); g.progress(progressCtx, &drv) }()
-	connectHist, failed := g.connectAll(ctx)
+	connectHist, failed := g.connectAll(ctx, len(g.socks), func(i int) dialer { return g.socks[i] })
 	rep.ConnectWall = time.Since(t0).Seconds()
 	rep.Connect = connectHist.summarize()
 	rep.ConnectFailed = failed
@@ -272,8 +273,15 @@ func (g *gen) buildSocks(sids []string) {
 	}
 }
 
-// connectAll opens every socket at ConnectRate with ConnectConc at once.
-func (g *gen) connectAll(ctx context.Context) (*hist, int) {
+// dialer is a socket the generator opens and then reads until it ends.
+type dialer interface {
+	dial(ctx context.Context, hc *http.Client) (time.Duration, error)
+	readLoop()
+}
+
+// connectAll opens the n sockets sock(i) at ConnectRate with ConnectConc
+// at once, and starts each one's reader.
+func (g *gen) connectAll(ctx context.Context, n int, sock func(i int) dialer) (*hist, int) {
 	var h hist
 	var mu sync.Mutex
 	failed := 0
@@ -282,7 +290,8 @@ func (g *gen) connectAll(ctx context.Context) (*hist, int) {
 	lim := limiter(lctx, g.cfg.ConnectRate)
 	sem := make(chan struct{}, g.cfg.ConnectConc)
 	var wg sync.WaitGroup
-	for _, s := range g.socks {
+	for i := range n {
+		s := sock(i)
 		select {
 		case <-ctx.Done():
 			wg.Wait()

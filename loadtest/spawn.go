@@ -116,11 +116,14 @@ func (cl *cluster) startHub(bin string, env ...string) (*child, error) {
 	return c, waitHealthy(c)
 }
 
-func waitHealthy(c *child) error {
+func waitHealthy(c *child) error { return waitReady(c, "/readyz") }
+
+// waitReady polls GET path on the child's address until it answers 200.
+func waitReady(c *child, path string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	hc := &http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
-		resp, err := hc.Get("http://" + c.addr + "/readyz")
+		resp, err := hc.Get("http://" + c.addr + path)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {

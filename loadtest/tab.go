@@ -278,6 +278,11 @@ func (s *sock) read(buf []byte) ([]byte, error) {
 	if err != nil {
 		return buf, err
 	}
+	return readAllInto(r, buf)
+}
+
+// readAllInto appends what r holds to buf, growing it as needed.
+func readAllInto(r io.Reader, buf []byte) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -189,6 +189,9 @@ type GoalUpdatedPayload struct {
 	Text   string `json:"text"`
 	Turns  int    `json:"turns,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// UnreadableVerdicts counts the goal judge's answers in a row that
+	// held no verdict; at 3 the goal pauses.
+	UnreadableVerdicts int `json:"unreadable_verdicts,omitempty"`
 }
 
 // DonePayload is the payload of done.

@@ -108,17 +108,17 @@ func (d *Driver) Validate(req protocol.StartRunRequest) error {
 	return protocol.Errorf(protocol.CodeBadRequest, "message: no conformance script %q", script(req.Message))
 }
 
-// EvaluateGoal implements driver.GoalEvaluator: a goal whose text holds
-// "goal-once" continues for one run and is then done; any other goal does
-// not continue on its own.
-func (d *Driver) EvaluateGoal(g protocol.GoalUpdatedPayload) driver.GoalDecision {
+// JudgeGoal implements driver.GoalJudge: a goal whose text holds
+// "goal-once" continues for one run and is then done; any other goal gets
+// no decision (it does not continue on its own).
+func (d *Driver) JudgeGoal(_ context.Context, g protocol.GoalUpdatedPayload, _ string) (driver.Verdict, error) {
 	switch {
 	case !strings.Contains(g.Text, "goal-once"):
-		return driver.GoalDecision{}
+		return driver.Verdict{Kind: driver.VerdictHold}, nil
 	case g.Turns >= 1:
-		return driver.GoalDecision{Done: true, Reason: "one run made"}
+		return driver.Verdict{Kind: driver.VerdictDone, Reason: "one run made"}, nil
 	}
-	return driver.GoalDecision{Continue: true}
+	return driver.Verdict{Kind: driver.VerdictContinue, Reason: "no run made yet"}, nil
 }
 
 func script(message string) string {

@@ -30,20 +30,6 @@ type Steerer interface {
 	Steers() bool
 }
 
-// GoalEvaluator is an optional Driver capability: the post-turn evaluation
-// of a session's standing goal. The runtime, not the hub, decides whether a
-// goal continues.
-type GoalEvaluator interface {
-	EvaluateGoal(goal protocol.GoalUpdatedPayload) GoalDecision
-}
-
-// GoalDecision is the outcome of a post-turn goal evaluation.
-type GoalDecision struct {
-	Continue bool   // start another run for the goal
-	Done     bool   // the goal is reached
-	Reason   string // shown in goal.updated
-}
-
 // Error is a run failure a driver reports: Code is an error event code
 // (provider_error, timeout, auth, …) and Message is safe for users.
 type Error struct {
@@ -69,6 +55,14 @@ type Profile struct {
 	Driver Driver
 	Kind   string // the driver kind, journaled as run.started provider
 	Model  string // run.started model of a start that names none
+	// Judge decides after each turn whether the session's goal is
+	// reached: the profile's goal_judge, else its own driver when that is
+	// a GoalJudge. Nil (and a Driver that is no GoalJudge): the profile
+	// cannot pursue a goal.
+	Judge GoalJudge
+	// GoalMaxTurns bounds the runs a goal starts on this profile (0: the
+	// executor's default).
+	GoalMaxTurns int
 }
 
 // OrphanStopper is an optional Driver capability: stopping the upstream

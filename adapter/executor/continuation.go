@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,10 +15,7 @@ import (
 // maxPreview bounds a queued message's preview in queue.updated.
 const maxPreview = 80
 
-var (
-	errQueueFull = errors.New("queue full")
-	errNoGoal    = errors.New("no goal")
-)
+var errQueueFull = errors.New("queue full")
 
 // enqueue executes a queue control (mode queue) for owner: the
 // message joins the session's FIFO (journaled as queue.updated on the
@@ -118,12 +114,7 @@ func queuePayload(q []journal.QueuedMessage) protocol.QueueUpdatedPayload {
 // inherit builds the request of a follow-up run: the session's latest run's
 // runtime settings with a new message and source.
 func (a *InProcess) inherit(ctx context.Context, meta journal.SessionMeta, message, source string) protocol.StartRunRequest {
-	req := protocol.StartRunRequest{}
-	if latest := meta.LatestRun(); latest != "" {
-		if rm, err := a.store.Run(ctx, latest); err == nil && len(rm.Request) > 0 {
-			_ = json.Unmarshal(rm.Request, &req)
-		}
-	}
+	req := a.latestRequest(ctx, meta)
 	req.SessionID, req.Message, req.Source, req.Attachments = meta.ID, message, source, nil
 	return req
 }
@@ -246,170 +237,4 @@ func (a *InProcess) DrainIdle(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// updateGoal executes a goal control for owner: it
-// changes the session's goal state (journaled as goal.updated on the active
-// run) and, when a goal is set or resumed on an idle session, lets the
-// runtime decide whether to continue.
-func (a *InProcess) updateGoal(ctx context.Context, owner, sid string, req protocol.GoalRequest) (protocol.ControlResult, error) {
-	u := a.store
-	changed := false
-	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
-		changed = false
-		if m.Owner != owner {
-			return journal.ErrNotFound
-		}
-		g := m.Goal
-		live := g != nil && (g.State == protocol.GoalActive || g.State == protocol.GoalPaused)
-		switch req.Action {
-		case protocol.GoalSet:
-			m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalActive, Text: req.Text}
-			changed = true
-		case protocol.GoalEdit:
-			if !live {
-				return errNoGoal
-			}
-			if g.Text != req.Text {
-				m.Goal = &protocol.GoalUpdatedPayload{State: g.State, Text: req.Text, Turns: g.Turns}
-				changed = true
-			}
-		case protocol.GoalPause, protocol.GoalResume:
-			if !live {
-				return errNoGoal
-			}
-			want := protocol.GoalPaused
-			if req.Action == protocol.GoalResume {
-				want = protocol.GoalActive
-			}
-			if g.State != want {
-				m.Goal = &protocol.GoalUpdatedPayload{State: want, Text: g.Text, Turns: g.Turns}
-				changed = true
-			}
-		case protocol.GoalClear:
-			if g != nil && g.State != protocol.GoalCleared {
-				m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalCleared, Text: g.Text, Turns: g.Turns}
-				changed = true
-			}
-		case protocol.GoalStatus:
-		default:
-			return protocol.Errorf(protocol.CodeBadRequest, "action: unknown goal action %q", req.Action)
-		}
-		return nil
-	})
-	var pe *protocol.Error
-	switch {
-	case errors.Is(err, errNoGoal):
-		return adapter.Result(protocol.ResultNotActive, "the session has no goal", "", sid, ""), nil
-	case errors.As(err, &pe):
-		return protocol.ControlResult{}, pe
-	case err != nil:
-		return protocol.ControlResult{}, notFound(err, "session "+sid)
-	}
-	msg := "no goal"
-	if meta.Goal != nil {
-		msg = "goal " + meta.Goal.State
-	}
-	eventID := ""
-	if changed && meta.ActiveRun != "" {
-		if e, err := a.appendTo(ctx, meta.ActiveRun, sid, protocol.EventGoalUpdated, meta.Goal); err == nil {
-			eventID = e.EventID
-		}
-	}
-	// On an idle session the runtime decides at once whether an active goal
-	// goes on; resume also re-kicks a goal left active by a failed or
-	// cancelled run.
-	if (changed || req.Action == protocol.GoalResume) && meta.ActiveRun == "" && meta.Goal != nil && meta.Goal.State == protocol.GoalActive {
-		switch d := a.evaluate(*meta.Goal); {
-		case d.Continue:
-			a.startGoalRun(ctx, sid)
-		case d.Done:
-			if m, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
-				if m.Goal == nil || m.Goal.State != protocol.GoalActive {
-					return errNoGoal
-				}
-				m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalDone, Text: m.Goal.Text, Turns: m.Goal.Turns, Reason: d.Reason}
-				return nil
-			}); err == nil {
-				msg = "goal " + m.Goal.State
-			}
-		}
-	}
-	return adapter.Result(protocol.ResultAccepted, msg, meta.ActiveRun, sid, eventID), nil
-}
-
-// evaluate asks the default driver whether an active goal continues.
-func (a *InProcess) evaluate(g protocol.GoalUpdatedPayload) driver.GoalDecision {
-	if ev, ok := a.opts.Drivers[a.opts.DefaultDriver].(driver.GoalEvaluator); ok {
-		return ev.EvaluateGoal(g)
-	}
-	return driver.GoalDecision{}
-}
-
-// postTurn is the goal evaluation at the end of a successful run, before
-// its terminal event: it journals the goal's new state on the run and
-// reports whether the goal wants another run.
-func (a *InProcess) postTurn(ctx context.Context, x *driver.Execution, drv driver.Driver) bool {
-	u := a.store
-	ev, isEv := drv.(driver.GoalEvaluator)
-	if !isEv {
-		return false
-	}
-	cont := false
-	meta, err := u.UpdateSession(ctx, x.SessionID, func(m *journal.SessionMeta) error {
-		cont = false
-		g := m.Goal
-		if g == nil || g.State != protocol.GoalActive {
-			return errNoGoal
-		}
-		d := ev.EvaluateGoal(*g)
-		switch {
-		case d.Done:
-			m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalDone, Text: g.Text, Turns: g.Turns, Reason: d.Reason}
-		case d.Continue && g.Turns >= a.opts.MaxGoalContinuations:
-			m.Goal = &protocol.GoalUpdatedPayload{State: protocol.GoalPaused, Text: g.Text, Turns: g.Turns,
-				Reason: "paused after the maximum of continuations; resume to go on"}
-		case d.Continue:
-			cont = true
-			return errNoGoal // nothing to write; the next run records its turn
-		default:
-			return errNoGoal
-		}
-		return nil
-	})
-	if err == nil {
-		x.Emit(ctx, protocol.EventGoalUpdated, meta.Goal)
-	}
-	return cont
-}
-
-// startGoalRun starts the next run of an active goal, counting its turn.
-func (a *InProcess) startGoalRun(ctx context.Context, sid string) {
-	u := a.store
-	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
-		g := m.Goal
-		if g == nil || g.State != protocol.GoalActive || m.ActiveRun != "" {
-			return errNoGoal
-		}
-		m.Goal = &protocol.GoalUpdatedPayload{State: g.State, Text: g.Text, Turns: g.Turns + 1}
-		return nil
-	})
-	if err != nil {
-		return
-	}
-	goal := *meta.Goal
-	_, err = a.startRun(ctx, meta.Owner, a.inherit(ctx, meta, goal.Text, "goal"), func(x *driver.Execution) {
-		x.Emit(ctx, protocol.EventGoalUpdated, goal)
-	})
-	if err != nil {
-		u.UpdateSession(context.WithoutCancel(ctx), sid, func(m *journal.SessionMeta) error {
-			if m.Goal != nil && m.Goal.Turns == goal.Turns {
-				m.Goal.Turns--
-			}
-			return nil
-		})
-		if !errors.Is(err, adapter.ErrConflict) {
-			a.opts.Logger.Warn("start goal run", "session_id", sid, "err", err)
-		}
-	}
 }

@@ -4,7 +4,7 @@
 // it owns and writes the run's single terminal event (done, cancelled or
 // error) — retried until the journal takes it. It also owns what follows a
 // run in its session: the queue (enqueue, drain), the standing goal
-// (updateGoal, the post-turn evaluation and its continuation runs) and the
+// (updateGoal, the goal judge after each turn and its continuation runs) and the
 // session's title.
 //
 // It implements adapter.Local, the executor the adapter's Router drives:

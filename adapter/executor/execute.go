@@ -52,13 +52,23 @@ func (a *InProcess) launch(x *driver.Execution, drv driver.Driver, owner string,
 // reports whether the session's goal wants another run.
 func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver.Driver, run body) (cont bool) {
 	usage, err := a.safeExecute(ctx, x, run)
-	// The terminal append must happen even though ctx is cancelled.
-	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	// Text a stream held back (a word not finished) goes out first.
-	if ferr := x.Flush(tctx); ferr != nil && err == nil {
+	// Text a stream held back (a word not finished) goes out first. The
+	// flush and the terminal append must happen even though ctx is
+	// cancelled.
+	fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if ferr := x.Flush(fctx); ferr != nil && err == nil {
 		err = ferr
 	}
+	fcancel()
+	// A run that succeeded is a turn of the session's goal: its judge
+	// answers before the run ends (a cancel meanwhile ends the run
+	// cancelled and the verdict is dropped).
+	var turn *judged
+	if err == nil && ctx.Err() == nil {
+		turn = a.judgeTurn(ctx, x)
+	}
+	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	var typ protocol.EventType
 	var payload any
 	var runtimeCancel *driver.Cancelled
@@ -84,7 +94,7 @@ func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver
 	case errors.As(err, &runtimeCancel):
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: journal.RedactString(runtimeCancel.Reason), Partial: x.Streamed()}
 	case err == nil:
-		cont = a.postTurn(tctx, x, drv)
+		cont = a.postTurn(tctx, x, turn)
 		result, truncated := x.Result()
 		last := x.LastSeq()
 		if meta, err := a.store.Run(tctx, x.RunID); err == nil && meta.LastSeq > last {

@@ -42,10 +42,15 @@ type Options struct {
 	MaxRuns int
 	// MaxQueue bounds the messages queued per session (default 50).
 	MaxQueue int
-	// MaxGoalContinuations stops a goal after this many runs it started
-	// (default 10): the goal is paused with a reason, so a runaway goal
-	// cannot loop forever.
+	// MaxGoalContinuations is the turn budget of a goal on a profile that
+	// sets none (driver.Profile.GoalMaxTurns), and on runs without a
+	// profile: after this many runs it started, a goal the judge would
+	// continue is paused with a reason, so a runaway goal cannot loop
+	// forever (default 20, Hermes Agent's).
 	MaxGoalContinuations int
+	// GoalJudgeTimeout bounds a goal judge's answer (default 60 s; a
+	// judge's own timeout is usually shorter). A judge past it fails open.
+	GoalJudgeTimeout time.Duration
 	// Dispatch, when set, hands every begun run to another process (the
 	// runner queue) instead of executing it here; starts then answer status
 	// queued.
@@ -119,7 +124,10 @@ func New(store journal.Store, opts Options) *InProcess {
 		opts.MaxQueue = 50
 	}
 	if opts.MaxGoalContinuations == 0 {
-		opts.MaxGoalContinuations = 10
+		opts.MaxGoalContinuations = 20
+	}
+	if opts.GoalJudgeTimeout == 0 {
+		opts.GoalJudgeTimeout = time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,11 +109,7 @@ func (h *harness) close() {
 	if strings.Contains(h.logs.String(), testKey) {
 		t.Errorf("the API key is in the logs:\n%s", h.logs.String())
 	}
-	raw, err := os.ReadFile(h.dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(raw, []byte(testKey)) {
+	if raw := drivertest.JournalBytes(t, h.dbPath); bytes.Contains(raw, []byte(testKey)) {
 		t.Errorf("the API key is in the journal file")
 	}
 	if t.Failed() {

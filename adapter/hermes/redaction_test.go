@@ -1,7 +1,6 @@
 package hermes_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,7 @@ import (
 // logs or the events of the run.
 func (h *harness) noLeak(evs []protocol.Envelope, wantMarker bool) {
 	h.t.Helper()
-	raw, err := os.ReadFile(h.dbPath)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	raw := drivertest.JournalBytes(h.t, h.dbPath)
 	drivertest.NoLeakIn(h.t, raw, h.logs.String(), evs, wantMarker)
 }
 

@@ -101,12 +101,15 @@ func FromProfile(p profile.Profile, env profile.Env) (driver.Driver, error) {
 type Message = driver.Turn
 
 type chatRequest struct {
-	Model         string    `json:"model"`
-	Messages      []Message `json:"messages"`
-	Stream        bool      `json:"stream"`
-	StreamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
+	Model         string         `json:"model"`
+	Messages      []Message      `json:"messages"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"` // only with stream: OpenAI refuses it otherwise
+	Temperature   *float64       `json:"temperature,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type delta struct {
@@ -151,52 +154,9 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if d.cfg.Timeout > 0 {
-		t := time.AfterFunc(d.cfg.Timeout, func() { cancel(errRunTimeout) })
-		defer t.Stop()
-	}
-	idle := time.AfterFunc(d.cfg.IdleTimeout, func() { cancel(errIdle) })
-	defer idle.Stop()
-
-	body := chatRequest{Model: model, Messages: msgs, Stream: true}
-	body.StreamOptions.IncludeUsage = true
-	raw, err := json.Marshal(body)
+	body := chatRequest{Model: model, Messages: msgs, Stream: true, StreamOptions: &streamOptions{IncludeUsage: true}}
+	s, err := d.complete(ctx, body, x, d.cfg.Timeout, "run", d.cfg.Logger.With("run_id", x.RunID, "session_id", x.SessionID))
 	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, d.url, bytes.NewReader(raw))
-	if err != nil {
-		return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: "invalid upstream request: " + err.Error()}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if !d.cfg.APIKey.Empty() {
-		req.Header.Set("Authorization", "Bearer "+d.cfg.APIKey.Reveal())
-	}
-	resp, err := d.cfg.Client.Do(req)
-	if err != nil {
-		return nil, d.aborted(ctx, rctx, err, "could not reach the upstream")
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, d.statusError(ctx, rctx, resp, model)
-	}
-	s := &stream{d: d, x: x, model: model, idle: idle, log: d.cfg.Logger.With("run_id", x.RunID, "session_id", x.SessionID)}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
-		err = s.whole(ctx, resp.Body)
-	} else {
-		err = s.read(ctx, resp.Body)
-	}
-	if s.malformed > 0 {
-		s.log.Warn("openai: skipped malformed stream lines", "lines", s.malformed)
-	}
-	if err != nil {
-		var re readError
-		if errors.As(err, &re) {
-			return nil, d.aborted(ctx, rctx, re.err, "the connection to the upstream broke mid-stream")
-		}
 		return nil, err
 	}
 	if err := s.closeReasoning(ctx); err != nil {
@@ -211,6 +171,64 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 		return nil, err
 	}
 	return u, nil
+}
+
+// complete sends one chat completion request and maps its answer into em,
+// streamed (SSE) or whole (JSON), whichever the upstream sends. timeout
+// bounds the whole exchange (0: none), the idle timeout its silences; what
+// names the exchange (the run, the goal judge) in a timeout's message.
+func (d *Driver) complete(ctx context.Context, body chatRequest, em emitter, timeout time.Duration, what string, log *slog.Logger) (*stream, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() { cancel(errRunTimeout) })
+		defer t.Stop()
+	}
+	idle := time.AfterFunc(d.cfg.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, d.url, bytes.NewReader(raw))
+	if err != nil {
+		return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: "invalid upstream request: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if body.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if !d.cfg.APIKey.Empty() {
+		req.Header.Set("Authorization", "Bearer "+d.cfg.APIKey.Reveal())
+	}
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		return nil, d.aborted(ctx, rctx, err, timeout, what, "could not reach the upstream")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, d.statusError(ctx, rctx, resp, body.Model)
+	}
+	s := &stream{d: d, x: em, model: body.Model, idle: idle, log: log}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		err = s.whole(ctx, resp.Body)
+	} else {
+		err = s.read(ctx, resp.Body)
+	}
+	if s.malformed > 0 {
+		s.log.Warn("openai: skipped malformed stream lines", "lines", s.malformed)
+	}
+	if err != nil {
+		var re readError
+		if errors.As(err, &re) {
+			return nil, d.aborted(ctx, rctx, re.err, timeout, what, "the connection to the upstream broke mid-stream")
+		}
+		return nil, err
+	}
+	return s, nil
 }
 
 // messages builds the conversation: instructions, the session's earlier
@@ -234,7 +252,7 @@ func (d *Driver) messages(ctx context.Context, x *driver.Execution) ([]Message, 
 // aborted turns a failed request or read into the run's end: ctx's error
 // for a cancel (the executor writes cancelled), timeout for the idle or run
 // timer, else provider_error.
-func (d *Driver) aborted(ctx, rctx context.Context, err error, what string) error {
+func (d *Driver) aborted(ctx, rctx context.Context, err error, timeout time.Duration, exchange, what string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -244,7 +262,7 @@ func (d *Driver) aborted(ctx, rctx context.Context, err error, what string) erro
 			Message: fmt.Sprintf("the upstream sent no data for %s", d.cfg.IdleTimeout)}
 	case errors.Is(cause, errRunTimeout):
 		return &driver.Error{Code: protocol.ErrorTimeout,
-			Message: fmt.Sprintf("the run exceeded its %s timeout", d.cfg.Timeout)}
+			Message: fmt.Sprintf("the %s exceeded its %s timeout", exchange, timeout)}
 	}
 	return &driver.Error{Code: protocol.ErrorProviderError, Message: d.safe(what + ": " + err.Error())}
 }

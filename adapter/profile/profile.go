@@ -24,6 +24,7 @@ package profile
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,6 +110,16 @@ type Profile struct {
 	// KillGrace is how long an exec command gets after SIGTERM before
 	// SIGKILL (default 5s).
 	KillGrace Duration `json:"kill_grace,omitempty"`
+
+	// GoalJudge names the profile (of driver openai) whose model judges,
+	// after each turn, whether a session's goal is reached (default: the
+	// profile itself when its driver judges goals: openai with its own
+	// model, sim with its turns=N rule). A profile with neither answers a
+	// goal set with unsupported.
+	GoalJudge string `json:"goal_judge,omitempty"`
+	// GoalMaxTurns bounds the runs a goal starts on this profile (default
+	// DefaultGoalMaxTurns); past it the goal pauses.
+	GoalMaxTurns int `json:"goal_max_turns,omitempty"`
 
 	// Options holds driver-specific settings the driver decodes itself
 	// (DecodeOptions); Validate only checks it is a JSON object.
@@ -293,6 +304,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("default: no profile named %q", c.Default))
 		}
 	}
+	errs = append(errs, c.validateGoalJudges()...)
 	return errors.Join(errs...)
 }
 
@@ -322,6 +334,9 @@ func (p Profile) Validate() error {
 		if d.v < 0 {
 			return bad("%s must not be negative", d.name)
 		}
+	}
+	if err := p.validateGoalBudget(); err != nil {
+		return err
 	}
 	if len(p.Options) > 0 && string(p.Options) != "null" {
 		var m map[string]json.RawMessage
@@ -472,7 +487,11 @@ func (c *Config) Build(builders map[string]Builder, env Env) (map[string]driver.
 		if err != nil {
 			return nil, fmt.Errorf("profile %q: %w", name, err)
 		}
-		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model}
+		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model,
+			GoalMaxTurns: cmp.Or(p.GoalMaxTurns, DefaultGoalMaxTurns)}
+	}
+	if err := c.resolveGoalJudges(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

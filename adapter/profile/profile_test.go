@@ -93,6 +93,11 @@ func TestParse_Errors(t *testing.T) {
 		{"unknown default", `{"default": "nope", "profiles": {"a": {"driver": "sim"}}}`, `default: no profile named "nope"`, ""},
 		{"options not object", `{"profiles": {"a": {"driver": "sim", "options": [1]}}}`, "options must be a JSON object", ""},
 		{"trailing", `{"profiles": {"a": {"driver": "sim"}}} {}`, "trailing data", ""},
+		{"unknown goal judge", `{"profiles": {"a": {"driver": "sim", "goal_judge": "nope"}}}`, `profile "a": goal_judge: no profile named "nope"`, ""},
+		{"goal judge not openai", `{"profiles": {"a": {"driver": "hermes", "base_url": "http://x", "goal_judge": "b"}, "b": {"driver": "exec", "command": "sh"}}}`,
+			`profile "a": goal_judge: profile "b" has driver exec; a goal judge is an openai profile`, ""},
+		{"negative goal budget", `{"profiles": {"a": {"driver": "sim", "goal_max_turns": -1}}}`, "goal_max_turns must be between 0", ""},
+		{"goal budget too big", `{"profiles": {"a": {"driver": "sim", "goal_max_turns": 1001}}}`, "goal_max_turns must be between 0", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,5 +192,60 @@ func TestBuild_OwnKeyOnly(t *testing.T) {
 	}
 	if !strings.Contains(logBuf.String(), "GPT_KEY") || strings.Contains(logBuf.String(), "secret") {
 		t.Errorf("unset-key warning: %s", logBuf.String())
+	}
+}
+
+// judgeDriver is a fake driver that judges goals.
+type judgeDriver struct{ fakeDriver }
+
+func (judgeDriver) JudgeGoal(context.Context, protocol.GoalUpdatedPayload, string) (driver.Verdict, error) {
+	return driver.Verdict{Kind: driver.VerdictDone}, nil
+}
+
+// Each profile's goal judge is resolved when the drivers are built: its
+// goal_judge's driver, else its own driver when that judges, else none;
+// goal_max_turns defaults to 20.
+func TestBuild_GoalJudges(t *testing.T) {
+	c, err := Parse([]byte(`{"profiles": {
+		"llm":    {"driver": "openai", "base_url": "http://x", "model": "m"},
+		"cheap":  {"driver": "openai", "base_url": "http://x", "model": "small", "goal_max_turns": 3},
+		"agent":  {"driver": "hermes", "base_url": "http://h"},
+		"judged": {"driver": "hermes", "base_url": "http://h", "goal_judge": "cheap", "goal_max_turns": 7},
+		"script": {"driver": "exec", "command": "sh", "goal_judge": "llm"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := map[string]driver.Driver{}
+	b := func(p Profile, e Env) (driver.Driver, error) {
+		var d driver.Driver = fakeDriver{}
+		if p.Driver == KindOpenAI || p.Driver == KindSim {
+			d = &judgeDriver{}
+		}
+		built[p.Name] = d
+		return d, nil
+	}
+	drivers, err := c.Build(map[string]Builder{KindSim: b, KindOpenAI: b, KindExec: b, KindHermes: b}, Env{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		judge  string
+		budget int
+	}{"llm": {"llm", 20}, "cheap": {"cheap", 3}, "agent": {"", 20}, "judged": {"cheap", 7}, "script": {"llm", 20}, "sim": {"sim", 20}} {
+		pd := drivers[name]
+		var wantJudge driver.GoalJudge
+		if want.judge != "" {
+			wantJudge = built[want.judge].(driver.GoalJudge)
+		}
+		if pd.Judge != wantJudge || pd.GoalMaxTurns != want.budget {
+			t.Errorf("profile %s: judge %v, budget %d; want the judge of %q, budget %d", name, pd.Judge, pd.GoalMaxTurns, want.judge, want.budget)
+		}
+	}
+	// A goal_judge whose driver cannot judge (a build without openai's
+	// judge) fails the build, naming both profiles.
+	_, err = c.Build(map[string]Builder{KindSim: b, KindOpenAI: func(Profile, Env) (driver.Driver, error) { return fakeDriver{}, nil },
+		KindExec: b, KindHermes: b}, Env{Getenv: func(string) string { return "" }})
+	if err == nil || !strings.Contains(err.Error(), "goal_judge: the driver of profile") {
+		t.Errorf("a judge that cannot judge: %v", err)
 	}
 }

@@ -96,18 +96,19 @@ type Driver struct {
 // steer message is journaled as a progress event.
 func (d *Driver) Steers() bool { return true }
 
-// EvaluateGoal is the simulator's post-turn goal evaluation: a goal whose
+// JudgeGoal is the simulator's goal judge, deterministic: a goal whose
 // text holds "turns=N" continues until N runs were made for it, then it is
-// done; any other goal does not continue on its own.
-func (d *Driver) EvaluateGoal(g protocol.GoalUpdatedPayload) driver.GoalDecision {
+// done; any other goal gets no decision (it does not continue on its own).
+// It judges only on profiles whose driver is the simulator.
+func (d *Driver) JudgeGoal(_ context.Context, g protocol.GoalUpdatedPayload, _ string) (driver.Verdict, error) {
 	n, ok := goalTurns(g.Text)
 	switch {
 	case !ok:
-		return driver.GoalDecision{}
+		return driver.Verdict{Kind: driver.VerdictHold}, nil
 	case g.Turns >= n:
-		return driver.GoalDecision{Done: true, Reason: fmt.Sprintf("made %d of %d runs", g.Turns, n)}
+		return driver.Verdict{Kind: driver.VerdictDone, Reason: fmt.Sprintf("made %d of %d runs", g.Turns, n)}, nil
 	}
-	return driver.GoalDecision{Continue: true}
+	return driver.Verdict{Kind: driver.VerdictContinue, Reason: fmt.Sprintf("made %d of %d runs", g.Turns, n)}, nil
 }
 
 // goalTurns reads "turns=N" from a goal text.

@@ -230,11 +230,8 @@ func TestProcess_Hermes(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
 	}
-	journalBytes, err := os.ReadFile(filepath.Join(data, "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for where, b := range map[string][]byte{"the journal file": journalBytes, "the logs": []byte(p.out.String()), "a frame": tab.allFrames()} {
+	journalBytes := embeddedJournalBytes(t, data)
+	for where, b := range map[string][]byte{"the journal (its file and event log)": journalBytes, "the logs": []byte(p.out.String()), "a frame": tab.allFrames()} {
 		if bytes.Contains(b, []byte(hermesKey)) {
 			t.Errorf("the Hermes key is in %s", where)
 		}

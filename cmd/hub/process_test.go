@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/journal/bolt"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -228,4 +230,23 @@ func TestProcess_KillMidRunInterruptsOnce(t *testing.T) {
 			t.Fatalf("stop: %v\n%s", err, p.out.String())
 		}
 	}
+}
+
+// embeddedJournalBytes returns every byte the embedded journal in data
+// keeps: its file and the segments of its event log.
+func embeddedJournalBytes(t *testing.T, data string) []byte {
+	t.Helper()
+	files, err := bolt.Files(filepath.Join(data, "journal.db"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("no journal with an event log in %s: %v", data, err)
+	}
+	var out []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
 }

@@ -350,15 +350,12 @@ func TestProcess_Profiles(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
 	}
-	journalBytes, err := os.ReadFile(filepath.Join(data, "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	journalBytes := embeddedJournalBytes(t, data)
 	if !strings.Contains(p.out.String(), "level=DEBUG") && !strings.Contains(p.out.String(), "level=INFO") {
 		t.Fatalf("no logs captured: %s", p.out.String())
 	}
 	for _, key := range []string{openaiKey, scriptKey} {
-		for where, b := range map[string][]byte{"the journal file": journalBytes, "the logs": []byte(p.out.String()),
+		for where, b := range map[string][]byte{"the journal (its file and event log)": journalBytes, "the logs": []byte(p.out.String()),
 			"a WebSocket frame": tab.allFrames(), "an HTTP answer": bytes.Join(answers, nil)} {
 			if bytes.Contains(b, []byte(key)) {
 				t.Errorf("a key is in %s", where)

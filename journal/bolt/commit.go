@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -89,7 +87,7 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 func (s *Store) commitLoop() {
 	defer close(s.done)
 	max := s.opts.GroupCommit.MaxBatch
-	w := newWriter()
+	w := newWriter(s)
 	w.outbox = s.opts.Outbox
 	batch := make([]*request, 0, max)
 	var timer *time.Timer
@@ -103,6 +101,13 @@ func (s *Store) commitLoop() {
 		}
 		batch = s.gather(batch, &timer)
 		s.commit(w, batch)
+		if s.compactDue && s.wedged == nil {
+			// One segment per batch, so appends wait for one at most. A
+			// failure leaves the segment as it was, for the next deletion
+			// to try again.
+			more, err := s.compact()
+			s.compactDue = more && err == nil
+		}
 	}
 }
 
@@ -168,31 +173,26 @@ func (s *Store) drain(w *writer, batch []*request) {
 	}
 }
 
-// commit applies batch in one transaction, publishes the new events and
-// answers the writers. A transaction that fails is retried one write at a
-// time, so one bad write cannot fail its neighbours.
+// commit applies batch, publishes the new events and answers the
+// writers. A batch that fails is retried one write at a time, so one bad
+// write cannot fail its neighbours.
 func (s *Store) commit(w *writer, batch []*request) {
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		w.begin(tx)
-		for _, r := range batch {
-			if err := w.apply(r); err != nil {
-				return err
-			}
-		}
-		return w.flush()
-	})
-	w.end()
+	err := s.wedged
+	if err == nil {
+		err = s.commitBatch(w, batch)
+	}
 	if err != nil {
-		if len(batch) > 1 {
+		if len(batch) > 1 && s.wedged == nil {
 			for _, r := range batch {
 				s.commit(w, []*request{r})
 			}
 			return
 		}
-		r := batch[0]
-		r.stored, r.fresh, r.trimmed = protocol.Envelope{}, false, 0
-		r.err = fmt.Errorf("journal/bolt: commit: %w", err)
-		close(r.done)
+		for _, r := range batch {
+			r.stored, r.fresh, r.trimmed = protocol.Envelope{}, false, 0
+			r.err = fmt.Errorf("journal/bolt: commit: %w", err)
+			close(r.done)
+		}
 		return
 	}
 	fresh := w.published[:0]
@@ -215,6 +215,66 @@ func (s *Store) commit(w *writer, batch []*request) {
 	for _, r := range batch {
 		close(r.done)
 	}
+}
+
+// commitBatch applies batch: its records in one write and one fdatasync
+// of the log; then, when it changed bbolt, bbolt's transaction, which
+// records the log's new end. Writers are answered only after both, so an
+// acknowledged write is durable in both; a crash between them leaves a
+// marked batch past bbolt's log end, which recovery cuts off (recover.go).
+// Then the batch's runs are merged into the index.
+func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
+	w.begin()
+	defer func() {
+		if err != nil && w.tx != nil {
+			w.tx.Rollback()
+		}
+		w.end()
+	}()
+	for _, r := range batch {
+		if err := w.apply(r); err != nil {
+			return err
+		}
+	}
+	out := w.buf[len(markerRecord):]
+	if w.tx != nil && len(out) > 0 {
+		out, w.marked = w.buf, true // records and bbolt: mark the batch
+	}
+	if len(out) > 0 {
+		if w.start, err = s.log.reserve(uint64(len(out))); err != nil {
+			return err
+		}
+	} else {
+		w.start = s.log.end()
+	}
+	if w.tx != nil {
+		if err := w.flush(w.start + uint64(len(out))); err != nil {
+			return err
+		}
+	}
+	from := s.log.active().size.Load()
+	if len(out) > 0 {
+		wedge, err := s.log.write(out)
+		if wedge != nil {
+			s.wedged = fmt.Errorf("%w: the event log cannot be repaired until reopened: %v", journal.ErrUnavailable, wedge)
+		}
+		if err != nil {
+			return fmt.Errorf("journal/bolt: write the event log: %w", err)
+		}
+	}
+	if w.tx != nil {
+		if err := w.tx.Commit(); err != nil {
+			w.tx = nil // rolled back by the failed commit
+			if len(out) > 0 {
+				if cerr := s.log.cut(from); cerr != nil {
+					s.wedged = fmt.Errorf("%w: the event log cannot be repaired until reopened: %v", journal.ErrUnavailable, cerr)
+				}
+			}
+			return err
+		}
+	}
+	s.merge(w)
+	return nil
 }
 
 func jsonValid(b []byte) bool { return json.Valid(b) }

@@ -1,57 +1,103 @@
-// Package bolt is runhub's embedded journal backend: a journal.Store in one
-// bbolt file, with an in-process bus. It is the default deployment's journal
-// (one hub process, `./data/journal.db`).
+// Package bolt is runhub's embedded journal backend: a journal.Store in a
+// bbolt file and an append-only event log beside it, with an in-process
+// bus. It is the default deployment's journal (one hub process,
+// `./data/journal.db` and `./data/journal.db.events/`).
 //
-// # Writes: group commit
+// # Where things are
 //
-// Every write (Append, CreateSession, BeginRun, Trim, DeleteSession) is queued to one
-// committer goroutine owned by the Store. The committer takes whatever is
-// waiting (up to GroupCommit.MaxBatch), applies it in ONE bbolt read-write
-// transaction, one commit (bbolt's two fdatasyncs) for the whole batch,
-// then hands the committed events to subscribers in seq order, then
-// answers each writer.
-// Seq assignment, the terminal check, idempotency keys, the session's active
-// run and the indexes all change in that same transaction, so they are
-// atomic with the event and with each other. bbolt runs one read-write
-// transaction at a time, so the committer's batches and UpdateSession never
-// interleave.
+// Events are in the event log: segment files (seglog.go) of framed records
+// (record.go: length, CRC-32C, body), appended and never rewritten in
+// place. Everything else is in bbolt: sessions, runs' fixed meta, each
+// run's head (its session, birth offset and terminal state), the active
+// and ended indexes, the outbox, the log's committed end. A run's last seq,
+// the log offsets of its events and, while it is active, its idempotency
+// keys are in memory (runindex.go), rebuilt on open by reading the log
+// (recover.go): an offset costs a few bytes (delta-encoded), a key 11 to
+// 21 (a fingerprint and its seq in an open-addressing table; the key
+// itself is in the event's record, which confirms a match). An ended run's keys are found by reading its
+// records (a retry against an ended run is rare).
+//
+// # Writes: group commit, two stores, one order
+//
+// Every write (Append, CreateSession, BeginRun, Trim, DeleteSession) is
+// queued to one committer goroutine owned by the Store. The committer
+// takes whatever is waiting (up to GroupCommit.MaxBatch) and applies it as
+// one batch: seqs, the terminal check and idempotency keys against the
+// index, the batch's events encoded into one buffer. A batch of plain
+// appends (a token, a tool call…: no change to bbolt) is one write and
+// one fdatasync of the log, whatever the number of runs it spans; then its
+// events are merged into the index, handed to subscribers in seq order,
+// and the writers are answered.
+//
+// A batch that also changes bbolt — a session or run registered, a run's
+// terminal event (its head, the active and ended indexes, the session's
+// active run), an outbox entry (Options.Outbox: a notable event's, which
+// must exist if and only if the event does), a deletion — applies those
+// changes in ONE bbolt read-write transaction opened for the batch. Its
+// records start with a marker record, and the order is:
+//
+//  1. the log write and fdatasync (marker and records);
+//  2. the bbolt commit, which also records the log's new end (log_end);
+//  3. the index merge, delivery, the answers.
+//
+// A crash between 1 and 2 leaves a marked batch at or past bbolt's
+// log_end: recovery cuts the log there, and the store is as if the batch
+// never ran — none of its writers was answered. bbolt is the commit point
+// of every change that spans both stores: an event and the metadata it
+// changes are committed together or not at all, which is the atomicity
+// the store had when events were in bbolt too. Only the last batch can be
+// in doubt (the committer does not start the next one before 2). Plain
+// batches need no marker: written and synced, they are committed.
+//
+// A torn tail (a crash during 1, or a write cut short) fails its record's
+// length or CRC: recovery cuts the log at the last whole record. A record
+// of a run bbolt does not know (deleted, or never committed), or from
+// before the run's birth offset (an id deleted and registered again), is
+// dead and skipped. bbolt runs one read-write transaction at a time, so a
+// batch's transaction and UpdateSession never interleave.
+//
+// When a write fails, the batch is cut from the log (truncated back) and
+// its writes are retried one at a time, so one bad write cannot fail its
+// neighbours. If even the cut fails, the store refuses writes
+// (journal.ErrUnavailable) until it is reopened, when recovery repairs
+// the log.
 //
 // Appends are validated, redacted and bounded (journal.Prepare) on the
 // caller's goroutine before they are queued, so that work runs in parallel
-// and a refused event never reaches the file.
+// and a refused event never reaches the log.
 //
 // # Reads
 //
-// Read, Run, Session, Sessions and ActiveRuns run on the caller's goroutine
-// in bbolt read transactions, concurrently with each other and with the
-// committer. They see only committed data.
+// Read takes the run's offsets from the index and reads the records
+// through a read-only mapping of the segments (ReadAt where there is no
+// mmap). Run, Session, Sessions and ActiveRuns read bbolt in read
+// transactions and the run's changing state from the index. All run on
+// the caller's goroutine, concurrently with each other and with the
+// committer, and see only committed data.
 //
-// # Layout
+// # Space
+//
+// A segment file (DefaultSegmentBytes) is dropped once no live record is
+// left in it: its runs were trimmed or deleted. A sealed segment less than
+// a quarter live (a long-lived run holding on to a segment whose other
+// runs are gone) is compacted: its live records are copied to the end of
+// the log and it is dropped (compact.go). The log so stays within a few
+// times its live bytes.
+//
+// # Layout (bbolt)
 //
 //	sessions  session id → SessionMeta JSON
 //	owners    uvarint(len owner) owner, be64(creation order) → session id
 //	runs      run id → RunMeta JSON, its fixed part (id, session, owner, created_at, request)
-//	heads     run id → the run's changing part: last seq, terminal state, session, newest extents, newest idempotency keys
-//	log       be64(position) → event row (row.go); one log for all runs
-//	index     run id, 0, be64(first seq) → a segment of the run's extents (index.go)
-//	keys      run id → bucket: idempotency key → be64(seq), for keys spilled from the head
+//	heads     run id → born offset, terminal state, session (layout.go)
 //	active    run id → ∅, every run without a terminal event
 //	ended     be64(terminal_at µs) run id → ∅, terminal runs by age, for Trim
 //	outbox    be64(n) → journal.OutboxEntry JSON: the notable events, written in
-//	          the append's transaction (Options.Outbox; outbox.go)
+//	          the transaction of the batch that appends them (outbox.go)
+//	meta      format → be64(2); log_end → be64(the log's committed end)
 //
-// Events go to one global log in commit order, not to a bucket per run: a
-// batch that appends to a hundred runs then dirties a few adjacent log pages
-// and the heads it changes, instead of a page per run (measured six times
-// cheaper per event). A run finds its events through extents (runs of
-// consecutive seqs at consecutive log positions) kept in its head and, once
-// there are enough, moved to a segment of the index. Reading a run is one
-// seek per extent; a run appended alone is one extent per batch or fewer.
-// Idempotency keys likewise stay in the head (which the batch rewrites
-// anyway) until there are spillKeys of them, then move to the run's keys
-// bucket together: a batch over many runs with keyed appends (every append
-// of the executor) then writes one keys page per run every spillKeys
-// appends instead of one per run per batch.
+// A file of the first layout (format 1: events in bbolt buckets log, index
+// and keys) is migrated by Open, in one transaction (migrate.go).
 //
 // # Concurrency
 //

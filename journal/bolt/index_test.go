@@ -43,8 +43,8 @@ func TestAddExtent(t *testing.T) {
 	}
 }
 
-// Runs appended in turn, one event per transaction, give every event its
-// own extent: many segments per run. Every window reads back right, before
+// Runs appended in turn, one event per batch, interleave in the log: a
+// run's offsets jump from batch to batch. Every window reads back right, before
 // and after a reopen, and Trim leaves nothing of them behind.
 func TestStore_InterleavedRuns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
@@ -124,7 +124,7 @@ func TestStore_InterleavedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.db.View(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketRuns, bucketHeads, bucketLog, bucketIndex, bucketKeys, bucketActive, bucketEnded} {
+		for _, b := range [][]byte{bucketRuns, bucketHeads, bucketActive, bucketEnded} {
 			if n := tx.Bucket(b).Stats().KeyN; n != 0 {
 				t.Errorf("bucket %s holds %d keys after trimming every run", b, n)
 			}

@@ -19,11 +19,14 @@ var (
 	bucketOwners   = []byte("owners")
 	bucketRuns     = []byte("runs")
 	bucketHeads    = []byte("heads")
-	bucketLog      = []byte("log")
-	bucketIndex    = []byte("index")
-	bucketKeys     = []byte("keys")
 	bucketActive   = []byte("active")
 	bucketEnded    = []byte("ended")
+	bucketMeta     = []byte("meta")
+
+	// The first layout's event buckets, read only to migrate (migrate.go).
+	bucketLogV1   = []byte("log")
+	bucketIndexV1 = []byte("index")
+	bucketKeysV1  = []byte("keys")
 )
 
 // Indexes of the top-level buckets in bucketNames.
@@ -32,20 +35,29 @@ const (
 	bOwners
 	bRuns
 	bHeads
-	bLog
-	bIndex
-	bKeys
 	bActive
 	bEnded
+	bMeta
 	nBuckets
 )
 
 var bucketNames = [nBuckets][]byte{bucketSessions, bucketOwners, bucketRuns, bucketHeads,
-	bucketLog, bucketIndex, bucketKeys, bucketActive, bucketEnded}
+	bucketActive, bucketEnded, bucketMeta}
 
-// logFill is the fill percent of the log: positions only grow, so a split
-// page is never written into again and may as well be full.
-const logFill = 1.0
+// Keys of the meta bucket.
+var (
+	// metaFormat: be64 of the layout's version, formatSegments. A file
+	// without it is new (no heads) or of the first layout (migrate.go).
+	metaFormat = []byte("format")
+	// metaLogEnd: be64 of the event log's end when the last transaction
+	// that changed bbolt together with the log committed. A batch of the
+	// log that starts with a marker at or past it never committed
+	// (recover.go).
+	metaLogEnd = []byte("log_end")
+)
+
+// formatSegments is the layout with events in segment files.
+const formatSegments = 2
 
 // createBuckets makes sure every top-level bucket exists.
 func createBuckets(tx *bbolt.Tx) error {
@@ -88,39 +100,28 @@ func endedKey(ts float64, runID string) []byte {
 	return append(k, runID...)
 }
 
-// head is the changing part of a run's meta, written with every batch that
-// appends to the run.
+// head is what bbolt holds of a run's changing state, written when the
+// run is registered and when it ends (its last seq is the log's to say):
 //
-//	last seq      8 bytes big-endian
+//	born          8 bytes big-endian: the log offset before which no record
+//	              is this run's (a run id deleted and registered again)
 //	flags         1 byte (bit 0: terminal)
 //	terminal at   8 bytes (float64 bits)
 //	terminal type uvarint length, bytes
 //	session id    uvarint length, bytes
-//	pending       the extents not yet spilled to a segment (appendExtents)
-//	keys          optional (absent when there are none): uvarint count, then
-//	              per key uvarint length, bytes, uvarint seq — the newest
-//	              idempotency keys, not yet spilled to the run's keys bucket
 type head struct {
-	lastSeq      uint64
+	born         uint64
 	terminal     bool
 	terminalAt   float64
 	terminalType protocol.EventType
 	sessionID    string
-	pending      []extent
-	keys         []headKey
-}
-
-// headKey is an idempotency key kept in the head and the seq it stored.
-type headKey struct {
-	key string
-	seq uint64
 }
 
 var errHead = errors.New("journal/bolt: malformed run head")
 
 func (h *head) encode() []byte {
-	b := make([]byte, 0, 17+2*binary.MaxVarintLen64+len(h.terminalType)+len(h.sessionID)+4*len(h.pending)+16)
-	b = binary.BigEndian.AppendUint64(b, h.lastSeq)
+	b := make([]byte, 0, 17+2*binary.MaxVarintLen64+len(h.terminalType)+len(h.sessionID))
+	b = binary.BigEndian.AppendUint64(b, h.born)
 	var flags byte
 	if h.terminal {
 		flags = 1
@@ -130,17 +131,7 @@ func (h *head) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(len(h.terminalType)))
 	b = append(b, h.terminalType...)
 	b = binary.AppendUvarint(b, uint64(len(h.sessionID)))
-	b = append(b, h.sessionID...)
-	b = appendExtents(b, h.pending)
-	if len(h.keys) > 0 {
-		b = binary.AppendUvarint(b, uint64(len(h.keys)))
-		for _, k := range h.keys {
-			b = binary.AppendUvarint(b, uint64(len(k.key)))
-			b = append(b, k.key...)
-			b = binary.AppendUvarint(b, k.seq)
-		}
-	}
-	return b
+	return append(b, h.sessionID...)
 }
 
 func decodeHead(b []byte) (head, error) {
@@ -148,7 +139,7 @@ func decodeHead(b []byte) (head, error) {
 		return head{}, errHead
 	}
 	h := head{
-		lastSeq:    binary.BigEndian.Uint64(b),
+		born:       binary.BigEndian.Uint64(b),
 		terminal:   b[8] == 1,
 		terminalAt: math.Float64frombits(binary.BigEndian.Uint64(b[9:17])),
 	}
@@ -158,57 +149,28 @@ func decodeHead(b []byte) (head, error) {
 	}
 	h.terminalType = eventType(typ)
 	sess, rest, ok := lenPrefixed(rest)
-	if !ok {
+	if !ok || len(rest) != 0 {
 		return head{}, errHead
 	}
 	h.sessionID = string(sess)
-	var err error
-	if h.pending, rest, err = decodeExtents(nil, rest); err != nil {
-		return head{}, errHead
-	}
-	if len(rest) == 0 {
-		return h, nil // no keys (and every head written before they were kept here)
-	}
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || n == 0 || n > uint64(len(rest)) {
-		return head{}, errHead
-	}
-	rest = rest[k:]
-	h.keys = make([]headKey, 0, n)
-	for range n {
-		key, r, ok := lenPrefixed(rest)
-		if !ok {
-			return head{}, errHead
-		}
-		seq, k := binary.Uvarint(r)
-		if k <= 0 {
-			return head{}, errHead
-		}
-		h.keys = append(h.keys, headKey{key: string(key), seq: seq})
-		rest = r[k:]
-	}
-	if len(rest) != 0 {
-		return head{}, errHead
-	}
 	return h, nil
 }
 
-// loadRun reads a run's meta: its fixed part from runs and its head.
-func loadRun(tx *bbolt.Tx, id string) (journal.RunMeta, error) {
+// loadRun reads a run's meta: its fixed part from runs, its changing part
+// from the index entry e (nil: registered this instant, no event yet).
+func loadRun(tx *bbolt.Tx, id string, e *runEntry) (journal.RunMeta, error) {
 	raw := tx.Bucket(bucketRuns).Get([]byte(id))
-	hb := tx.Bucket(bucketHeads).Get([]byte(id))
-	if raw == nil || hb == nil {
+	if raw == nil {
 		return journal.RunMeta{}, fmt.Errorf("run %q: %w", id, journal.ErrNotFound)
 	}
 	var m journal.RunMeta
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return m, fmt.Errorf("journal/bolt: run %q meta: %w", id, err)
 	}
-	h, err := decodeHead(hb)
-	if err != nil {
-		return m, fmt.Errorf("run %q: %w", id, err)
+	m.LastSeq, m.Terminal, m.TerminalType, m.TerminalAt = 0, false, "", 0
+	if e != nil {
+		m.LastSeq, m.Terminal, m.TerminalType, m.TerminalAt = e.lastSeq, e.terminal, e.terminalType, e.terminalAt
 	}
-	m.LastSeq, m.Terminal, m.TerminalType, m.TerminalAt = h.lastSeq, h.terminal, h.terminalType, h.terminalAt
 	return m, nil
 }
 
@@ -223,22 +185,4 @@ func loadSession(tx *bbolt.Tx, id string) (journal.SessionMeta, error) {
 		return m, fmt.Errorf("journal/bolt: session %q meta: %w", id, err)
 	}
 	return m, nil
-}
-
-// readEvent reads the event at seq of a run through its index.
-func readEvent(tx *bbolt.Tx, runID string, pending []extent, seq uint64) (protocol.Envelope, error) {
-	exts, err := extentsAfter(tx.Bucket(bucketIndex), runID, pending, seq-1, 1)
-	if err != nil {
-		return protocol.Envelope{}, err
-	}
-	if len(exts) == 0 || exts[0].seq > seq {
-		return protocol.Envelope{}, fmt.Errorf("journal/bolt: run %q has no event %d in its index", runID, seq)
-	}
-	pos := exts[0].pos + seq - exts[0].seq
-	row := tx.Bucket(bucketLog).Get(be64(pos))
-	if row == nil {
-		return protocol.Envelope{}, fmt.Errorf("journal/bolt: run %q event %d: log position %d is missing", runID, seq, pos)
-	}
-	d := rowDecoder{runID: runID}
-	return d.decode(seq, row)
 }

@@ -21,10 +21,14 @@ type Options struct {
 	// equally durable).
 	SyncFreelist bool
 
-	// NoSync skips fsync on commit. DANGEROUS: a crash or power loss can
+	// NoSync skips fsync on commit (bbolt's and the event log's). DANGEROUS: a crash or power loss can
 	// lose acknowledged events or corrupt the file. For benchmarks and
 	// throwaway tests only; never in a deployment. Default false.
 	NoSync bool
+
+	// segmentBytes is the size past which the event log starts a new
+	// segment file. Default DefaultSegmentBytes; tests set it small.
+	segmentBytes uint64
 
 	// Outbox records every notable event (journal.Notable: a prompt, a goal
 	// change, a run's end) in the outbox, in the transaction that appends
@@ -68,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GroupCommit.MaxBatch <= 0 {
 		o.GroupCommit.MaxBatch = DefaultMaxBatch
+	}
+	if o.segmentBytes == 0 {
+		o.segmentBytes = DefaultSegmentBytes
 	}
 	if o.GroupCommit.MaxWait < 0 {
 		o.GroupCommit.MaxWait = 0

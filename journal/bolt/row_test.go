@@ -44,10 +44,22 @@ func TestRow_WrongPlace(t *testing.T) {
 func TestHead_RoundTrip(t *testing.T) {
 	for _, h := range []head{
 		{sessionID: "s"},
+		{born: 1 << 40, terminal: true, terminalAt: 1764460800.5, terminalType: protocol.EventCancelled, sessionID: "sess-1"},
+	} {
+		got, err := decodeHead(h.encode())
+		if err != nil || !reflect.DeepEqual(got, h) {
+			t.Fatalf("round trip of %+v: %+v, %v", h, got, err)
+		}
+		if _, err := decodeHead(append(h.encode(), 0)); err == nil {
+			t.Fatalf("a head with a byte too many decoded")
+		}
+	}
+	for _, h := range []headV1{
+		{sessionID: "s"},
 		{lastSeq: 99, terminal: true, terminalAt: 1764460800.5, terminalType: protocol.EventCancelled, sessionID: "sess-1",
 			pending: []extent{{seq: 60, pos: 1000, count: 30}, {seq: 90, pos: 5000, count: 10}}},
 	} {
-		got, err := decodeHead(h.encode())
+		got, err := decodeHeadV1(h.encode())
 		if err != nil || !reflect.DeepEqual(got, h) {
 			t.Fatalf("round trip of %+v: %+v, %v", h, got, err)
 		}
@@ -78,38 +90,42 @@ func FuzzRow(f *testing.F) {
 	})
 }
 
-// FuzzHead: no input makes the head or index decoders panic.
+// FuzzHead: no input makes the head, first-layout head or index decoders
+// panic.
 func FuzzHead(f *testing.F) {
-	h := head{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}, {4, 9, 6}}}
+	h := headV1{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}, {4, 9, 6}}}
 	f.Add(h.encode())
 	f.Add(appendExtents(nil, h.pending))
-	h.keys = []headKey{{"k1", 1}, {"run/2", 2}}
+	h.keys = []headKeyV1{{"k1", 1}, {"run/2", 2}}
 	f.Add(h.encode())
+	h2 := head{born: 7, sessionID: "s", terminal: true, terminalType: protocol.EventDone}
+	f.Add(h2.encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		decodeHead(b)
+		decodeHeadV1(b)
 		decodeExtents(nil, b)
 	})
 }
 
-// A head's idempotency keys survive encoding; a head without keys encodes
-// as heads did before they were kept there, and those decode.
-func TestHeadKeys(t *testing.T) {
-	h := head{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}}, keys: []headKey{{"k1", 1}, {"r_1/2", 2}, {"", 3}}}
-	got, err := decodeHead(h.encode())
+// A first-layout head's idempotency keys survive encoding; a head without
+// keys encodes as heads did before they were kept there, and those decode.
+func TestHeadV1Keys(t *testing.T) {
+	h := headV1{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}}, keys: []headKeyV1{{"k1", 1}, {"r_1/2", 2}, {"", 3}}}
+	got, err := decodeHeadV1(h.encode())
 	if err != nil || !reflect.DeepEqual(got, h) {
 		t.Fatalf("decoded %+v, %v; want %+v", got, err, h)
 	}
-	old := head{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}}}
+	old := headV1{lastSeq: 9, sessionID: "s", pending: []extent{{1, 2, 3}}}
 	b := old.encode()
 	// The format before keys: ... session id, then the extents, last.
 	if want := append([]byte("\x01s"), appendExtents(nil, old.pending)...); !bytes.HasSuffix(b, want) {
 		t.Fatalf("a head without keys encodes as %x, want it to end with %x", b, want)
 	}
-	if got, err := decodeHead(b); err != nil || got.keys != nil || got.lastSeq != 9 {
+	if got, err := decodeHeadV1(b); err != nil || got.keys != nil || got.lastSeq != 9 {
 		t.Fatalf("old head decoded %+v, %v", got, err)
 	}
 	for _, bad := range [][]byte{append(bytes.Clone(b), 0), append(bytes.Clone(b), 1, 5, 'k'), append(bytes.Clone(b), 1, 1, 'k')} {
-		if _, err := decodeHead(bad); err == nil {
+		if _, err := decodeHeadV1(bad); err == nil {
 			t.Errorf("decoded a malformed key section %x", bad)
 		}
 	}

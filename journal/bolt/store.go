@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"os"
+	"path/filepath"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +36,18 @@ type Store struct {
 	preparing atomic.Int64  // appends being prepared, soon to be queued (see gather)
 	stop      chan struct{} // closed by Close: the committer drains and exits
 	done      chan struct{} // closed by the committer when it has exited
+
+	log    *segLog
+	seed   maphash.Seed // of the key tables' fingerprints
+	wedged error        // the committer's: the log could not be repaired after a failed write
+	// compactDue (the committer's): a segment may be worth compacting.
+	compactDue bool
+
+	// idxMu guards index and its entries: the committer changes them
+	// (merge), readers read them. A reader that reads records takes
+	// log.mu (shared) first.
+	idxMu sync.RWMutex
+	index map[string]*runEntry
 }
 
 var _ journal.Store = (*Store)(nil)
@@ -56,10 +72,6 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal/bolt: open %s: %w", path, err)
 	}
-	if err := db.Update(createBuckets); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("journal/bolt: init %s: %w", path, err)
-	}
 	s := &Store{
 		db:   db,
 		opts: opts,
@@ -67,12 +79,67 @@ func Open(path string, opts Options) (*Store, error) {
 		reqs: make(chan *request, opts.GroupCommit.MaxBatch),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+		seed: maphash.MakeSeed(),
+	}
+	if err := s.openEvents(); err != nil {
+		if s.log != nil {
+			s.log.close()
+		}
+		db.Close()
+		return nil, fmt.Errorf("journal/bolt: open %s: %w", path, err)
 	}
 	go s.commitLoop()
 	return s, nil
 }
 
-// Path returns the path of the journal file.
+// openEvents prepares bbolt's buckets, migrates a journal of the first
+// layout, opens the event log and recovers the index (recover.go).
+func (s *Store) openEvents() error {
+	if err := s.db.Update(createBuckets); err != nil {
+		return err
+	}
+	format, err := s.format()
+	if err != nil {
+		return err
+	}
+	if format == 1 {
+		if err := s.migrate(); err != nil {
+			return fmt.Errorf("migrate to the segmented event log: %w", err)
+		}
+	} else if format != formatSegments {
+		return fmt.Errorf("journal/bolt: unknown layout %d (written by a newer runhub?)", format)
+	}
+	if s.log, err = openLog(EventsDir(s.db.Path()), s.opts.segmentBytes, s.opts.NoSync); err != nil {
+		return err
+	}
+	if err := s.recover(); err != nil {
+		return err
+	}
+	s.compactDue = true
+	return nil
+}
+
+// EventsDir is the directory of the event log of the journal file at path:
+// beside it, its name with ".events" added. Copy both to copy a journal.
+func EventsDir(path string) string { return path + ".events" }
+
+// Files lists the files of the journal at path: the journal file, then its
+// event log's segments in order. They are what a backup copies, and what
+// a test searching the journal's bytes reads.
+func Files(path string) ([]string, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	segs, err := filepath.Glob(filepath.Join(EventsDir(path), "*"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(segs)
+	return append([]string{path}, segs...), nil
+}
+
+// Path returns the path of the journal file (the sessions and runs; the
+// events are in EventsDir(Path())).
 func (s *Store) Path() string { return s.db.Path() }
 
 // Close commits the writes already queued, stops the committer and
@@ -88,7 +155,8 @@ func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
 	s.bus.Close()
-	if err := s.db.Close(); err != nil {
+	err := errors.Join(s.log.close(), s.db.Close())
+	if err != nil {
 		return fmt.Errorf("journal/bolt: close: %w", err)
 	}
 	return nil
@@ -131,51 +199,61 @@ func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit i
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var out []protocol.Envelope
-	err := s.view(func(tx *bbolt.Tx) error {
-		hb := tx.Bucket(bucketHeads).Get([]byte(runID))
-		if hb == nil {
-			return fmt.Errorf("run %q: %w", runID, journal.ErrNotFound)
-		}
-		h, err := decodeHead(hb)
-		if err != nil {
-			return fmt.Errorf("run %q: %w", runID, err)
-		}
-		if limit <= 0 || afterSeq >= h.lastSeq {
-			return nil
-		}
-		want := int(min(uint64(limit), h.lastSeq-afterSeq))
-		exts, err := extentsAfter(tx.Bucket(bucketIndex), runID, h.pending, afterSeq, want)
-		if err != nil {
-			return err
-		}
-		out = make([]protocol.Envelope, 0, want)
-		d := rowDecoder{runID: runID}
-		lc := newLogCursor(tx.Bucket(bucketLog))
-		for _, x := range exts {
-			first := max(x.seq, afterSeq+1)
-			start := x.pos + first - x.seq
-			n := min(x.end()-first, uint64(want-len(out)))
-			var derr error
-			err := lc.scan(start, n, func(pos uint64, row []byte) bool {
-				var e protocol.Envelope
-				e, derr = d.decode(first+pos-start, row)
-				out = append(out, e)
-				return derr == nil
-			})
-			if err != nil {
-				return err
-			}
-			if derr != nil {
-				return derr
-			}
-			if len(out) == want {
-				break
-			}
-		}
-		return nil
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, journal.ErrClosed
+	}
+	s.log.mu.RLock() // no segment is dropped or remapped while we read
+	defer s.log.mu.RUnlock()
+	s.idxMu.RLock()
+	e := s.index[runID]
+	if e == nil {
+		s.idxMu.RUnlock()
+		return nil, fmt.Errorf("run %q: %w", runID, journal.ErrNotFound)
+	}
+	if limit <= 0 || afterSeq >= e.lastSeq {
+		s.idxMu.RUnlock()
+		return nil, nil
+	}
+	want := int(min(uint64(limit), e.lastSeq-afterSeq))
+	offs := make([]uint64, 0, want)
+	e.offs.each(afterSeq+1, func(_, off uint64) bool {
+		offs = append(offs, off)
+		return len(offs) < want
 	})
-	return out, err
+	s.idxMu.RUnlock()
+	out := make([]protocol.Envelope, 0, len(offs))
+	d := rowDecoder{runID: runID}
+	for i, off := range offs {
+		seq := afterSeq + uint64(i) + 1
+		body, _, err := s.log.body(off)
+		if err != nil {
+			return nil, fmt.Errorf("run %q seq %d: %w", runID, seq, err)
+		}
+		eb, err := parseEventBody(body)
+		if err != nil {
+			return nil, fmt.Errorf("run %q seq %d: %w", runID, seq, err)
+		}
+		ev, err := d.decode(seq, eb.row)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// entry returns a copy of the run's changing state, nil when the index
+// has no such run.
+func (s *Store) entry(id string) *runEntry {
+	s.idxMu.RLock()
+	defer s.idxMu.RUnlock()
+	e := s.index[id]
+	if e == nil {
+		return nil
+	}
+	return &runEntry{session: e.session, lastSeq: e.lastSeq, terminal: e.terminal, terminalType: e.terminalType, terminalAt: e.terminalAt}
 }
 
 // Run returns a run's meta; see journal.Log.
@@ -183,7 +261,7 @@ func (s *Store) Run(ctx context.Context, runID string) (journal.RunMeta, error) 
 	var m journal.RunMeta
 	err := s.view(func(tx *bbolt.Tx) error {
 		var err error
-		m, err = loadRun(tx, runID)
+		m, err = loadRun(tx, runID, s.entry(runID))
 		return err
 	})
 	return m, err
@@ -303,11 +381,13 @@ func (s *Store) ActiveRuns(ctx context.Context) ([]journal.RunMeta, error) {
 	out := []journal.RunMeta{}
 	err := s.view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketActive).ForEach(func(k, _ []byte) error {
-			m, err := loadRun(tx, string(k))
+			m, err := loadRun(tx, string(k), s.entry(string(k)))
 			if err != nil {
 				return err
 			}
-			out = append(out, m)
+			if !m.Terminal { // ended this instant: the index is ahead of this view
+				out = append(out, m)
+			}
 			return nil
 		})
 	})

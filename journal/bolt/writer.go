@@ -1,10 +1,9 @@
 package bolt
 
 import (
-	"encoding/binary"
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"go.etcd.io/bbolt"
@@ -13,30 +12,54 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// writer applies the requests of one batch inside one read-write
-// transaction. It caches the heads and sessions the batch touches and
-// writes each once, at flush. A method returns an error only when the
-// transaction must fail (a storage fault); refusals such as ErrTerminal are
-// results, stored in the request, and write nothing.
+// writer applies the requests of one batch. Events go to a buffer that the
+// committer appends to the log in one write; a request that changes what
+// bbolt holds (a session, a run's registration or end, an outbox entry, a
+// deletion) opens the batch's one bbolt read-write transaction, which
+// commits after the log write is durable (commit.go). The runs and
+// sessions the batch touches are cached and written once. A method returns
+// an error only when the batch must fail (a storage fault); refusals such
+// as ErrTerminal are results, stored in the request, and write nothing.
 type writer struct {
-	tx        *bbolt.Tx
+	s         *Store
+	tx        *bbolt.Tx               // nil until the batch needs bbolt
 	open      [nBuckets]*bbolt.Bucket // opened on first use
-	pos       uint64                  // last log position used
-	posDirty  bool
 	runCache  map[string]*runState
+	touched   []*runState // runCache's values, in the order first touched
 	sessCache map[string]*sessState
-	buf       []byte              // rows of this batch; a value must stay intact until commit
-	published []protocol.Envelope // reused by commit
-	outbox    bool                // Options.Outbox: record notable events (outbox.go)
+	buf       []byte // markerRecord, then the batch's records
+	published []protocol.Envelope
+	outbox    bool   // Options.Outbox: record notable events (outbox.go)
+	start     uint64 // log offset the batch's output starts at (set by the committer before flush)
+	marked    bool   // the output starts with markerRecord
+	free      []*runState
 }
 
 // runState is a run as the batch sees it.
 type runState struct {
-	id     string
-	exists bool
-	dirty  bool
-	head   head
-	keys   *bbolt.Bucket // nil until needed
+	id      string
+	exists  bool
+	old     *runEntry // the committed entry it started from, nil when none
+	dropOld bool      // old is deleted by this batch
+	created bool      // registered by this batch
+	headDue bool      // its bbolt head changes (registration, end)
+	bornRel uint64    // created: len(buf) when it was registered
+
+	session      string
+	lastSeq      uint64
+	terminal     bool
+	terminalType protocol.EventType
+	terminalAt   float64
+
+	first uint64     // seq of rel[0]
+	rel   []uint64   // offsets in buf of the batch's events of the run
+	keys  []batchKey // idempotency keys stored by the batch
+}
+
+type batchKey struct {
+	key string
+	fp  uint32
+	seq uint64
 }
 
 // sessState is a session as the batch sees it.
@@ -45,25 +68,29 @@ type sessState struct {
 	dirty bool
 }
 
-// maxKeptBuf is the largest row buffer kept from one batch to the next.
+// maxKeptBuf is the largest record buffer kept from one batch to the next.
 const maxKeptBuf = 4 << 20
 
-func newWriter() *writer {
-	return &writer{runCache: make(map[string]*runState), sessCache: make(map[string]*sessState)}
+func newWriter(s *Store) *writer {
+	return &writer{s: s, runCache: make(map[string]*runState), sessCache: make(map[string]*sessState)}
 }
 
-func (w *writer) begin(tx *bbolt.Tx) {
-	w.tx = tx
-	w.posDirty = false
-	clear(w.runCache)
+func (w *writer) begin() {
 	clear(w.sessCache)
-	w.buf = w.buf[:0]
+	w.marked = false
+	w.buf = append(w.buf[:0], markerRecord...)
 }
 
-// end forgets the transaction; called after it commits or rolls back.
+// end forgets the batch; the caller has committed or rolled back w.tx.
 func (w *writer) end() {
 	w.tx = nil
 	clear(w.open[:])
+	for _, rs := range w.touched {
+		*rs = runState{rel: rs.rel[:0], keys: rs.keys[:0]}
+		w.free = append(w.free, rs)
+	}
+	clear(w.touched)
+	w.touched = w.touched[:0]
 	clear(w.runCache)
 	clear(w.sessCache)
 	if cap(w.buf) > maxKeptBuf {
@@ -71,16 +98,35 @@ func (w *writer) end() {
 	}
 }
 
-// bucket returns a top-level bucket of the transaction, opening it on
+// needTx opens the batch's bbolt transaction if it is not open yet.
+func (w *writer) needTx() error {
+	if w.tx != nil {
+		return nil
+	}
+	tx, err := w.s.db.Begin(true)
+	if err != nil {
+		return err
+	}
+	w.tx = tx
+	return nil
+}
+
+// bucket returns a top-level bucket of the transaction, opening both on
 // first use.
-func (w *writer) bucket(i int) *bbolt.Bucket {
+func (w *writer) bucket(i int) (*bbolt.Bucket, error) {
+	if err := w.needTx(); err != nil {
+		return nil, err
+	}
 	if w.open[i] == nil {
 		w.open[i] = w.tx.Bucket(bucketNames[i])
-		if i == bLog {
-			w.open[i].FillPercent = logFill
-		}
 	}
-	return w.open[i]
+	return w.open[i], nil
+}
+
+// mustBucket is bucket for callers that opened the transaction already.
+func (w *writer) mustBucket(i int) *bbolt.Bucket {
+	b, _ := w.bucket(i)
+	return b
 }
 
 // apply applies one request.
@@ -101,18 +147,32 @@ func (w *writer) apply(r *request) error {
 	return fmt.Errorf("journal/bolt: unknown write %d", r.kind)
 }
 
-// flush writes the heads and sessions the batch changed.
-func (w *writer) flush() error {
-	if w.posDirty {
-		if err := w.bucket(bLog).SetSequence(w.pos); err != nil {
-			return err
-		}
+// global is the log offset of the record at buf[rel] once buf is written
+// (with its marker when the batch has a transaction and records, without
+// otherwise).
+func (w *writer) global(rel uint64) uint64 {
+	if w.marked {
+		return w.start + rel
 	}
-	for id, rs := range w.runCache {
-		if rs.exists && rs.dirty {
-			if err := w.bucket(bHeads).Put([]byte(id), rs.head.encode()); err != nil {
-				return err
-			}
+	return w.start + rel - uint64(len(markerRecord))
+}
+
+// flush writes the heads and sessions the batch changed and the log's end
+// into the transaction.
+func (w *writer) flush(logEnd uint64) error {
+	for _, rs := range w.touched {
+		if !rs.exists || !rs.headDue {
+			continue
+		}
+		var born uint64
+		if rs.created {
+			born = w.global(rs.bornRel)
+		} else {
+			born = rs.old.born
+		}
+		h := head{born: born, terminal: rs.terminal, terminalAt: rs.terminalAt, terminalType: rs.terminalType, sessionID: rs.session}
+		if err := w.mustBucket(bHeads).Put([]byte(rs.id), h.encode()); err != nil {
+			return err
 		}
 	}
 	for id, ss := range w.sessCache {
@@ -121,34 +181,45 @@ func (w *writer) flush() error {
 			if err != nil {
 				return err
 			}
-			if err := w.bucket(bSessions).Put([]byte(id), raw); err != nil {
+			if err := w.mustBucket(bSessions).Put([]byte(id), raw); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	return w.mustBucket(bMeta).Put(metaLogEnd, be64(logEnd))
+}
+
+// newState returns a cleared runState.
+func (w *writer) newState(id string) *runState {
+	var rs *runState
+	if n := len(w.free); n > 0 {
+		rs, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		rs = &runState{}
+	}
+	rs.id = id
+	w.runCache[id] = rs
+	w.touched = append(w.touched, rs)
+	return rs
 }
 
 // run returns the run as the batch sees it, nil when it does not exist.
-func (w *writer) run(id string) (*runState, error) {
+func (w *writer) run(id string) *runState {
 	if rs, ok := w.runCache[id]; ok {
 		if !rs.exists {
-			return nil, nil
+			return nil
 		}
-		return rs, nil
+		return rs
 	}
-	rs := &runState{id: id}
-	w.runCache[id] = rs
-	hb := w.bucket(bHeads).Get([]byte(id))
-	if hb == nil {
-		return nil, nil
+	rs := w.newState(id)
+	e := w.s.index[id]
+	if e == nil {
+		return nil
 	}
-	h, err := decodeHead(hb)
-	if err != nil {
-		return nil, fmt.Errorf("run %q: %w", id, err)
-	}
-	rs.exists, rs.head = true, h
-	return rs, nil
+	rs.exists, rs.old = true, e
+	rs.session, rs.lastSeq, rs.first = e.session, e.lastSeq, e.lastSeq+1
+	rs.terminal, rs.terminalType, rs.terminalAt = e.terminal, e.terminalType, e.terminalAt
+	return rs
 }
 
 // session returns the session as the batch sees it, nil when it does not
@@ -157,7 +228,11 @@ func (w *writer) session(id string) (*sessState, error) {
 	if ss, ok := w.sessCache[id]; ok {
 		return ss, nil
 	}
-	if w.bucket(bSessions).Get([]byte(id)) == nil {
+	b, err := w.bucket(bSessions)
+	if err != nil {
+		return nil, err
+	}
+	if b.Get([]byte(id)) == nil {
 		return nil, nil
 	}
 	m, err := loadSession(w.tx, id)
@@ -170,80 +245,53 @@ func (w *writer) session(id string) (*sessState, error) {
 }
 
 // append journals r.event: the idempotency key first, then the terminal
-// check, then the new row, its key, the head and, for a terminal event, the
-// indexes and the session's active run.
+// check, then the new record and, for a terminal event, the run's end in
+// bbolt and, for a notable one, the outbox entry.
 func (w *writer) append(r *request) error {
 	e := r.event
-	rs, err := w.run(e.RunID)
-	if err != nil {
-		return err
-	}
+	rs := w.run(e.RunID)
 	if rs == nil {
 		r.err = fmt.Errorf("run %q: %w", e.RunID, journal.ErrNotFound)
 		return nil
 	}
-	if rs.head.sessionID != e.SessionID {
-		r.err = protocol.Errorf(protocol.CodeBadRequest, "session_id: run %s belongs to session %s, not %s", e.RunID, rs.head.sessionID, e.SessionID)
+	if rs.session != e.SessionID {
+		r.err = protocol.Errorf(protocol.CodeBadRequest, "session_id: run %s belongs to session %s, not %s", e.RunID, rs.session, e.SessionID)
 		return nil
 	}
+	var fp uint32
 	if r.key != "" {
-		for _, k := range rs.head.keys {
-			if k.key == r.key {
-				r.stored, err = readEvent(w.tx, e.RunID, rs.head.pending, k.seq)
-				return err
-			}
+		fp = keyPrint(w.s.seed, r.key)
+		seq, err := w.findKey(rs, r.key, fp)
+		if err != nil {
+			return err
 		}
-		if rs.keys == nil {
-			rs.keys = w.bucket(bKeys).Bucket([]byte(e.RunID))
-		}
-		if rs.keys != nil {
-			if v := rs.keys.Get([]byte(r.key)); v != nil {
-				if len(v) != 8 {
-					return fmt.Errorf("journal/bolt: run %q key %q: malformed seq", e.RunID, r.key)
-				}
-				r.stored, err = readEvent(w.tx, e.RunID, rs.head.pending, binary.BigEndian.Uint64(v))
-				return err
-			}
+		if seq != 0 {
+			r.stored, err = w.readEvent(rs, seq)
+			return err
 		}
 	}
-	if rs.head.terminal {
-		r.stored, err = readEvent(w.tx, e.RunID, rs.head.pending, rs.head.lastSeq)
-		if err != nil {
+	if rs.terminal {
+		var err error
+		if r.stored, err = w.readEvent(rs, rs.lastSeq); err != nil {
 			return err
 		}
 		r.err = fmt.Errorf("run %q: %w", e.RunID, journal.ErrTerminal)
 		return nil
 	}
-
-	seq := rs.head.lastSeq + 1
-	e.Seq = seq
-	e.EventID = e.RunID + ":" + strconv.FormatUint(seq, 10)
-	start := len(w.buf)
-	w.buf = appendRow(w.buf, &e)
-	log := w.bucket(bLog)
-	if !w.posDirty {
-		w.pos, w.posDirty = log.Sequence(), true
-	}
-	w.pos++
-	if err := log.Put(be64(w.pos), w.buf[start:]); err != nil {
-		return err
-	}
-	rs.head.pending = addExtent(rs.head.pending, seq, w.pos)
-	if len(rs.head.pending) >= spillExtents {
-		if err := w.spill(rs); err != nil {
+	if e.Terminal || (w.outbox && journal.Notable(&e)) {
+		if err := w.needTx(); err != nil {
 			return err
 		}
 	}
+	seq := rs.lastSeq + 1
+	e.Seq = seq
+	e.EventID = e.RunID + ":" + strconv.FormatUint(seq, 10)
+	rs.rel = append(rs.rel, uint64(len(w.buf)))
+	w.buf = appendEventRecord(w.buf, recEvent, r.key, &e)
 	if r.key != "" {
-		rs.head.keys = append(rs.head.keys, headKey{key: r.key, seq: seq})
-		if len(rs.head.keys) >= spillKeys {
-			if err := w.spillKeys(rs); err != nil {
-				return err
-			}
-		}
+		rs.keys = append(rs.keys, batchKey{key: r.key, fp: fp, seq: seq})
 	}
-	rs.head.lastSeq = seq
-	rs.dirty = true
+	rs.lastSeq = seq
 	if e.Terminal {
 		if err := w.finish(rs, &e); err != nil {
 			return err
@@ -256,63 +304,80 @@ func (w *writer) append(r *request) error {
 	return nil
 }
 
-// spillKeys is how many idempotency keys a head holds before they move to
-// the run's keys bucket. Keys kept in the head, which a batch rewrites
-// anyway, spare the batch a page of the run's keys bucket per run it
-// appends to: with one page per run, a batch over 200 runs wrote 200 more
-// pages, and keyed appends (the executor's) cost 2.5 times the CPU of
-// unkeyed ones.
-const spillKeys = 16
-
-// spillKeys moves the head's idempotency keys to the run's keys bucket.
-func (w *writer) spillKeys(rs *runState) error {
-	if len(rs.head.keys) == 0 {
-		return nil
-	}
-	if rs.keys == nil {
-		rs.keys = w.bucket(bKeys).Bucket([]byte(rs.id))
-	}
-	if rs.keys == nil {
-		var err error
-		if rs.keys, err = w.bucket(bKeys).CreateBucket([]byte(rs.id)); err != nil {
-			return err
+// findKey returns the seq the run stored key at, 0 when it did not.
+func (w *writer) findKey(rs *runState, key string, fp uint32) (uint64, error) {
+	for _, k := range rs.keys {
+		if k.fp == fp && k.key == key {
+			return k.seq, nil
 		}
 	}
-	for _, k := range rs.head.keys {
-		if err := rs.keys.Put([]byte(k.key), be64(k.seq)); err != nil {
-			return err
+	if rs.created || rs.old == nil {
+		return 0, nil
+	}
+	var found uint64
+	var err error
+	match := func(seq uint64) bool {
+		var body []byte
+		if body, _, err = w.s.log.body(rs.old.offs.at(seq)); err != nil {
+			return false
 		}
+		var eb eventBody
+		if eb, err = parseEventBody(body); err != nil {
+			return false
+		}
+		if string(eb.key) == key {
+			found = seq
+			return false
+		}
+		return true
 	}
-	rs.head.keys = rs.head.keys[:0]
-	return nil
+	if t := rs.old.keys; t != nil && !t.overflow {
+		t.candidates(fp, match)
+		return found, err
+	}
+	// An ended run keeps no key table: its records say.
+	rs.old.offs.each(1, func(seq, _ uint64) bool { return match(seq) })
+	return found, err
 }
 
-// spill moves the head's pending extents to a segment of the index.
-func (w *writer) spill(rs *runState) error {
-	if len(rs.head.pending) == 0 {
-		return nil
+// readEvent returns the run's event at seq, from the batch or the log.
+func (w *writer) readEvent(rs *runState, seq uint64) (protocol.Envelope, error) {
+	var body []byte
+	if seq >= rs.first && seq-rs.first < uint64(len(rs.rel)) {
+		b, _, ok := frame(w.buf[rs.rel[seq-rs.first]:])
+		if !ok {
+			return protocol.Envelope{}, errRecord
+		}
+		body = b
+	} else {
+		if rs.old == nil || seq == 0 || seq > rs.old.lastSeq {
+			return protocol.Envelope{}, fmt.Errorf("journal/bolt: run %q has no event %d", rs.id, seq)
+		}
+		b, _, err := w.s.log.body(rs.old.offs.at(seq))
+		if err != nil {
+			return protocol.Envelope{}, err
+		}
+		body = b
 	}
-	seg := appendExtents(nil, rs.head.pending)
-	if err := w.bucket(bIndex).Put(segmentKey(rs.id, rs.head.pending[0].seq), seg); err != nil {
-		return err
+	eb, err := parseEventBody(body)
+	if err != nil {
+		return protocol.Envelope{}, err
 	}
-	rs.head.pending = nil
-	return nil
+	d := rowDecoder{runID: rs.id}
+	return d.decode(seq, eb.row)
 }
 
-// finish records a run's terminal event: head, index, indexes, session.
+// finish records a run's terminal event: head, indexes, session.
 func (w *writer) finish(rs *runState, e *protocol.Envelope) error {
-	rs.head.terminal, rs.head.terminalType, rs.head.terminalAt = true, e.Type, e.CreatedAt
-	if err := w.spill(rs); err != nil {
+	rs.terminal, rs.terminalType, rs.terminalAt = true, e.Type, e.CreatedAt
+	rs.headDue = true
+	if err := w.mustBucket(bActive).Delete([]byte(rs.id)); err != nil {
 		return err
 	}
-	if err := w.bucket(bActive).Delete([]byte(rs.id)); err != nil {
+	if err := w.mustBucket(bEnded).Put(endedKey(e.CreatedAt, rs.id), []byte{}); err != nil {
 		return err
 	}
-	if err := w.bucket(bEnded).Put(endedKey(e.CreatedAt, rs.id), []byte{}); err != nil {
-		return err
-	}
-	ss, err := w.session(rs.head.sessionID)
+	ss, err := w.session(rs.session)
 	if err != nil {
 		return err
 	}
@@ -334,73 +399,26 @@ func (w *writer) createSession(r *request) error {
 		r.err = fmt.Errorf("session %q: %w", m.ID, journal.ErrExists)
 		return nil
 	}
-	n, err := w.bucket(bOwners).NextSequence()
+	owners := w.mustBucket(bOwners)
+	n, err := owners.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := w.bucket(bOwners).Put(ownerKey(m.Owner, n), []byte(m.ID)); err != nil {
+	if err := owners.Put(ownerKey(m.Owner, n), []byte(m.ID)); err != nil {
 		return err
 	}
 	w.sessCache[m.ID] = &sessState{meta: m, dirty: true}
 	return nil
 }
 
-// beginRun registers r.run as its session's newest, active run.
-func (w *writer) beginRun(r *request) error {
-	m := r.run
-	ss, err := w.session(m.SessionID)
-	if err != nil {
-		return err
-	}
-	switch {
-	case ss == nil:
-		r.err = fmt.Errorf("session %q: %w", m.SessionID, journal.ErrNotFound)
-		return nil
-	case w.bucket(bRuns).Get([]byte(m.ID)) != nil:
-		r.err = fmt.Errorf("run %q: %w", m.ID, journal.ErrExists)
-		return nil
-	case ss.meta.ActiveRun != "":
-		r.err = fmt.Errorf("session %q has active run %q: %w", m.SessionID, ss.meta.ActiveRun, journal.ErrConflict)
-		return nil
-	}
-	if r.update != nil {
-		// BeginRunUpdate: fn's changes to the runtime-owned fields go in
-		// the same transaction as the registration (fn sees a copy).
-		next := ss.meta
-		next.Runs = slices.Clone(ss.meta.Runs)
-		next.Queue = slices.Clone(ss.meta.Queue)
-		next.RecentKeys = slices.Clone(ss.meta.RecentKeys)
-		if ss.meta.Goal != nil {
-			g := *ss.meta.Goal
-			next.Goal = &g
+// deleteOwned removes session id from its owner's index.
+func (w *writer) deleteOwned(owner, id string) error {
+	prefix := ownerPrefix(owner)
+	c := w.mustBucket(bOwners).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(k) == len(prefix)+8 && string(v) == id {
+			return w.mustBucket(bOwners).Delete(bytes.Clone(k))
 		}
-		if err := r.update(&next); err != nil {
-			r.err = err
-			return nil
-		}
-		journal.RedactSession(&next)
-		ss.meta.Queue, ss.meta.Goal, ss.meta.RecentKeys, ss.meta.Title = next.Queue, next.Goal, next.RecentKeys, next.Title
-	}
-	if m.Owner == "" {
-		m.Owner = ss.meta.Owner
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	if err := w.bucket(bRuns).Put([]byte(m.ID), raw); err != nil {
-		return err
-	}
-	if err := w.bucket(bActive).Put([]byte(m.ID), []byte{}); err != nil {
-		return err
-	}
-	w.runCache[m.ID] = &runState{id: m.ID, exists: true, dirty: true, head: head{sessionID: m.SessionID}}
-	ss.meta.Runs = append(ss.meta.Runs, m.ID)
-	ss.meta.ActiveRun = m.ID
-	ss.dirty = true
-	if r.update != nil {
-		r.sess = ss.meta
-		r.sess.Runs = slices.Clone(ss.meta.Runs)
 	}
 	return nil
 }

@@ -166,11 +166,26 @@ func (h *Harness) Cancel(runID string) {
 // JournalBytes returns the journal file's bytes.
 func (h *Harness) JournalBytes() []byte {
 	h.t.Helper()
-	b, err := os.ReadFile(h.Path)
+	return JournalBytes(h.t, h.Path)
+}
+
+// JournalBytes reads every file of the bolt journal at path (the journal
+// file and its event log), for a search of what was written to disk.
+func JournalBytes(t testing.TB, path string) []byte {
+	t.Helper()
+	files, err := bolt.Files(path)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
-	return b
+	var out []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
 }
 
 // Types lists event types, for messages.

@@ -1,10 +1,13 @@
 package bolt
 
 import (
+	"math"
+
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/runhub/runhub/protocol"
 	"slices"
 
 	"go.etcd.io/bbolt"
@@ -175,4 +178,108 @@ func (lc *logCursor) scan(pos, count uint64, fn func(pos uint64, row []byte) boo
 		}
 	}
 	return nil
+}
+
+// headV1 is a run's head in the first layout (format 1), read only to
+// migrate a journal (migrate.go): the changing part of a run's meta,
+// written with every batch that appended to the run.
+//
+//	last seq      8 bytes big-endian
+//	flags         1 byte (bit 0: terminal)
+//	terminal at   8 bytes (float64 bits)
+//	terminal type uvarint length, bytes
+//	session id    uvarint length, bytes
+//	pending       the extents not yet spilled to a segment (appendExtents)
+//	keys          optional (absent when there are none): uvarint count, then
+//	              per key uvarint length, bytes, uvarint seq — the newest
+//	              idempotency keys, not yet spilled to the run's keys bucket
+type headV1 struct {
+	lastSeq      uint64
+	terminal     bool
+	terminalAt   float64
+	terminalType protocol.EventType
+	sessionID    string
+	pending      []extent
+	keys         []headKeyV1
+}
+
+// headKeyV1 is an idempotency key kept in the head and the seq it stored.
+type headKeyV1 struct {
+	key string
+	seq uint64
+}
+
+func (h *headV1) encode() []byte {
+	b := make([]byte, 0, 17+2*binary.MaxVarintLen64+len(h.terminalType)+len(h.sessionID)+4*len(h.pending)+16)
+	b = binary.BigEndian.AppendUint64(b, h.lastSeq)
+	var flags byte
+	if h.terminal {
+		flags = 1
+	}
+	b = append(b, flags)
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(h.terminalAt))
+	b = binary.AppendUvarint(b, uint64(len(h.terminalType)))
+	b = append(b, h.terminalType...)
+	b = binary.AppendUvarint(b, uint64(len(h.sessionID)))
+	b = append(b, h.sessionID...)
+	b = appendExtents(b, h.pending)
+	if len(h.keys) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(h.keys)))
+		for _, k := range h.keys {
+			b = binary.AppendUvarint(b, uint64(len(k.key)))
+			b = append(b, k.key...)
+			b = binary.AppendUvarint(b, k.seq)
+		}
+	}
+	return b
+}
+
+func decodeHeadV1(b []byte) (headV1, error) {
+	if len(b) < 17 || b[8] > 1 {
+		return headV1{}, errHead
+	}
+	h := headV1{
+		lastSeq:    binary.BigEndian.Uint64(b),
+		terminal:   b[8] == 1,
+		terminalAt: math.Float64frombits(binary.BigEndian.Uint64(b[9:17])),
+	}
+	typ, rest, ok := lenPrefixed(b[17:])
+	if !ok {
+		return headV1{}, errHead
+	}
+	h.terminalType = eventType(typ)
+	sess, rest, ok := lenPrefixed(rest)
+	if !ok {
+		return headV1{}, errHead
+	}
+	h.sessionID = string(sess)
+	var err error
+	if h.pending, rest, err = decodeExtents(nil, rest); err != nil {
+		return headV1{}, errHead
+	}
+	if len(rest) == 0 {
+		return h, nil // no keys (and every head written before they were kept here)
+	}
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n == 0 || n > uint64(len(rest)) {
+		return headV1{}, errHead
+	}
+	rest = rest[k:]
+	h.keys = make([]headKeyV1, 0, n)
+	for range n {
+		key, r, ok := lenPrefixed(rest)
+		if !ok {
+			return headV1{}, errHead
+		}
+		seq, k := binary.Uvarint(r)
+		if k <= 0 {
+			return headV1{}, errHead
+		}
+		h.keys = append(h.keys, headKeyV1{key: string(key), seq: seq})
+		rest = r[k:]
+	}
+	if len(rest) != 0 {
+		return headV1{}, errHead
+	}
+	return h, nil
 }

@@ -1,0 +1,130 @@
+package bolt
+
+import (
+	"fmt"
+
+	"github.com/runhub/runhub/journal"
+)
+
+// Compaction. A segment whose runs are all gone is dropped (merge.go). One
+// that a few live runs still hold — a run that stays active for long, its
+// events spread over segments whose other runs were trimmed — would hold
+// its dead bytes as long: when less than a quarter of a sealed segment is
+// live, the committer copies its live records to the end of the log (one
+// write, one fdatasync, no bbolt change), points the index at the copies
+// and drops the segment. A crash after the copies are durable and before
+// the drop leaves both: recovery takes the later record of a seq, so
+// either way each event is read once.
+
+// compactRatio: a sealed segment is compacted when its live bytes are less
+// than 1/compactRatio of its size.
+const compactRatio = 4
+
+// victim returns a sealed segment worth compacting, nil when none is.
+func (s *Store) victim() *segment {
+	segs := s.log.segs
+	for _, seg := range segs[:len(segs)-1] {
+		if seg.live > 0 && seg.liveBytes*compactRatio < seg.size.Load() {
+			return seg
+		}
+	}
+	return nil
+}
+
+// compact compacts one segment, if one is worth it, and reports whether
+// another may be.
+func (s *Store) compact() (more bool, err error) {
+	seg := s.victim()
+	if seg == nil {
+		return false, nil
+	}
+	all, err := seg.bytes(0, seg.size.Load())
+	if err != nil {
+		return false, err
+	}
+	type moved struct {
+		e   *runEntry
+		seq uint64
+		rel uint64 // in buf
+	}
+	var buf []byte
+	var moves []moved
+	for off := uint64(0); off < seg.size.Load(); {
+		body, n, ok := frame(all[off:])
+		if !ok {
+			return false, fmt.Errorf("journal/bolt: compact segment %s: %w at %d", segName(seg.base), errRecord, off)
+		}
+		if e, seq := s.liveAt(seg.base+off, body); e != nil {
+			moves = append(moves, moved{e: e, seq: seq, rel: uint64(len(buf))})
+			buf = append(buf, all[off:off+uint64(n)]...)
+		}
+		off += uint64(n)
+	}
+	if len(moves) > 0 {
+		start, err := s.log.reserve(uint64(len(buf)))
+		if err != nil {
+			return false, err
+		}
+		wedge, err := s.log.write(buf)
+		if wedge != nil {
+			s.wedged = fmt.Errorf("%w: the event log cannot be repaired until reopened: %v", journal.ErrUnavailable, wedge)
+		}
+		if err != nil {
+			return false, err
+		}
+		a := s.log.active()
+		byRun := map[*runEntry]map[uint64]uint64{}
+		for _, m := range moves {
+			if byRun[m.e] == nil {
+				byRun[m.e] = map[uint64]uint64{}
+			}
+			byRun[m.e][m.seq] = start + m.rel
+			a.live++
+			a.liveBytes += recordLen(buf[m.rel:])
+		}
+		s.idxMu.Lock()
+		for e, to := range byRun {
+			e.offs.relocate(to)
+		}
+		s.idxMu.Unlock()
+	}
+	seg.live, seg.liveBytes = 0, 0
+	if err := s.log.drop(seg); err != nil {
+		return false, err
+	}
+	return s.victim() != nil, nil
+}
+
+// liveAt returns the run entry and seq of the event record at off when it
+// is the one the index points at, nil otherwise.
+func (s *Store) liveAt(off uint64, body []byte) (*runEntry, uint64) {
+	eb, err := parseEventBody(body)
+	if err != nil {
+		return nil, 0 // a marker
+	}
+	row, err := parseRow(eb.row)
+	if err != nil {
+		return nil, 0
+	}
+	e := s.index[string(row.run)]
+	if e == nil || off < e.born || row.seq == 0 || row.seq > e.lastSeq || e.offs.at(row.seq) != off {
+		return nil, 0
+	}
+	return e, row.seq
+}
+
+// relocate points the seqs of to at their new offsets.
+func (l *offList) relocate(to map[uint64]uint64) {
+	offs := make([]uint64, 0, l.n)
+	l.each(1, func(seq, off uint64) bool {
+		if n, ok := to[seq]; ok {
+			off = n
+		}
+		offs = append(offs, off)
+		return true
+	})
+	*l = offList{}
+	for _, off := range offs {
+		l.add(off)
+	}
+}

@@ -1,0 +1,176 @@
+package bolt
+
+import (
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// recover checks the log against bbolt and builds the index, on open:
+//
+//  1. every record of every segment is framed and checked (length, CRC);
+//     the first one that is not whole ends the log: a torn write of the
+//     newest segment, which is cut off there (an older segment was whole
+//     and synced before the next one began, so a bad record there is
+//     corruption, reported);
+//  2. a marker at or past bbolt's log end starts a batch whose bbolt
+//     transaction never committed (commit.go): none of its writers was
+//     answered, and it is cut off;
+//  3. every event record of a run bbolt knows, at or past the run's birth,
+//     goes to the run's offsets (a later copy of the same seq, made by
+//     compaction, wins); the seqs must then run 1..n without a hole. An
+//     active run's idempotency keys go to its key table;
+//  4. segments without a live record are dropped.
+func (s *Store) recover() error {
+	heads := map[string]*building{}
+	var logEnd uint64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(metaLogEnd); len(v) == 8 {
+			logEnd = beU64(v)
+		}
+		return tx.Bucket(bucketHeads).ForEach(func(k, v []byte) error {
+			h, err := decodeHead(v)
+			if err != nil {
+				return fmt.Errorf("run %q: %w", k, err)
+			}
+			heads[string(k)] = &building{h: h}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.checkFrames(logEnd); err != nil {
+		return err
+	}
+	err = s.eachRecord(func(off uint64, body []byte) error {
+		if body[0] != recEvent && body[0] != recCopy {
+			return nil
+		}
+		eb, err := parseEventBody(body)
+		if err != nil {
+			return fmt.Errorf("%w at offset %d", err, off)
+		}
+		row, err := parseRow(eb.row)
+		if err != nil {
+			return fmt.Errorf("%w at offset %d", err, off)
+		}
+		b := heads[string(row.run)]
+		if b == nil || off < b.h.born || row.seq == 0 {
+			return nil // a deleted run's, or an older run's of that id
+		}
+		for uint64(len(b.offs)) < row.seq {
+			b.offs = append(b.offs, noOffset)
+		}
+		b.offs[row.seq-1] = off
+		if !b.h.terminal && len(eb.key) > 0 {
+			if b.keys == nil {
+				b.keys = &keyTable{}
+			}
+			b.keys.insert(keyPrint(s.seed, string(eb.key)), row.seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.index = make(map[string]*runEntry, len(heads))
+	for id, b := range heads {
+		e := &runEntry{session: b.h.sessionID, born: b.h.born, terminal: b.h.terminal,
+			terminalType: b.h.terminalType, terminalAt: b.h.terminalAt, keys: b.keys}
+		if !e.terminal && e.keys == nil {
+			e.keys = &keyTable{}
+		}
+		for i, off := range b.offs {
+			if off == noOffset {
+				return fmt.Errorf("journal/bolt: run %q: event %d is missing from the event log", id, i+1)
+			}
+			e.offs.add(off)
+			seg := s.log.find(off)
+			seg.live++
+			if h, err := seg.bytes(off-seg.base, recHeader); err == nil {
+				seg.liveBytes += recordLen(h)
+			}
+		}
+		e.lastSeq = uint64(len(b.offs))
+		s.index[id] = e
+	}
+	s.dropDead()
+	return nil
+}
+
+// building is a run's index while recover reads the log.
+type building struct {
+	h    head
+	offs []uint64 // by seq-1; noOffset until found
+	keys *keyTable
+}
+
+const noOffset = ^uint64(0)
+
+func beU64(b []byte) uint64 {
+	var n uint64
+	for _, c := range b {
+		n = n<<8 | uint64(c)
+	}
+	return n
+}
+
+// checkFrames is steps 1 and 2 of recover.
+func (s *Store) checkFrames(logEnd uint64) error {
+	doubt := noOffset
+	last := len(s.log.segs) - 1
+	for i, seg := range s.log.segs {
+		all, err := seg.bytes(0, seg.size.Load())
+		if err != nil {
+			return err
+		}
+		off := uint64(0)
+		for off < seg.size.Load() {
+			body, n, ok := frame(all[off:])
+			if !ok {
+				if i != last {
+					return fmt.Errorf("journal/bolt: segment %s: %w at %d of %d bytes", segName(seg.base), errRecord, off, seg.size.Load())
+				}
+				if err := s.log.cut(off); err != nil {
+					return err
+				}
+				break
+			}
+			if body[0] == recMarker && seg.base+off >= logEnd && doubt == noOffset {
+				doubt = seg.base + off
+			}
+			off += uint64(n)
+		}
+	}
+	if doubt == noOffset {
+		return nil
+	}
+	a := s.log.active()
+	if doubt < a.base {
+		return fmt.Errorf("journal/bolt: segment %s: a batch that never committed is followed by another segment", segName(s.log.find(doubt).base))
+	}
+	return s.log.cut(doubt - a.base)
+}
+
+// eachRecord calls fn with the offset and body of every record of the log,
+// in order.
+func (s *Store) eachRecord(fn func(off uint64, body []byte) error) error {
+	for _, seg := range s.log.segs {
+		all, err := seg.bytes(0, seg.size.Load())
+		if err != nil {
+			return err
+		}
+		for off := uint64(0); off < seg.size.Load(); {
+			body, n, ok := frame(all[off:])
+			if !ok {
+				return fmt.Errorf("journal/bolt: segment %s: %w at %d", segName(seg.base), errRecord, off)
+			}
+			if err := fn(seg.base+off, body); err != nil {
+				return err
+			}
+			off += uint64(n)
+		}
+	}
+	return nil
+}
