@@ -12,11 +12,13 @@ import (
 // that decides which events it takes.
 //
 // Locking: mu guards every field. The reader queues messages, requests
-// closes and changes the focus; the writer goroutine takes frames and runs
+// closes and changes the focus; the socket's sender takes frames (holding
+// wire.mu: wire.mu comes first); the writer goroutine takes frames and runs
 // catch-up; the router offers events (holding router.mu) and kicks; the
 // tracker offers statuses; the hello and expiry timers and Shutdown request
 // closes; Stats reads. Whoever queues something then calls signal, which
-// may be called with mu held (it may take w.mu: mu comes first).
+// may be called with mu held (it may take sender.mu and w.mu: mu comes
+// first).
 //
 // The focus shares mu with the queues on purpose: a focus change voids the
 // queued events, offerEvent checks the focus and queues an event, and
