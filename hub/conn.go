@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -15,8 +16,10 @@ import (
 )
 
 // conn is one tab socket. The reader goroutine (serve) decodes and handles
-// client messages; the writer goroutine, started on demand by signal,
-// drains the outbound queues. Both stop when ctx ends.
+// client messages. What the socket is sent is written by its sender
+// (sender.go), one of the hub's goroutines shared by many sockets, which
+// never waits on the socket; the socket's writer goroutine, started on
+// demand, does what may wait (writer.go). Both stop when ctx ends.
 //
 // Its state is grouped by owner; each group's type states its contract.
 // "The reader" is readLoop and the goroutine it handles each frame on: it
@@ -29,18 +32,26 @@ import (
 //   - auth (authState): hello and the credentials' expiry, which the hello
 //     and expiry timers read; under auth.mu.
 //   - out (outbox): the outbound queues, the close request and the focus,
-//     shared by the reader, the writer, the router, the tracker and the
-//     timers; under out.mu.
+//     shared by the reader, the writer, the sender, the router, the tracker
+//     and the timers; under out.mu.
+//   - wire: the connection's sending side (wire.go): whole frames, the
+//     bytes a sender left for the writer; under wire.mu, held for a whole
+//     frame by the writer, the sender (TryLock only) or the WebSocket
+//     library (its control frames).
 //   - w (writer): the writer goroutine's lifecycle; an atomic and w.mu.
+//   - queued: c is in its sender's ready list; an atomic.
 //
 // The session the router has the socket in is the router's
 // (router.focused), under router.mu. Lock order: auth.mu, out.mu, w.mu
 // (greet and failClose look at the close request holding auth.mu; signal
-// may start a writer holding out.mu), and router.mu before out.mu (the
-// router offers events holding it). Nothing else is held while taking
-// them.
+// may start a writer holding out.mu); wire.mu before out.mu (a sender
+// takes a frame holding its wire; nobody waits for wire.mu holding
+// out.mu); router.mu before out.mu (the router offers events holding it);
+// sender.mu is taken holding out.mu (signal) and holds nothing. Nothing
+// else is held while taking them.
 //
-// id, ws, ctx, cancel and socketEnv are set by newConn and never change.
+// id, ws, ctx, cancel, snd and socketEnv are set by newConn and never
+// change; wire is set before serve and never changes.
 // subject is set by the first hello, on the reader, before anything else
 // reads it: the reader's calls into presence and tracker, and leave.
 type conn struct {
@@ -55,7 +66,10 @@ type conn struct {
 	watches watches
 	auth    authState
 	out     outbox
+	wire    *wire // nil: the WebSocket library writes (no hijacked connection)
 	w       writer
+	snd     *sender // the sender that writes for the socket
+	queued  atomic.Bool
 }
 
 // socketEnv is what a socket uses of its hub: made once by New, shared by
@@ -105,7 +119,8 @@ func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 		cancel()
 		ws.CloseNow()
 	}
-	return &conn{socketEnv: &h.env, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: stop,
+	snd := h.senders[int(h.nextSnd.Add(1))%len(h.senders)]
+	return &conn{socketEnv: &h.env, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: stop, snd: snd,
 		rd: reader{pre: pre, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
 		w:  writer{wake: make(chan struct{}, 1)}}
 }

@@ -19,18 +19,25 @@
 //     leave with the next status flush (presence is progress, not meaning);
 //   - the focus router (router.go) tails the runs that some socket focuses,
 //     encodes each event once and offers the bytes to the focusing sockets;
-//   - each socket (conn.go) has one reader goroutine and, while it has
-//     something to send, one writer goroutine (started by the first signal,
-//     ended after at most a second of nothing, so an idle tab costs one
-//     goroutine);
-//     the writer drains a bounded queue and batches what is waiting into one
-//     NDJSON frame, written with a deadline. docs/benchmarks.md ("Load
-//     tests") has what a socket costs. A socket's state is split by owner,
-//     each part with its locking stated on its type: the reader's own
-//     (conn.go), its watches (watch.go), its hello and credentials
-//     (hello.go), its outbox — queues, close request and focus, under one
-//     lock (outbox.go) — and its writer's lifecycle (writer.go). A socket
-//     reaches its hub only through socketEnv.
+//   - each socket (conn.go) has one reader goroutine; what it is sent
+//     waits in a bounded queue and leaves batched into one NDJSON frame.
+//     The hub's senders (sender.go, one per core, each serving a share of
+//     the sockets) write those frames: a socket offered something is put
+//     in its sender's ready list, and the sender, woken once for all of
+//     them, writes each a frame with a non-blocking write. What may wait
+//     runs on the socket's own writer goroutine (writer.go; started when
+//     needed, ended after at most a second of nothing, so an idle tab costs
+//     one goroutine): the rest of a frame the kernel did not take, reading
+//     the journal for the focus, the close, each write bounded by the
+//     write timeout. The hub frames its messages itself on the connection
+//     (wire.go); the WebSocket library writes only its control frames.
+//     docs/benchmarks.md ("Load tests") has what a socket costs. A
+//     socket's state is split by owner, each part with its locking stated
+//     on its type: the reader's own (conn.go), its watches (watch.go), its
+//     hello and credentials (hello.go), its outbox — queues, close request
+//     and focus, under one lock (outbox.go) — its wire (wire.go) and its
+//     writer's lifecycle (writer.go). A socket reaches its hub only
+//     through socketEnv.
 //
 // The AG-UI export (agui.go, the mapping in hub/agui) serves a run or a
 // session as AG-UI events over SSE (docs/agui.md); each stream reads the

@@ -115,8 +115,8 @@ func TestStatusEncodedOnce(t *testing.T) {
 }
 
 // Everything waiting for a socket — messages, statuses, events — leaves in
-// one NDJSON frame (one WebSocket message, sent with one write by the
-// cork: TestCorkWriterOneWritePerFrame), in that order.
+// one NDJSON frame (one WebSocket message, sent with one write: the
+// wire, TestWireOneWritePerFrame), in that order.
 func TestTakeOneFramePerFlush(t *testing.T) {
 	h := &Hub{}
 	h.cfg.defaults()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -174,7 +175,9 @@ type Hub struct {
 	tracker  *tracker
 	router   *router
 	presence *presence
-	env      socketEnv // what its sockets use of it
+	senders  []*sender     // write for the sockets, one per core (sender.go)
+	nextSnd  atomic.Uint32 // the sender the next socket gets, modulo len(senders)
+	env      socketEnv     // what its sockets use of it
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -201,11 +204,15 @@ func New(cfg Config, store journal.Store, runtime adapter.RuntimeAdapter) *Hub {
 	h.router = newRouter(h)
 	h.tracker = newTracker(h)
 	h.presence = newPresence(h)
+	h.senders = newSenders()
 	h.env = socketEnv{cfg: &h.cfg, log: h.log, metrics: h.cfg.Metrics, store: store,
 		router: h.router, tracker: h.tracker, presence: h.presence, hub: h}
 	h.tracker.start()
 	h.router.start()
 	h.presence.start()
+	for _, s := range h.senders {
+		s.start()
+	}
 	return h
 }
 
@@ -256,7 +263,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(h.cfg.MaxFrameBytes)
 	c := newConn(h, ws, pre)
-	c.w.cork = hj.cork
+	c.wire = hj.wire
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -318,6 +325,9 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		h.presence.stop()
 		h.tracker.stop()
 		h.router.stop()
+		for _, s := range h.senders {
+			s.stop()
+		}
 		h.cancel()
 	})
 	h.wg.Wait()

@@ -12,11 +12,13 @@ import (
 // that decides which events it takes.
 //
 // Locking: mu guards every field. The reader queues messages, requests
-// closes and changes the focus; the writer goroutine takes frames and runs
+// closes and changes the focus; the socket's sender takes frames (holding
+// wire.mu: wire.mu comes first); the writer goroutine takes frames and runs
 // catch-up; the router offers events (holding router.mu) and kicks; the
 // tracker offers statuses; the hello and expiry timers and Shutdown request
 // closes; Stats reads. Whoever queues something then calls signal, which
-// may be called with mu held (it may take w.mu: mu comes first).
+// may be called with mu held (it may take sender.mu and w.mu: mu comes
+// first).
 //
 // The focus shares mu with the queues on purpose: a focus change voids the
 // queued events, offerEvent checks the focus and queues an event, and
@@ -33,6 +35,12 @@ type outbox struct {
 	closeCode   websocket.StatusCode
 	closeReason string
 	focus       focusState // the focus state machine's (focus.go)
+	// busy: the socket's writer goroutine took a frame and has not written
+	// it yet; a sender takes nothing meanwhile, so frames leave in the
+	// order they were taken. limit is the frame size the writer set
+	// (nextFrameLimit; 0: MaxBatchBytes), which senders use too.
+	busy  bool
+	limit int
 }
 
 // pushResult is what push did with a message.
@@ -155,37 +163,72 @@ func (o *outbox) setFocus(st focusState) {
 	o.events = o.events[:0]
 }
 
-// take moves what is waiting into buf as NDJSON, up to about limit bytes:
-// messages, then statuses, then events. done reports a requested close
-// with nothing left to send.
+// take moves what is waiting into buf as NDJSON, appended to what buf
+// holds (a frame's headroom), up to about limit bytes: messages, then
+// statuses, then events. done reports a requested close with nothing left
+// to send.
 func (o *outbox) take(buf []byte, limit int) ([]byte, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	buf = o.growFrame(buf, limit)
+	return o.takeLocked(buf, limit)
+}
+
+// takeLocked is take with mu held.
+func (o *outbox) takeLocked(buf []byte, limit int) ([]byte, bool) {
+	base := len(buf)
+	limit += base
+	buf = o.growFrame(buf, limit-base)
 	n := 0
-	for ; n < len(o.msgs) && (len(buf) == 0 || len(buf)+len(o.msgs[n]) < limit); n++ {
+	for ; n < len(o.msgs) && (len(buf) == base || len(buf)+len(o.msgs[n]) < limit); n++ {
 		buf = appendLine(buf, o.msgs[n])
 		o.msgs[n] = nil
 	}
 	o.msgs = compact(o.msgs, n)
 	if o.closing {
 		// Closing: only the remaining messages (goaway, errors) matter.
-		return trimNL(buf), len(o.msgs) == 0 && len(buf) == 0
+		return trimNL(buf, base), len(o.msgs) == 0 && len(buf) == base
 	}
 	n = 0
-	for ; n < len(o.statusOrder) && (len(buf) == 0 || len(buf)+len(o.statuses[o.statusOrder[n]]) < limit); n++ {
+	for ; n < len(o.statusOrder) && (len(buf) == base || len(buf)+len(o.statuses[o.statusOrder[n]]) < limit); n++ {
 		sid := o.statusOrder[n]
 		buf = appendLine(buf, o.statuses[sid])
 		delete(o.statuses, sid)
 	}
 	o.statusOrder = compactStrings(o.statusOrder, n)
 	n = 0
-	for ; n < len(o.events) && (len(buf) == 0 || len(buf)+len(o.events[n]) < limit); n++ {
+	for ; n < len(o.events) && (len(buf) == base || len(buf)+len(o.events[n]) < limit); n++ {
 		buf = appendLine(buf, o.events[n])
 		o.events[n] = nil
 	}
 	o.events = compact(o.events, n)
-	return trimNL(buf), false
+	return trimNL(buf, base), false
+}
+
+// takeBusy is take for the socket's writer goroutine: a frame taken makes
+// the outbox busy until release.
+func (o *outbox) takeBusy(buf []byte, limit int) ([]byte, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	base := len(buf)
+	buf, done := o.takeLocked(buf, limit)
+	o.busy = len(buf) > base
+	return buf, done
+}
+
+// release ends busy once the writer's frame is written, and keeps the
+// writer's frame size for the senders.
+func (o *outbox) release(limit int) {
+	o.mu.Lock()
+	o.busy, o.limit = false, limit
+	o.mu.Unlock()
+}
+
+// writerNeeded reports work that only the socket's writer goroutine does,
+// because it waits: a close (the closing handshake) or reading the
+// journal for the focus. Called with mu held.
+func (o *outbox) writerNeeded() bool {
+	f := &o.focus
+	return o.closing || (f.sid != "" && (f.lagging || f.verify || f.resolve))
 }
 
 // growFrame makes room in buf for what take will move into it (at most
@@ -255,8 +298,9 @@ func appendLine(buf, line []byte) []byte {
 	return append(buf, '\n')
 }
 
-func trimNL(buf []byte) []byte {
-	if len(buf) > 0 && buf[len(buf)-1] == '\n' {
+// trimNL drops the newline that ends buf past its first base bytes.
+func trimNL(buf []byte, base int) []byte {
+	if len(buf) > base && buf[len(buf)-1] == '\n' {
 		return buf[:len(buf)-1]
 	}
 	return buf

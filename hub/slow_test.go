@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,21 @@ import (
 // does not hold back a second tab; when it reads again it is caught up from
 // the journal with no gap and no duplicate.
 func TestWS_SlowConsumerBoundedAndCaughtUp(t *testing.T) {
+	checkSlowConsumer(t, 5000, 0)
+}
+
+// The same with one core: the hub has one sender, which writes for both
+// tabs and the control socket. The tokens come 1 ms apart, so the stalled
+// tab still takes live events, written by the sender, when its buffers
+// fill: the rest goes to its own writer, and both tabs get the whole run
+// in order. (That the sender never waits on it is
+// TestSenderPassesAStalledSocketBy's.)
+func TestWS_StalledTabOnTheSameSenderHoldsNoOtherBack(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	checkSlowConsumer(t, 2000, 1)
+}
+
+func checkSlowConsumer(t *testing.T, tokens, tokenMS int) {
 	const queue = 64
 	// Small socket buffers on both ends stand in for a slow link, so a few
 	// thousand events are enough to stall the hub's writes to that tab.
@@ -48,8 +64,7 @@ func TestWS_SlowConsumerBoundedAndCaughtUp(t *testing.T) {
 	fast := th.dial(t)
 	fast.Focus(ctx, sess.SessionID, "")
 
-	const tokens = 5000
-	run := startRun(t, ctl, simStart(sess.SessionID, tokens, 0, `,"tools":0`))
+	run := startRun(t, ctl, simStart(sess.SessionID, tokens, tokenMS, `,"tools":0`))
 
 	maxQueued, sawLagging := 0, false
 	col := newCollector()

@@ -25,31 +25,45 @@ var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return
 // keeps buffers between two garbage collections.
 const maxPooledFrame = 320 << 10
 
-// maxCorkedFrame is the largest frame sent through the cork: above it the
-// header's separate write is noise next to the payload's, and copying the
-// frame would cost more than it saves.
-const maxCorkedFrame = 64 << 10
+// maxKeptEncoder is the largest buffer an eventEncoder keeps between
+// events: a huge payload's buffer is let go.
+const maxKeptEncoder = 64 << 10
 
-// writer is the lifecycle of a socket's writer goroutine, which runs only
-// while the socket has something to send (and lingers writerLinger after).
+// writer is the lifecycle of a socket's writer goroutine. Senders write
+// what a socket is offered as long as that never waits (sender.go); the
+// writer runs only for what does: a frame the kernel did not take whole
+// (the wire's pending bytes), reading the journal for the focus, the
+// close, or a frame the socket's wire was too busy for. It lingers
+// writerLinger after its last work, then ends.
 //
 // Locking: wake is a channel of capacity 1 (a token: the writer has work).
-// running is atomic: 1 from the signal that starts a writer until that
+// running is atomic: 1 from the wakeWriter that starts a writer until that
 // writer retires, so at most one runs. mu guards stopped and orders
-// startWriter's wg.Add before halt's wg.Wait. cork is set before serve and
-// then used by the writer goroutine alone.
+// startWriter's wg.Add before halt's wg.Wait.
 type writer struct {
 	wake    chan struct{}
 	running atomic.Int32
 	mu      sync.Mutex
 	stopped bool // serve has ended: no writer starts again
 	wg      sync.WaitGroup
-	cork    *corkWriter // sends each frame with one write (nil: plain writes)
 }
 
-// signal tells the writer there is work, starting one if none runs. It
-// may be called with out.mu held.
+// signal tells the socket there is something to send: its sender writes
+// it (or hands it to the writer goroutine). It may be called with out.mu
+// held.
 func (c *conn) signal() {
+	if c.snd == nil || c.wire == nil || c.wire.raw == nil {
+		c.wakeWriter() // no sender for this socket: its writer sends everything
+		return
+	}
+	if c.queued.CompareAndSwap(false, true) {
+		c.snd.push(c)
+	}
+}
+
+// wakeWriter tells the writer goroutine there is work, starting one if
+// none runs. It may be called with out.mu held.
+func (c *conn) wakeWriter() {
 	select {
 	case c.w.wake <- struct{}{}:
 	default:
@@ -95,12 +109,12 @@ func (c *conn) retire() bool {
 }
 
 // writeLoop drains the socket's queues: everything waiting goes out as one
-// NDJSON frame (up to MaxBatchBytes); when nothing waits and the focus needs
-// catching up, it reads the journal; then it sleeps until signalled, and
-// after writerLinger/2 to writerLinger of nothing it ends (signal starts it
-// again). The idle timer is not re-armed per frame: it fires every
-// writerLinger/2, and the writer ends when nothing was written since the
-// previous firing.
+// NDJSON frame (up to MaxBatchBytes); bytes a sender left pending go out
+// first; when nothing waits and the focus needs catching up, it reads the
+// journal; then it sleeps until woken, and after writerLinger/2 to
+// writerLinger of nothing it ends (wakeWriter starts it again). The idle
+// timer is not re-armed per frame: it fires every writerLinger/2, and the
+// writer ends when nothing was written since the previous firing.
 func (c *conn) writeLoop() {
 	// One timer bounds every write (armed per frame, never reallocated), and
 	// one AfterFunc ends a write in flight when the socket's context ends:
@@ -118,15 +132,14 @@ func (c *conn) writeLoop() {
 	fails := 0    // catch-up reads failed in a row
 	for {
 		bp := framePool.Get().(*[]byte)
-		buf, done := c.out.take((*bp)[:0], limit)
-		if len(buf) > 0 {
+		buf, done := c.out.takeBusy((*bp)[:frameHeadroom], limit)
+		if len(buf) > frameHeadroom {
+			*bp = buf
 			began := time.Now()
 			err := c.write(timeout, buf)
 			limit = nextFrameLimit(limit, c.cfg.MaxBatchBytes, time.Since(began))
-			if cap(buf) <= maxPooledFrame {
-				*bp = buf[:0]
-				framePool.Put(bp)
-			}
+			c.out.release(limit)
+			putFrame(bp)
 			if err != nil {
 				c.cancel()
 				return
@@ -134,8 +147,24 @@ func (c *conn) writeLoop() {
 			busy = true
 			continue
 		}
-		*bp = buf[:0]
-		framePool.Put(bp)
+		*bp = buf
+		putFrame(bp)
+		if c.wire != nil {
+			// What a sender could not write whole goes out before anything
+			// else (and before the close frame).
+			began := time.Now()
+			sent, err := c.wire.flush(timeout, c.cfg.WriteTimeout)
+			if err != nil {
+				c.cancel()
+				return
+			}
+			if sent {
+				limit = nextFrameLimit(limit, c.cfg.MaxBatchBytes, time.Since(began))
+				c.out.release(limit)
+				busy = true
+				continue
+			}
+		}
 		if done {
 			c.finish()
 			return
@@ -229,43 +258,29 @@ func encodeEventFrame(e *protocol.Envelope) ([]byte, error) {
 	frame := make([]byte, len(b)+1)
 	copy(frame, b)
 	frame[len(b)] = '}'
-	if ee.buf.Cap() > maxCorkedFrame {
+	if ee.buf.Cap() > maxKeptEncoder {
 		ee.buf = bytes.Buffer{} // do not keep a huge payload's buffer
 	}
 	return frame, nil
 }
 
-// write sends one frame; timeout closes the socket if the tab takes no
-// bytes of it for WriteTimeout.
-func (c *conn) write(timeout *time.Timer, frame []byte) error {
+// write sends one frame (buf: the frame's headroom, then its payload);
+// timeout closes the socket if the tab takes no bytes of it for
+// WriteTimeout.
+func (c *conn) write(timeout *time.Timer, buf []byte) error {
 	if c.ctx.Err() != nil {
 		return c.ctx.Err()
 	}
-	cw := c.w.cork
-	if cw != nil {
-		// The timeout counts from the last bytes the tab took (see
-		// corkWriter): a slow reader is slowed down, never cut mid-frame.
-		cw.frameStart(timeout, c.cfg.WriteTimeout)
+	var err error
+	if c.wire != nil {
+		err = c.wire.send(frameOf(buf), timeout, c.cfg.WriteTimeout)
 	} else {
 		timeout.Reset(c.cfg.WriteTimeout)
-	}
-	cork := cw != nil && len(frame) <= maxCorkedFrame
-	if cork {
-		cw.cork(len(frame))
-	}
-	err := c.ws.Write(context.Background(), websocket.MessageText, frame)
-	if cork {
-		if uerr := cw.uncork(); err == nil {
-			err = uerr
-		}
-	}
-	if cw != nil {
-		cw.frameEnd()
-	} else {
+		err = c.ws.Write(context.Background(), websocket.MessageText, buf[frameHeadroom:])
 		timeout.Stop()
 	}
 	if err == nil {
-		c.metrics.FrameWritten(len(frame))
+		c.metrics.FrameWritten(len(buf) - frameHeadroom)
 	}
 	return err
 }

@@ -1,0 +1,290 @@
+package hub
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// countConn counts the writes that reach the connection.
+type countConn struct {
+	net.Conn
+	writes [][]byte
+}
+
+func (c *countConn) Write(p []byte) (int, error) {
+	c.writes = append(c.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+// payloadFrame is a frame buffer (headroom, then payload) holding n bytes
+// of b.
+func payloadFrame(n int, b byte) []byte {
+	return append(make([]byte, frameHeadroom), bytes.Repeat([]byte{b}, n)...)
+}
+
+// A frame the hub sends is one write: its header (of each length's form)
+// and its payload together; a control frame the WebSocket library writes
+// through its buffer reaches the connection whole, in one write too.
+func TestWireOneWritePerFrame(t *testing.T) {
+	cc := &countConn{}
+	w := newWire(cc)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	heads := map[int][]byte{
+		0:       {0x81, 0},
+		125:     {0x81, 125},
+		126:     {0x81, 126, 0, 126},
+		0xffff:  {0x81, 126, 0xff, 0xff},
+		0x10000: {0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0},
+	}
+	for n, head := range heads {
+		cc.writes = nil
+		if err := w.send(frameOf(payloadFrame(n, 'x')), timer, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		for _, b := range cc.writes {
+			got = append(got, b...)
+		}
+		if n <= writeChunk && len(cc.writes) != 1 {
+			t.Fatalf("%d-byte payload: %d writes", n, len(cc.writes))
+		}
+		if !bytes.Equal(got[:len(head)], head) || len(got) != len(head)+n {
+			t.Fatalf("%d-byte payload: header % x, %d bytes; want header % x", n, got[:min(len(got), 10)], len(got), head)
+		}
+	}
+
+	// The library's largest control frame: a close with 125 bytes of
+	// payload, written as the library does (header, payload, flush).
+	cc.writes = nil
+	bw := bufio.NewWriterSize(w, socketWriteBuffer)
+	bw.Write([]byte{0x88, 125})
+	bw.Write(bytes.Repeat([]byte("c"), 125))
+	bw.Flush()
+	if len(cc.writes) != 1 || len(cc.writes[0]) != 127 {
+		t.Fatalf("a control frame in %d writes", len(cc.writes))
+	}
+	if err := w.send(frameOf(payloadFrame(3, 'x')), timer, time.Second); err != errCloseSent {
+		t.Fatalf("a frame after the close frame: %v", err)
+	}
+}
+
+// tcpPair is a loopback TCP connection, with 4 KiB buffers if small: the
+// server side (sent from) and the client side (read, or not).
+func tcpPair(t *testing.T, small bool) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	for _, c := range []net.Conn{server, client} {
+		if !small {
+			break
+		}
+		raw, _ := c.(*net.TCPConn).SyscallConn()
+		raw.Control(func(fd uintptr) {
+			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
+			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+	}
+	t.Cleanup(func() {
+		server.Close()
+		client.Close()
+	})
+	return server, client
+}
+
+// A sender's write to a tab that reads nothing never waits: once the
+// socket's buffers are full it leaves the rest of its frame pending and
+// returns. What is pending goes out first, before the writer's next frame
+// and before a control frame of the library, and the tab gets every byte
+// in order.
+func TestWireTrySendNeverWaits(t *testing.T) {
+	server, client := tcpPair(t, true)
+	w := newWire(server)
+	if w.raw == nil {
+		t.Fatal("no raw connection: trySend cannot write")
+	}
+	var sent []byte
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			bp := framePool.Get().(*[]byte)
+			*bp = append((*bp)[:0], payloadFrame(1000, byte('a'+i%26))...)
+			frame := frameOf(*bp)
+			if !w.mu.TryLock() {
+				t.Error("the wire is locked with nobody writing")
+				return
+			}
+			left, err := w.trySend(bp, len(*bp)-len(frame))
+			w.mu.Unlock()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sent = append(sent, frame...)
+			if left {
+				return // the buffers are full: the rest is pending
+			}
+			if i > 10000 {
+				t.Error("10 MB written to a tab that reads nothing")
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("trySend waited on a tab that reads nothing")
+	}
+	if t.Failed() {
+		return
+	}
+	w.mu.Lock()
+	pending := w.hasPending()
+	w.mu.Unlock()
+	if !pending {
+		t.Fatal("nothing pending after a partial write")
+	}
+
+	// The writer's next frame and a pong of the library, both waiting, go
+	// out after what is pending.
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	next := frameOf(payloadFrame(2000, 'z'))
+	errs := make(chan error, 1)
+	go func() {
+		err := w.send(next, timer, time.Minute)
+		if err == nil {
+			_, err = w.Write([]byte{0x8a, 0})
+		}
+		errs <- err
+	}()
+	sent = append(sent, next...)
+	sent = append(sent, 0x8a, 0)
+	got := make([]byte, len(sent))
+	if _, err := io.ReadFull(client, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, sent) {
+		t.Fatalf("the tab read %d bytes that differ from the %d sent", len(got), len(sent))
+	}
+	if n := binary.BigEndian.Uint16(got[2:]); got[0] != 0x81 || got[1] != 126 || n != 1000 {
+		t.Fatalf("first frame header % x", got[:4])
+	}
+}
+
+// A sender that writes for a stalled socket (its tab reads nothing) and a
+// live one never waits on the stalled one: not when the stalled socket's
+// buffers fill (the rest of its frame is left pending), nor when its wire
+// is held by a write that waits (as the WebSocket library's pong to a
+// stalled tab would). The live socket gets everything it is sent.
+func TestSenderPassesAStalledSocketBy(t *testing.T) {
+	h := &Hub{}
+	h.cfg.defaults()
+	env := &socketEnv{cfg: &h.cfg}
+	s := newSender()
+	s.start()
+	defer s.stop()
+	socket := func(server net.Conn) *conn {
+		c := writerless(env) // its writer never starts: only the sender writes
+		c.wire, c.snd, c.cancel = newWire(server), s, func() {}
+		return c
+	}
+	stalledServer, _ := tcpPair(t, true)
+	liveServer, liveClient := tcpPair(t, true)
+	stalled, live := socket(stalledServer), socket(liveServer)
+	msg := func(i int) []byte {
+		return []byte(`{"type":"pong","id":"` + strconv.Itoa(i) + `","pad":"` + string(bytes.Repeat([]byte("p"), 900)) + `"}`)
+	}
+	read := func(want []byte) {
+		t.Helper()
+		liveClient.SetReadDeadline(time.Now().Add(20 * time.Second)) // a hang, not a timing
+		head := make([]byte, 4)
+		if _, err := io.ReadFull(liveClient, head); err != nil {
+			t.Fatalf("the live socket got nothing: %v", err)
+		}
+		got := make([]byte, binary.BigEndian.Uint16(head[2:]))
+		if _, err := io.ReadFull(liveClient, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the live socket got %.40s…, want %.40s…", got, want)
+		}
+	}
+	// Fill the stalled socket: each frame is ~100 messages (~90 KiB), more
+	// than its buffers hold.
+	for round := range 3 {
+		for i := range 100 {
+			stalled.out.push(msg(round*100+i), 1<<20)
+		}
+		stalled.signal()
+		live.out.push(msg(round), 1<<20)
+		live.signal()
+		read(msg(round))
+	}
+	stalled.wire.mu.Lock()
+	pending := stalled.wire.hasPending()
+	stalled.wire.mu.Unlock()
+	if !pending {
+		t.Fatal("the stalled socket's buffers never filled: the test did not stall it")
+	}
+	// Its wire held by a write that waits.
+	stalled.wire.mu.Lock()
+	defer stalled.wire.mu.Unlock()
+	stalled.out.push(msg(1000), 1<<20)
+	stalled.signal()
+	live.out.push(msg(1001), 1<<20)
+	live.signal()
+	read(msg(1001))
+}
+
+// A sender's write allocates nothing: the frame buffer is pooled and the
+// header goes in its headroom. (Delivering an event to N sockets is one
+// allocation, its frame: TestDeliverEncodesOnce.)
+func TestSendNowAllocatesNothing(t *testing.T) {
+	h := &Hub{}
+	h.cfg.defaults()
+	server, client := tcpPair(t, false)
+	go io.Copy(io.Discard, client)
+	c := writerless(&socketEnv{cfg: &h.cfg})
+	c.wire, c.cancel = newWire(server), func() {}
+	frame := []byte(`{"type":"event","event":{"seq":1}}`)
+	allocs := testing.AllocsPerRun(500, func() {
+		c.out.events = append(c.out.events, frame)
+		c.sendNow()
+	})
+	if allocs > 0.1 { // AllocsPerRun counts the process: a little room
+		t.Fatalf("%v allocations per frame sent", allocs)
+	}
+	c.wire.mu.Lock()
+	defer c.wire.mu.Unlock()
+	if c.wire.hasPending() {
+		t.Fatal("a frame left pending to a tab that reads")
+	}
+}
