@@ -56,8 +56,8 @@ test-short:
 # The fault suite (docs/security.md): hub processes under stalled tabs,
 # junk frames, socket churn, Redis down at start or killed mid-run, a
 # crash between a run's end and the start of the message queued behind it,
-# and a read-only or full data directory (cmd/hub/fault_test.go, build tag
-# fault). Needs redis-server; root mounts small tmpfs data directories
+# and a read-only or full data directory (cmd/hub/fault_*_test.go, build
+# tag fault). Needs redis-server; root mounts small tmpfs data directories
 # (otherwise RLIMIT_FSIZE stands in for a full disk and the read-only test
 # is skipped). Resident-memory bounds are checked without the race
 # detector; FAULTFLAGS=-race runs it with (slower; then only the live heap

@@ -176,13 +176,13 @@ func (c *conn) readLoop() {
 // handleFrame handles one client frame; false ends the socket.
 func (c *conn) handleFrame(typ websocket.MessageType, data []byte) bool {
 	if typ != websocket.MessageText {
-		if c.admit() {
+		if c.admit(nil) {
 			c.sendError(protocol.CodeBadRequest, "frames must be UTF-8 text", "")
 		}
 		return true
 	}
 	for _, line := range protocol.SplitBatch(data) {
-		if !c.admit() {
+		if !c.admit(line) {
 			continue
 		}
 		if !c.handle(line) {

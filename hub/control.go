@@ -20,10 +20,19 @@ func (c *conn) control(m *protocol.Control) {
 		if code := protocol.CodeOf(err); code == protocol.CodeInternal || code == protocol.CodeUnavailable {
 			c.log.Warn("control failed", "conn_id", c.id, "op", m.Op, "session_id", m.SessionID, "run_id", m.RunID, "code", code)
 		}
-		c.sendError(protocol.CodeOf(err), safeMessage(err), m.ID)
-		res = protocol.ControlResult{Status: protocol.ResultNotActive, Message: safeMessage(err)}
+		c.answerFailed(m.ID, protocol.CodeOf(err), safeMessage(err))
+		return
 	}
 	c.send(protocol.ControlResultMessage{Type: protocol.MsgControlResult, ID: m.ID, ControlResult: res})
+}
+
+// answerFailed answers control id that failed before any ControlResult
+// existed: an error naming it, then control_result not-active with the
+// same message (docs/protocol.md §5.7).
+func (c *conn) answerFailed(id string, code protocol.Code, msg string) {
+	c.sendError(code, msg, id)
+	c.send(protocol.ControlResultMessage{Type: protocol.MsgControlResult, ID: id,
+		ControlResult: protocol.ControlResult{Status: protocol.ResultNotActive, Message: msg}})
 }
 
 // Control executes one control for subject through the runtime. Errors are

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -46,10 +47,25 @@ func (b *bucket) take(now time.Time) (ok, warn, flood bool) {
 	return false, warn, float64(b.refused) > b.burst
 }
 
-// admit applies the socket's rate limit to one client message; false drops
-// it (the socket is told once per second, and closed with 1008 on a flood).
-func (c *conn) admit() bool {
+// admit applies the socket's rate limit to one client message (line; nil
+// for a binary frame); false drops it. The socket is told once per second,
+// and closed with 1008 on a flood. A dropped control is answered at once as
+// a failed control (error rate_limited naming its id, then control_result
+// not-active): its sender waits for an answer to that id, and the
+// once-per-second error, which names no message, would leave it waiting
+// forever. These answers are bounded too: past MessageBurst refusals in a
+// second the socket closes, and a closing socket queues no answer.
+func (c *conn) admit(line []byte) bool {
 	ok, warn, flood := c.rd.rate.take(time.Now())
+	if ok {
+		return true
+	}
+	if op, id := refusedControl(line); id != "" && !c.out.closed() {
+		msg := fmt.Sprintf("over %g messages per second; the control was dropped: send it again later", c.rd.rate.rate)
+		c.metrics.Control(op, "", &protocol.Error{Code: protocol.CodeRateLimited, Message: msg})
+		c.answerFailed(id, protocol.CodeRateLimited, msg)
+		warn = false // that error tells the socket it is over its rate
+	}
 	switch {
 	case flood:
 		c.sendError(protocol.CodeRateLimited, "message flood; closing", "")
@@ -57,7 +73,22 @@ func (c *conn) admit() bool {
 	case warn:
 		c.sendError(protocol.CodeRateLimited, fmt.Sprintf("over %g messages per second; messages are dropped until the rate falls", c.rd.rate.rate), "")
 	}
-	return ok
+	return false
+}
+
+// refusedControl is the op and id of a control message, read from its
+// first level only ("" id: not a control, or no id a control_result could
+// name, as DecodeClient would refuse it).
+func refusedControl(line []byte) (op, id string) {
+	var head struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Op   string `json:"op"`
+	}
+	if len(line) == 0 || json.Unmarshal(line, &head) != nil || head.Type != protocol.MsgControl || len(head.ID) > protocol.MaxShortBytes {
+		return "", ""
+	}
+	return head.Op, head.ID
 }
 
 // SocketCounter counts the open sockets of each subject over every hub

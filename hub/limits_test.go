@@ -1,6 +1,8 @@
 package hub_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -82,6 +84,42 @@ func TestLimits_MessageRate(t *testing.T) {
 	other.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "x"})
 	if _, _, closed := drain(t, other, "x", 5*time.Second); closed {
 		t.Fatal("another socket was closed")
+	}
+}
+
+// A control dropped by the rate limit is answered, every time: error
+// rate_limited naming its id, then control_result not-active, so its
+// sender never waits for a result that cannot come. (It was dropped with
+// only the once-per-second error, which names no message: a client over
+// its rate waited on the control forever.) The control does not run.
+func TestLimits_RateLimitedControlAnswered(t *testing.T) {
+	// Four tokens, refilled one per 100 s: hello and three pings spend
+	// them, and every message after them is over the rate (a flood after
+	// four refusals in a second).
+	th := newTestHub(t, hub.Config{MessagesPerSecond: 0.01, MessageBurst: 4})
+	tab := th.dial(t)
+	ctx := ctxT(t, 20*time.Second)
+	tab.SendRaw(ctx, pings("a", 3))
+	if pongs, limited, closed := drain(t, tab, "a2", 5*time.Second); pongs != 3 || limited != 0 || closed {
+		t.Fatalf("3 pings within the burst: %d pongs, %d rate_limited, closed %v", pongs, limited, closed)
+	}
+	for i := range 3 { // not only the first refusal of the second
+		wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+		id := fmt.Sprintf("c%d", i)
+		_, err := tab.Control(wait, protocol.Control{ID: id, Op: protocol.OpStart, Message: "hello"})
+		cancel()
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeRateLimited {
+			t.Fatalf("control %s over the rate: %v, want error rate_limited", id, err)
+		}
+		m, err := tab.Next(wait)
+		res, ok := m.(*protocol.ControlResultMessage)
+		if err != nil || !ok || res.ID != id || res.Accepted || res.Status != protocol.ResultNotActive || res.Message != pe.Message {
+			t.Fatalf("after the error of %s: %T %+v %v, want its control_result not-active", id, m, m, err)
+		}
+	}
+	if ss, err := th.store.Sessions(ctx, hub.OpenSubject); err != nil || len(ss) != 0 {
+		t.Fatalf("a dropped start ran: sessions %+v %v", ss, err)
 	}
 }
 

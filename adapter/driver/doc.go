@@ -1,6 +1,7 @@
 // Package driver is what a runtime driver (adapter/sim, adapter/openai,
 // adapter/execdrv, adapter/hermes) builds on: the Driver interface and its
-// optional capabilities (Validator, Steerer, GoalEvaluator, OrphanStopper),
+// optional capabilities (Validator, Steerer, GoalEvaluator, OrphanStopper,
+// Reattacher),
 // the Execution a driver emits a run's events through, its prompts
 // (Approval, Clarify and the pending forms), the session's Transcript, and
 // the ends a driver reports (Error, Cancelled).

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -80,7 +81,40 @@ type OrphanStopper interface {
 	StopOrphan(ctx context.Context, run Orphan) error
 }
 
-// Orphan is a run Recover ended as interrupted.
+// Reattacher is an optional Driver capability: following again a run a
+// previous process left executing, when the run's work lives upstream and
+// goes on without the hub (an external runtime: Hermes keeps running a run
+// whose hub died). The executor's Recover hands such a run back to its
+// driver instead of ending it interrupted, and an executor built to leave
+// runs behind (executor.Options.Detach) stops them on Close with
+// ErrDetached, writing no terminal event, so the next process re-attaches
+// them. A run the driver cannot re-attach ends interrupted, as any other,
+// and goes to StopOrphan.
+type Reattacher interface {
+	// Reattachable reports whether the run's journal holds what Reattach
+	// needs (Hermes: the upstream run id). It reads, and calls, nothing
+	// else; ctx bounds it.
+	Reattachable(ctx context.Context, run Orphan) (bool, error)
+	// Reattach follows the run again and returns as Execute does; x
+	// journals after the run's earlier events (Execution.Resume). It
+	// checks the upstream run first: one that is gone, or that waits on
+	// something the journal never saw, ends with a clear error (and is
+	// stopped upstream when it still runs). Its ctx ends as Execute's
+	// does, ErrDetached included.
+	Reattach(ctx context.Context, x *Execution, run Orphan) (*protocol.Usage, error)
+}
+
+// ErrDetached is the cause of a run's context when its executor stops and
+// leaves the run to be re-attached by the next process (a Reattacher's run
+// on a graceful shutdown): the driver lets go of the run without stopping
+// its upstream work, and the executor journals no terminal event.
+var ErrDetached = errors.New("the executor left the run to be re-attached")
+
+// Detached reports whether ctx ended with ErrDetached.
+func Detached(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrDetached) }
+
+// Orphan is a run Recover ended as interrupted, or handed to a
+// Reattacher.
 type Orphan struct {
 	RunID     string
 	SessionID string

@@ -26,6 +26,7 @@ type Execution struct {
 	Request   protocol.StartRunRequest
 
 	log      journal.Log
+	keyBase  string // the idempotency keys' prefix: the run id, and the key scope
 	now      func() time.Time
 	retryFor time.Duration // how long a transient append error is retried
 	keySeq   atomic.Uint64
@@ -70,6 +71,11 @@ type ExecutionOptions struct {
 	ApprovalTimeout time.Duration
 	// Titled, when set, is told the title of each title.updated journaled.
 	Titled func(ctx context.Context, title string)
+	// KeyScope, when set, sets the idempotency keys of this execution's
+	// appends apart from those of the run's earlier executions (a run
+	// re-attached after a restart): keys are numbered from 1 in each
+	// execution, and the journal takes a key it has seen as a retry.
+	KeyScope string
 }
 
 // steerBuffer bounds the guidance waiting for a driver.
@@ -81,7 +87,11 @@ func NewExecution(runID, sessionID string, req protocol.StartRunRequest, o Execu
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Execution{RunID: runID, SessionID: sessionID, Request: req, log: o.Log, now: o.Now, retryFor: o.AppendRetry,
+	keyBase := runID + "/"
+	if o.KeyScope != "" {
+		keyBase += o.KeyScope + "/"
+	}
+	return &Execution{RunID: runID, SessionID: sessionID, Request: req, log: o.Log, keyBase: keyBase, now: o.Now, retryFor: o.AppendRetry,
 		approvalTimeout: o.ApprovalTimeout, steer: make(chan string, steerBuffer), titled: o.Titled}
 }
 
@@ -170,7 +180,7 @@ func (x *Execution) Emit(ctx context.Context, typ protocol.EventType, payload an
 // ExecutionOptions.AppendRetry. Drivers use Emit.
 func (x *Execution) Append(ctx context.Context, e protocol.Envelope) (protocol.Envelope, error) {
 	e.CreatedAt = protocol.Timestamp(x.now())
-	key := x.RunID + "/" + strconv.FormatUint(x.keySeq.Add(1), 10)
+	key := x.keyBase + strconv.FormatUint(x.keySeq.Add(1), 10)
 	retryFor := x.retryFor
 	if retryFor <= 0 {
 		retryFor = DefaultAppendRetry

@@ -15,10 +15,13 @@
 // runners Adopt them.
 //
 // Recover ends the runs a previous process left open as interrupted, and
-// hands each to its driver's StopOrphan when the driver has one (the Hermes
-// driver stops the Hermes run a killed hub left going). Abandon stops a run
-// whose lease lapsed; Close stops every run (each ends interrupted) and
-// waits for them and for the orphan stops.
+// hands each to its driver's StopOrphan when the driver has one — but for
+// a run whose driver can re-attach it (driver.Reattacher: the Hermes
+// driver, whose runs go on upstream), which executes here again, resumed
+// from the journal (reattach.go). Abandon stops a run whose lease lapsed;
+// Close stops every run (each ends interrupted; with Options.Detach, a
+// run its driver can re-attach is left going upstream without a terminal
+// event instead) and waits for them and for the orphan stops.
 //
 // Concurrency: all methods are safe for concurrent use. Every goroutine
 // (one per executing run, one per orphan stop, bounded) belongs to the

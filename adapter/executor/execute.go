@@ -11,9 +11,21 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// launch starts the executor goroutine; false when the executor is closed.
-func (a *InProcess) launch(x *driver.Execution, drv driver.Driver, owner string) bool {
+// body is what a run's goroutine runs: the driver's Execute, or its
+// Reattach for a run re-attached after a restart.
+type body func(ctx context.Context, x *driver.Execution) (*protocol.Usage, error)
+
+// launch starts the executor goroutine running body (nil: drv's Execute);
+// false when the executor is closed. A run launched with a cause (a
+// re-attached run its user was cancelling) starts cancelled with it.
+func (a *InProcess) launch(x *driver.Execution, drv driver.Driver, owner string, run body, cause error) bool {
+	if run == nil {
+		run = drv.Execute
+	}
 	ctx, cancel := context.WithCancelCause(a.ctx)
+	if cause != nil {
+		cancel(cause)
+	}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -26,7 +38,7 @@ func (a *InProcess) launch(x *driver.Execution, drv driver.Driver, owner string)
 	go func() {
 		defer a.wg.Done()
 		defer cancel(nil)
-		cont := a.execute(ctx, x, drv)
+		cont := a.execute(ctx, x, drv, run)
 		a.mu.Lock()
 		delete(a.live, x.RunID)
 		a.mu.Unlock()
@@ -38,8 +50,8 @@ func (a *InProcess) launch(x *driver.Execution, drv driver.Driver, owner string)
 
 // execute runs the driver and writes the run's one terminal event; it
 // reports whether the session's goal wants another run.
-func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver.Driver) (cont bool) {
-	usage, err := a.safeExecute(ctx, x, drv)
+func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver.Driver, run body) (cont bool) {
+	usage, err := a.safeExecute(ctx, x, run)
 	// The terminal append must happen even though ctx is cancelled.
 	tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -50,10 +62,17 @@ func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver
 	var typ protocol.EventType
 	var payload any
 	var runtimeCancel *driver.Cancelled
-	switch cause := context.Cause(ctx); {
+	cause := context.Cause(ctx)
+	detached := errors.Is(cause, driver.ErrDetached)
+	switch {
+	case detached && err != nil:
+		// Close left the run to the next process (Options.Detach): its
+		// upstream work goes on, and Recover re-attaches it.
+		a.opts.Logger.Info("left the run executing upstream; the next start re-attaches it", "run_id", x.RunID)
+		return false
 	case errors.Is(cause, errUserCancel):
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: x.Streamed()}
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && !detached:
 		// An append cut short by the stop may still have been journaled:
 		// the journal, not x, knows the last seq.
 		last := x.LastSeq()
@@ -151,12 +170,12 @@ func (a *InProcess) afterRun(sid string, cont bool) {
 	a.startGoalRun(ctx, sid)
 }
 
-func (a *InProcess) safeExecute(ctx context.Context, x *driver.Execution, drv driver.Driver) (u *protocol.Usage, err error) {
+func (a *InProcess) safeExecute(ctx context.Context, x *driver.Execution, run body) (u *protocol.Usage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.opts.Logger.Error("driver panicked", "run_id", x.RunID, "panic", fmt.Sprint(r))
 			err = &driver.Error{Code: protocol.ErrorInternal, Message: "the runtime failed"}
 		}
 	}()
-	return drv.Execute(ctx, x)
+	return run(ctx, x)
 }

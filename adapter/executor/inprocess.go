@@ -69,6 +69,13 @@ type Options struct {
 	// With a shared journal whose runs are leased (Redis), use the lease
 	// TTL: a journal outage shorter than the lease then only pauses runs.
 	AppendRetry time.Duration
+	// Detach makes Close leave the runs whose driver can re-attach them
+	// (driver.Reattacher) going upstream, without a terminal event, for
+	// the next process's Recover to re-attach. Set it only where the next
+	// process recovers this journal's runs (the embedded journal); with
+	// leases (Redis) a run left so would be reaped as interrupted while
+	// its upstream work goes on.
+	Detach bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger (default slog.Default()).
@@ -140,6 +147,11 @@ func (a *InProcess) ClarifyTimeout() time.Duration { return a.opts.ClarifyTimeou
 // driver is a driver.OrphanStopper then has its upstream work stopped, in
 // the background (Close stops and waits for that).
 //
+// A run whose driver can re-attach it (driver.Reattacher: its work goes on
+// upstream, as a Hermes run does) is not ended: it executes here again,
+// its driver following the upstream run from where the journal left it,
+// and ends as the upstream run ends (reattach.go).
+//
 // A run the runtime made from a queued message (or a goal) that was
 // registered but never started is started instead, and every idle session
 // that still has queued messages is drained (DrainIdle): an accepted
@@ -156,6 +168,9 @@ func (a *InProcess) Recover(ctx context.Context) (int, error) {
 		_, mine := a.live[r.ID]
 		a.mu.Unlock()
 		if mine {
+			continue
+		}
+		if a.reattach(ctx, r) {
 			continue
 		}
 		started, err := a.recoverRun(ctx, r)
@@ -236,11 +251,20 @@ func (a *InProcess) Wait(ctx context.Context) error {
 }
 
 // Close stops every executing run (each ends with one terminal interrupted
-// error) and waits for the executors.
+// error) and waits for the executors. With Options.Detach, the runs a
+// driver can re-attach are left going upstream instead, without a
+// terminal event (the next Recover re-attaches them).
 func (a *InProcess) Close() error {
 	a.mu.Lock()
 	a.closed = true
+	var runs []*live
+	if a.opts.Detach {
+		for _, l := range a.live {
+			runs = append(runs, l)
+		}
+	}
 	a.mu.Unlock()
+	a.detach(runs)
 	a.cancel()
 	a.wg.Wait()
 	return nil

@@ -210,7 +210,7 @@ func (a *InProcess) run(ctx context.Context, meta journal.RunMeta, drv driver.Dr
 	if before != nil {
 		before(x)
 	}
-	if !a.launch(x, drv, meta.Owner) {
+	if !a.launch(x, drv, meta.Owner, nil, nil) {
 		meta.LastSeq = started.Seq
 		a.interrupt(context.WithoutCancel(ctx), meta, "the hub is shutting down")
 		a.release(meta.ID)

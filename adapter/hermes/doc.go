@@ -6,9 +6,22 @@
 // Start: POST /v1/runs with the message as input, the session's earlier
 // turns (from the journal) as conversation_history and runhub's session
 // id as session_id; the Hermes run id is journaled as progress ("started
-// Hermes run <id>"), which start-up recovery reads back to stop the
-// Hermes run of a run a killed hub left going (StopOrphan: POST /stop
-// within StopTimeout, best effort, logged). Hermes Agent (0.18.x) ignores
+// Hermes run <id>"), by which a hub restart does not end the run: the
+// driver is a driver.Reattacher (reattach.go). A stopping hub leaves the
+// Hermes run going (driver.ErrDetached: no POST /stop), and start-up
+// recovery hands the run back to the driver, which checks GET
+// /v1/runs/{id} and follows the run as after a cut stream (below) — by
+// its status alone once Hermes dropped its event stream — to the end
+// Hermes gives it. After a re-attach the streamed text is not journaled
+// (what Hermes sent while the hub was down is partly lost); the final
+// output is, as the rest of the message the journal holds or as a message
+// of its own, so no text is journaled twice. A run Hermes no longer
+// knows (404) ends interrupted; one waiting on an approval the journal
+// never saw, or on a clarify question (Hermes' clarify id is not
+// journaled), ends interrupted and is stopped; a journaled approval
+// nobody answered is asked again. A run without a journaled id (it never
+// reached Hermes) ends interrupted, and StopOrphan has nothing to stop.
+// Hermes Agent (0.18.x) ignores
 // Idempotency-Key there, so a start is sent again only when it provably
 // never reached Hermes (the connection could not be opened); one whose
 // answer was lost ends the run with provider_error naming the uncertainty

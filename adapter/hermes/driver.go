@@ -64,13 +64,20 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 		return nil, &driver.Error{Code: CodeAuth,
 			Message: "the API key variable " + d.cfg.APIKeyEnv + " is not set where this run executes"}
 	}
+	return d.timed(ctx, func(ctx context.Context) (*protocol.Usage, error) { return d.execute(ctx, x) })
+}
+
+// timed runs f under the run's timeout (Config.Timeout), when there is
+// one: over it, the Hermes run is stopped (f's context ends) and the run
+// ends with error timeout.
+func (d *Driver) timed(ctx context.Context, f func(context.Context) (*protocol.Usage, error)) (*protocol.Usage, error) {
 	outer := ctx
 	if d.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d.cfg.Timeout, errRunTimeout)
 		defer cancel()
 	}
-	u, err := d.execute(ctx, x)
+	u, err := f(ctx)
 	if err != nil && outer.Err() == nil && errors.Is(context.Cause(ctx), errRunTimeout) {
 		return nil, &driver.Error{Code: protocol.ErrorTimeout,
 			Message: fmt.Sprintf("the run exceeded its %v timeout; the Hermes run was stopped", d.cfg.Timeout)}
@@ -79,18 +86,27 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 }
 
 func (d *Driver) execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
+	r := d.newRun(ctx, x)
+	defer r.end()
+	return r.execute(ctx)
+}
+
+// newRun is the state of one execution of x; end it with end.
+func (d *Driver) newRun(ctx context.Context, x *driver.Execution) *run {
 	r := &run{d: d, c: d.c, cfg: d.cfg, x: x, begin: time.Now(),
 		log:     d.cfg.Logger.With("driver", "hermes", "run_id", x.RunID),
 		tools:   map[string][]openTool{},
 		results: make(chan promptResult, 4)}
 	r.bgCtx, r.bgCancel = context.WithCancel(ctx)
-	defer func() {
-		// Prompts and steer deliveries end before the executor writes the
-		// terminal event, so nothing is journaled after it.
-		r.bgCancel()
-		r.bg.Wait()
-	}()
-	return r.execute(ctx)
+	return r
+}
+
+// end ends the run's background work: prompts and steer deliveries end
+// before the executor writes the terminal event, so nothing is journaled
+// after it.
+func (r *run) end() {
+	r.bgCancel()
+	r.bg.Wait()
 }
 
 // run is one execution: the upstream run and the mapping state. Its fields
@@ -104,14 +120,19 @@ type run struct {
 	begin time.Time
 	id    string // the upstream run id
 	model string
+	// reattached: the run was re-attached after a hub restart (reattach.go);
+	// the text Hermes streams is not journaled, the final output is.
+	reattached bool
 
 	// mapping state
 	msgN, blockN, toolN, promptN int
 	newMessage                   bool // the next message.delta starts a new message id
 	blockOpen                    bool // a reasoning block awaits its reasoning.done
 	answer                       strings.Builder
-	answerFull                   bool   // answer outgrew maxAnswer
-	thought                      string // a reasoning.available text not yet mapped (flushThought)
+	answerFull                   bool            // answer outgrew maxAnswer
+	msgText                      strings.Builder // the journaled text of message msgN
+	msgFull                      bool            // msgText outgrew maxAnswer
+	thought                      string          // a reasoning.available text not yet mapped (flushThought)
 	tools                        map[string][]openTool
 	malformed                    int
 
@@ -139,13 +160,23 @@ func (r *run) execute(ctx context.Context) (*protocol.Usage, error) {
 		return nil, err
 	}
 	usage, err := r.follow(ctx)
-	if ctx.Err() != nil {
-		// Cancelled by the user, or the executor is stopping: stop the
-		// upstream run too, even though ctx is done.
-		r.stop(ctx)
-		return nil, ctx.Err()
+	return r.ended(ctx, usage, err)
+}
+
+// ended is the end of a run that followed its upstream run: cancelled by
+// the user, or the executor is stopping, it stops the upstream run too,
+// even though ctx is done — unless the executor left the run to be
+// re-attached (driver.ErrDetached), when the Hermes run goes on.
+func (r *run) ended(ctx context.Context, usage *protocol.Usage, err error) (*protocol.Usage, error) {
+	if ctx.Err() == nil {
+		return usage, err
 	}
-	return usage, err
+	if driver.Detached(ctx) {
+		r.log.Info("left the Hermes run going for the next hub process to re-attach")
+	} else {
+		r.stop(ctx)
+	}
+	return nil, ctx.Err()
 }
 
 // history is the session's earlier turns, at most MaxHistoryTurns.
@@ -290,6 +321,12 @@ func (r *run) stream(ctx context.Context, reconnected bool) outcome {
 		case text := <-r.x.Steering():
 			r.steer(text)
 		case st := <-settled:
+			if !st.terminal() { // a re-attached run waits on an approval
+				if r.active == nil {
+					return finalErr(r.giveUp(ctx, r.unseenApproval()))
+				}
+				continue
+			}
 			settled, ended = nil, &st
 			r.log.Info("the Hermes run ended by its status while its resubscribed stream had not said so", "status", st.Status)
 			grace = time.After(r.settleGrace())

@@ -152,18 +152,39 @@ func (r *run) progress(ctx context.Context, text string) error {
 }
 
 // message maps message.delta to token.delta. A message after tool activity
-// or a prompt gets a new message id.
+// or a prompt gets a new message id. A re-attached run journals none of the
+// text Hermes streams (the stream has no ids, and what was sent while the
+// hub was down is partly lost): it only keeps track of which message the
+// text belongs to, and the final output is journaled when the run
+// completes (completeReattached).
 func (r *run) message(ctx context.Context, text string) error {
+	if !r.reattached {
+		return r.emitText(ctx, text)
+	}
 	if text == "" {
 		return nil
 	}
 	if err := r.closeReasoning(ctx); err != nil {
 		return err
 	}
+	r.nextMessage()
+	r.keepAnswer(text)
+	return nil
+}
+
+// nextMessage moves to a new message id when the text that comes starts
+// one.
+func (r *run) nextMessage() {
 	if r.msgN == 0 || r.newMessage {
 		r.msgN++
 		r.newMessage = false
+		r.msgText.Reset()
+		r.msgFull = false
 	}
+}
+
+// keepAnswer keeps streamed text for reconciling it with the final output.
+func (r *run) keepAnswer(text string) {
 	if !r.answerFull {
 		if r.answer.Len()+len(text) > maxAnswer {
 			r.answerFull = true
@@ -171,6 +192,30 @@ func (r *run) message(ctx context.Context, text string) error {
 			r.answer.WriteString(text)
 		}
 	}
+}
+
+// keepMessage keeps text journaled in message msgN.
+func (r *run) keepMessage(text string) {
+	if !r.msgFull {
+		if r.msgText.Len()+len(text) > maxAnswer {
+			r.msgFull = true
+		} else {
+			r.msgText.WriteString(text)
+		}
+	}
+}
+
+// emitText journals text as token.delta of the current message.
+func (r *run) emitText(ctx context.Context, text string) error {
+	if text == "" {
+		return nil
+	}
+	if err := r.closeReasoning(ctx); err != nil {
+		return err
+	}
+	r.nextMessage()
+	r.keepAnswer(text)
+	r.keepMessage(text)
 	id := fmt.Sprintf("m%d", r.msgN)
 	for _, c := range chunks(text) {
 		if err := r.emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: id, Text: c}); err != nil {
@@ -305,8 +350,12 @@ func (r *run) subagent(ctx context.Context, name string, ev event) error {
 // was not streamed (all of it when nothing was) as token.delta, then
 // usage.final.
 func (r *run) completed(ctx context.Context, output string, rawUsage json.RawMessage) (*protocol.Usage, error) {
-	if streamed := r.answer.String(); output != "" && !r.answerFull && strings.HasPrefix(output, streamed) && len(output) > len(streamed) {
-		if err := r.message(ctx, output[len(streamed):]); err != nil {
+	if r.reattached {
+		if err := r.completeReattached(ctx, output); err != nil {
+			return nil, err
+		}
+	} else if streamed := r.answer.String(); output != "" && !r.answerFull && strings.HasPrefix(output, streamed) && len(output) > len(streamed) {
+		if err := r.emitText(ctx, output[len(streamed):]); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,14 +35,17 @@ const testKey = "hk-test-7Q2mZ4vR9xLw3NbT"
 // harness is a real in-process runtime over a bolt journal, with the
 // hermes driver pointed at a fake Hermes server.
 type harness struct {
-	t      *testing.T
-	fake   *fakeHermes
-	store  *bolt.Store
-	rt     *adapter.Router     // the runtime as the hub uses it
-	exec   *executor.InProcess // its executor
-	logs   *drivertest.Buffer
-	dbPath string
-	runs   []string
+	t              *testing.T
+	fake           *fakeHermes
+	store          *bolt.Store
+	rt             *adapter.Router     // the runtime as the hub uses it
+	exec           *executor.InProcess // its executor
+	logs           *drivertest.Buffer
+	dbPath         string
+	runs           []string
+	drv            *hermes.Driver
+	logger         *slog.Logger
+	clarifyTimeout time.Duration
 }
 
 // newHarness builds the runtime; cfg adjusts the driver's configuration
@@ -67,11 +71,18 @@ func newHarness(t *testing.T, script func(fr *fakeRun, n, sub int, w *sseWriter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.exec = executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"hermes": d},
-		DefaultDriver: "hermes", Logger: logger, ClarifyTimeout: c.ClarifyTimeout})
-	h.rt = adapter.NewRouter(store, h.exec, nil)
+	h.drv, h.logger, h.clarifyTimeout = d, logger, c.ClarifyTimeout
+	h.newExec(false)
 	t.Cleanup(h.close)
 	return h
+}
+
+// newExec builds the runtime's executor (and router) over the harness's
+// journal and driver; detach is its Options.Detach.
+func (h *harness) newExec(detach bool) {
+	h.exec = executor.New(h.store, executor.Options{Drivers: map[string]driver.Driver{"hermes": h.drv},
+		DefaultDriver: "hermes", Logger: h.logger, ClarifyTimeout: h.clarifyTimeout, Detach: detach})
+	h.rt = adapter.NewRouter(h.store, h.exec, nil)
 }
 
 // close stops the runtime and proves the API key is nowhere: not in any

@@ -22,20 +22,8 @@ var errFound = errors.New("found")
 // Hermes) there is nothing to stop.
 func (d *Driver) StopOrphan(ctx context.Context, o driver.Orphan) error {
 	log := d.cfg.Logger.With("driver", "hermes", "run_id", o.RunID)
-	var id string
-	err := o.Events(ctx, func(e protocol.Envelope) error {
-		if e.Type != protocol.EventProgress {
-			return nil
-		}
-		var p protocol.ProgressPayload
-		if json.Unmarshal(e.Payload, &p) == nil {
-			if id = upstreamID(p.Text); id != "" {
-				return errFound
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errFound) {
+	id, err := journaledID(ctx, o)
+	if err != nil {
 		return err
 	}
 	if id == "" {
@@ -59,4 +47,26 @@ func (d *Driver) StopOrphan(ctx context.Context, o driver.Orphan) error {
 		log.Warn("could not stop the Hermes run a previous process left going", "err", err)
 	}
 	return nil
+}
+
+// journaledID is the Hermes run id the run's start journaled, or "" (the
+// run never reached Hermes).
+func journaledID(ctx context.Context, o driver.Orphan) (string, error) {
+	var id string
+	err := o.Events(ctx, func(e protocol.Envelope) error {
+		if e.Type != protocol.EventProgress {
+			return nil
+		}
+		var p protocol.ProgressPayload
+		if json.Unmarshal(e.Payload, &p) == nil {
+			if id = upstreamID(p.Text); id != "" {
+				return errFound
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return "", err
+	}
+	return id, nil
 }

@@ -137,6 +137,12 @@ func (r *run) ask(ctx context.Context, p *prompt) error {
 		}
 		wait = func() error { return r.awaitClarify(p, c) }
 	}
+	r.work(p, wait)
+	return nil
+}
+
+// work makes p the prompt being asked and starts its worker, wait.
+func (r *run) work(p *prompt, wait func() error) {
 	r.active = p
 	r.bg.Add(1)
 	go func() {
@@ -147,7 +153,6 @@ func (r *run) ask(ctx context.Context, p *prompt) error {
 		case <-r.bgCtx.Done():
 		}
 	}()
-	return nil
 }
 
 // promptDone takes a worker's end and asks the next waiting prompt.

@@ -2,12 +2,11 @@ package hermes_test
 
 // Tests of the driver against the quirks of Hermes Agent 0.18.x the fake
 // mirrors (fake_test.go): a start is not idempotent, a resubscribed stream
-// may carry only keepalives, reasoning.available repeats the answer, and a
-// run a killed hub left goes on upstream.
+// may carry only keepalives, and reasoning.available repeats the answer.
+// A run a killed hub left, which goes on upstream: reattach_test.go.
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/hermes"
-	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -274,74 +271,6 @@ func TestReasoningAvailableRepeatsAnswer(t *testing.T) {
 		if !strings.HasSuffix(text(evs), answer) {
 			t.Errorf("run %d text %q lacks the answer", i+1, text(evs))
 		}
-	}
-}
-
-// A hub killed mid-run left three runs open: one whose Hermes run is still
-// going, one whose Hermes run ended meanwhile, one that never reached
-// Hermes. Start-up recovery ends each as interrupted and, in the
-// background, sends Hermes one stop for each journaled Hermes run id: the
-// run still going is stopped, the ended one answers 404 (logged, no
-// failure), the third sends nothing.
-func TestRecoveryStopsOrphanedHermesRun(t *testing.T) {
-	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) { s.hold(fr, 0) }, nil)
-	ctx := context.Background()
-	going, ended := h.fake.admit(), h.fake.admit()
-	ended.finish("done before the restart")
-	orphan := func(upstream string) string {
-		sid, rid := adapter.NewID("s_"), adapter.NewID("r_")
-		if err := h.store.CreateSession(ctx, journal.SessionMeta{ID: sid, Owner: "local", CreatedAt: 1}); err != nil {
-			t.Fatal(err)
-		}
-		req, _ := json.Marshal(protocol.StartRunRequest{SessionID: sid, Message: "long job", Provider: "hermes"})
-		if err := h.store.BeginRun(ctx, journal.RunMeta{ID: rid, SessionID: sid, Owner: "local", CreatedAt: 1, Request: req}); err != nil {
-			t.Fatal(err)
-		}
-		evs := []protocol.Envelope{mustEvent(t, rid, sid, protocol.EventRunStarted, protocol.RunStartedPayload{Message: "long job", Provider: "hermes"})}
-		if upstream != "" {
-			evs = append(evs, mustEvent(t, rid, sid, protocol.EventProgress, protocol.ProgressPayload{Text: "started Hermes run " + upstream}))
-		}
-		evs = append(evs, mustEvent(t, rid, sid, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: "m1", Text: "working"}))
-		for _, e := range evs {
-			if _, err := h.store.Append(ctx, e, ""); err != nil {
-				t.Fatal(err)
-			}
-		}
-		h.runs = append(h.runs, rid)
-		return rid
-	}
-	runs := []string{orphan(going.id), orphan(ended.id), orphan("")}
-
-	n, err := h.exec.Recover(ctx)
-	if err != nil || n != 3 {
-		t.Fatalf("Recover: %d, %v; want 3 runs", n, err)
-	}
-	for _, rid := range runs {
-		if p := wantError(t, h.finish(rid), protocol.ErrorInterrupted); !strings.Contains(p.Message, "restarted") {
-			t.Errorf("run %s: message %q", rid, p.Message)
-		}
-	}
-	// The stops run in the background; each logs its outcome once done.
-	deadline := time.Now().Add(10 * time.Second)
-	for !(strings.Contains(h.logs.String(), "stopped the Hermes run a previous process left going") &&
-		strings.Contains(h.logs.String(), "had already ended")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stops were not logged; stops %v", h.fake.stopCalls())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	stops := h.fake.stopCalls()
-	count := map[string]int{}
-	for _, id := range stops {
-		count[id]++
-	}
-	if len(stops) != 2 || count[going.id] != 1 || count[ended.id] != 1 {
-		t.Errorf("stops %v, want one for %s and one for %s", stops, going.id, ended.id)
-	}
-	going.mu.Lock()
-	defer going.mu.Unlock()
-	if going.status != "cancelled" {
-		t.Errorf("the orphaned Hermes run is %s, want cancelled", going.status)
 	}
 }
 

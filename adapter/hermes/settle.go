@@ -27,12 +27,17 @@ import (
 func (r *run) follow(ctx context.Context) (*protocol.Usage, error) {
 	breaks := 0
 	for {
-		o := r.stream(ctx, breaks > 0)
+		o := r.stream(ctx, breaks > 0 || r.reattached)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		if o.final {
 			return o.usage, o.err
+		}
+		if o.gone && r.reattached {
+			// Hermes dropped the queue of a run whose subscriber went away
+			// with the hub: its status is all there is to follow.
+			return r.watch(ctx)
 		}
 		if o.gone && breaks > 0 {
 			// Hermes dropped the run's queue: the run may have ended
@@ -142,7 +147,10 @@ func (r *run) poll(ctx context.Context) (runStatus, error) {
 
 // settleWatch polls the run's status every PollInterval while a
 // resubscribed stream is followed, and reports the first terminal status
-// on the returned channel. It stops when ctx ends; stop waits for it.
+// on the returned channel. For a re-attached run it also reports a run
+// that waits on an approval on two polls in a row (the stream may have
+// lost the request: see unseenApproval). It stops when ctx ends; stop
+// waits for it.
 func (r *run) settleWatch(ctx context.Context) (terminal <-chan runStatus, stop func()) {
 	ch := make(chan runStatus, 1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -150,6 +158,7 @@ func (r *run) settleWatch(ctx context.Context) (terminal <-chan runStatus, stop 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		waiting := 0
 		for ctxsleep.Sleep(ctx, r.cfg.PollInterval) == nil {
 			var st runStatus
 			err := r.c.call(ctx, http.MethodGet, r.runPath(""), nil, &st, nil)
@@ -162,8 +171,23 @@ func (r *run) settleWatch(ctx context.Context) (terminal <-chan runStatus, stop 
 				continue
 			}
 			if st.terminal() {
+				select {
+				case <-ch: // a waiting report not taken: the end matters more
+				default:
+				}
 				ch <- st
 				return
+			}
+			if r.reattached && st.Status == statusWaitingApproval {
+				waiting++
+			} else {
+				waiting = 0
+			}
+			if waiting >= 2 {
+				select {
+				case ch <- st:
+				default:
+				}
 			}
 		}
 	}()

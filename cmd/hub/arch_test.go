@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,5 +95,55 @@ func TestArchitectureArrows(t *testing.T) {
 		if !seen[p] {
 			t.Errorf("docs/architecture.md lists %s, which is not a package", p)
 		}
+	}
+}
+
+// The most lines a Go file of the repository may have: a file that grows
+// past its limit is split by topic (docs/architecture.md).
+const maxSourceLines, maxTestLines = 500, 800
+
+// Every Go file of the repository stays within its limit: maxSourceLines
+// for a non-test file, maxTestLines for a _test.go file (whatever its
+// build tags). A line is what wc -l counts, plus a last line that lacks
+// its newline.
+func TestFileSizes(t *testing.T) {
+	checked := 0
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == "node_modules" || n == "testdata" || (strings.HasPrefix(n, ".") && path != repoRoot) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines := bytes.Count(b, []byte("\n"))
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			lines++
+		}
+		limit := maxSourceLines
+		if strings.HasSuffix(path, "_test.go") {
+			limit = maxTestLines
+		}
+		if lines > limit {
+			rel, _ := filepath.Rel(repoRoot, path)
+			t.Errorf("%s has %d lines, over %d: split it by topic", rel, lines, limit)
+		}
+		checked++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("only %d Go files found under %s: the walk missed the repository", checked, repoRoot)
 	}
 }

@@ -49,7 +49,9 @@ type procRuntime struct {
 // openRuntime opens the journal and builds the executor:
 //
 //   - embedded journal: runs execute here; runs a previous process left
-//     unfinished are ended as interrupted at start-up;
+//     unfinished are ended as interrupted at start-up, but for those whose
+//     work goes on upstream (Hermes), which are left going on shutdown and
+//     re-attached at start-up;
 //   - Redis, inprocess: runs execute here under leases, so other replicas
 //     route controls to them and reap them if this process dies;
 //   - Redis, runners: starts are dispatched to the run queue; a runner
@@ -82,6 +84,10 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		rt.outbox = store
 		rt.writes = watchWrites(observe(store, m))
 		rt.mode, rt.store = RuntimeInProcess, withTestHook(rt.writes)
+		// The next start recovers this journal's runs: a run whose work
+		// goes on upstream (Hermes) is left going on shutdown and
+		// re-attached then.
+		opts.Detach = true
 		rt.exec = executor.New(rt.store, opts)
 		rt.router = adapter.NewRouter(rt.store, rt.exec, nil)
 		rt.gauges(m)
