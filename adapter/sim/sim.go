@@ -4,6 +4,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -327,7 +328,7 @@ func AttachmentsText(atts []protocol.Attachment) string {
 		if a.Size > 0 {
 			meta = append(meta, strconv.FormatInt(a.Size, 10)+" bytes")
 		}
-		names[i] = a.Name
+		names[i] = cmp.Or(a.Name, "unnamed")
 		if len(meta) > 0 {
 			names[i] += " (" + strings.Join(meta, ", ") + ")"
 		}
