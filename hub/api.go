@@ -271,9 +271,16 @@ func (h *Hub) startRun(c echo.Context) (err error) {
 	}
 	defer release()
 	r, err := h.runtime.StartRun(ctx, h.subject(c), sreq)
-	if errors.Is(err, adapter.ErrConflict) {
+	var pe *protocol.Error
+	switch {
+	case errors.Is(err, adapter.ErrConflict):
 		status = protocol.ResultConflict
 		return c.JSON(http.StatusConflict, adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""))
+	case errors.As(err, &pe) && pe.Code == protocol.CodeUnsupported:
+		// The profile's driver cannot do what the start asks (its
+		// attachments): a ControlResult, as a start's conflict is.
+		status = protocol.ResultUnsupported
+		return c.JSON(http.StatusNotImplemented, adapter.Result(protocol.ResultUnsupported, pe.Message, "", m.SessionID, ""))
 	}
 	if err != nil {
 		return h.publicError(err)

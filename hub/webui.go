@@ -195,6 +195,14 @@ func (w *webui) start(c echo.Context) (err error) {
 	if err := protocol.ValidateControl(&m); err != nil {
 		return err
 	}
+	// Refused before the WebUI session is made: a profile whose driver
+	// takes no attachments (the executor answers the same, later).
+	if len(m.Attachments) > 0 {
+		if caps := w.h.cfg.Capabilities.Resolve(prof, ""); caps.Lacks(protocol.CapAttachments) {
+			res := caps.Unsupported(protocol.CapAttachments, "", sid)
+			return &protocol.Error{Code: protocol.CodeUnsupported, Field: "attachments", Message: res.Message}
+		}
+	}
 	meta, err := w.session(ctx, subject, sid)
 	if err != nil {
 		return err
@@ -211,6 +219,9 @@ func (w *webui) start(c echo.Context) (err error) {
 			w.h.log.Warn("hermes-webui start refused", "subject", subject, "session_id", sid, "status", res.Status, "active_run", meta.ActiveRun)
 			return c.JSON(http.StatusConflict, map[string]any{"error": "session already has an active stream",
 				"active_stream_id": meta.ActiveRun, "code": protocol.CodeConflict})
+		}
+		if res.Status == protocol.ResultUnsupported {
+			return &protocol.Error{Code: protocol.CodeUnsupported, Message: res.Message}
 		}
 		return protocol.Errorf(protocol.CodeNotActive, "%s", res.Message)
 	}

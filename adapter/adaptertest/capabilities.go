@@ -45,4 +45,27 @@ var capabilityTests = []subtest{
 		}
 		e.wantRun(r.RunID, e.cancelAndEnd(r.RunID), protocol.EventCancelled)
 	}},
+	// A start with attachments whose driver lacks the attachments
+	// capability is refused before any run (or, without a session, any
+	// session) is registered: unsupported by the control path, an
+	// unsupported error by StartRun. Its session stays idle, and a driver
+	// that declares nothing lets them through.
+	{"UnsupportedAttachments", func(e *env) {
+		atts := []protocol.Attachment{{Name: "a.png", MediaType: "image/png", URL: "https://files.example/a.png", Size: 10}}
+		ctx, cancel := e.ctx()
+		defer cancel()
+		res, err := e.control(ctx, Owner, protocol.Control{Op: protocol.OpStart, Message: ScriptDone, Provider: DriverNamePlain, Attachments: atts}, "")
+		e.wantResult("start control with attachments", res, err, protocol.ResultUnsupported, "", "")
+		if !strings.Contains(res.Message, `driver "`+DriverNamePlain+`"`) || !strings.Contains(res.Message, protocol.CapAttachments) {
+			e.t.Errorf("start control with attachments: message %q names not the driver and %s", res.Message, protocol.CapAttachments)
+		}
+		r := e.startReq(protocol.StartRunRequest{Message: ScriptDone, Provider: DriverNamePlain})
+		e.wantRun(r.RunID, e.events(r.RunID), protocol.EventDone)
+		_, err = e.a.StartRun(ctx, Owner, protocol.StartRunRequest{SessionID: r.SessionID, Message: ScriptDone, Provider: DriverNamePlain, Attachments: atts})
+		e.wantCode("StartRun with attachments", err, protocol.CodeUnsupported)
+		r = e.startReq(protocol.StartRunRequest{SessionID: r.SessionID, Message: ScriptDone, Provider: DriverNamePlain})
+		e.wantRun(r.RunID, e.events(r.RunID), protocol.EventDone)
+		r = e.startReq(protocol.StartRunRequest{Message: ScriptDone, Attachments: atts})
+		e.wantRun(r.RunID, e.events(r.RunID), protocol.EventDone)
+	}},
 }

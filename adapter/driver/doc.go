@@ -3,7 +3,8 @@
 // optional capabilities (Validator, Steerer, GoalJudge, OrphanStopper,
 // Reattacher),
 // the Execution a driver emits a run's events through, its prompts
-// (Approval, Clarify and the pending forms), the session's Transcript, and
+// (Approval, Clarify and the pending forms), the session's Transcript (with
+// each turn's attachments: AttachedTranscript), and
 // the ends a driver reports (Error, Cancelled).
 //
 // Guarantees to a driver: every event it emits is journaled (the journal

@@ -18,19 +18,47 @@ type Turn struct {
 	Content string `json:"content"`
 }
 
+// AttachedTurn is a Turn with the attachments its run's start carried
+// (user turns only; none for an imported history). A driver that passes
+// attachments (protocol.CapAttachments) sends them again with the message
+// they came with; in JSON they follow role and content, and are left out
+// when there are none.
+type AttachedTurn struct {
+	Turn
+	Attachments []protocol.Attachment `json:"attachments,omitempty"`
+}
+
 // Transcript returns the conversation of the session's runs before this
 // one, oldest first: for each earlier run the user's message and, when the
 // run streamed any, the assistant's text. Drivers send it upstream as the
 // conversation history. The journal stores payloads redacted, so a secret
 // a user typed never travels back out through a transcript.
 func (x *Execution) Transcript(ctx context.Context) ([]Turn, error) {
+	turns, err := x.AttachedTranscript(ctx)
+	return plainTurns(turns), err
+}
+
+// AttachedTranscript is Transcript with each user turn's attachments (its
+// run's start request's, as the journal stored them: redacted).
+func (x *Execution) AttachedTranscript(ctx context.Context) ([]AttachedTurn, error) {
 	reg, ok := x.log.(interface {
 		Session(ctx context.Context, id string) (journal.SessionMeta, error)
 	})
 	if !ok {
 		return nil, errors.New("driver: the journal cannot list a session's runs")
 	}
-	return SessionTranscript(ctx, x.log, reg, x.SessionID, x.RunID)
+	return sessionTranscript(ctx, x.log, reg, x.SessionID, x.RunID)
+}
+
+func plainTurns(turns []AttachedTurn) []Turn {
+	if turns == nil {
+		return nil
+	}
+	out := make([]Turn, len(turns))
+	for i, t := range turns {
+		out[i] = t.Turn
+	}
+	return out
 }
 
 // HistoryKey is the key of a run's start request (journal.RunMeta.Request)
@@ -46,11 +74,18 @@ const HistoryKey = "history"
 func SessionTranscript(ctx context.Context, l journal.Log, reg interface {
 	Session(ctx context.Context, id string) (journal.SessionMeta, error)
 }, sessionID, before string) ([]Turn, error) {
+	turns, err := sessionTranscript(ctx, l, reg, sessionID, before)
+	return plainTurns(turns), err
+}
+
+func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
+	Session(ctx context.Context, id string) (journal.SessionMeta, error)
+}, sessionID, before string) ([]AttachedTurn, error) {
 	meta, err := reg.Session(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	var turns []Turn
+	var turns []AttachedTurn
 	for _, rid := range meta.Runs {
 		if rid == before {
 			break
@@ -63,14 +98,18 @@ func SessionTranscript(ctx context.Context, l journal.Log, reg interface {
 			return nil, err
 		}
 		var req struct {
-			Message string  `json:"message"`
-			History *[]Turn `json:"history"`
+			Message     string                `json:"message"`
+			Attachments []protocol.Attachment `json:"attachments"`
+			History     *[]Turn               `json:"history"`
 		}
 		if len(meta.Request) > 0 {
 			json.Unmarshal(meta.Request, &req)
 		}
 		if req.History != nil {
-			turns = append(turns[:0], *req.History...)
+			turns = turns[:0]
+			for _, t := range *req.History {
+				turns = append(turns, AttachedTurn{Turn: t})
+			}
 			continue
 		}
 		var user string
@@ -100,10 +139,10 @@ func SessionTranscript(ctx context.Context, l journal.Log, reg interface {
 			user = req.Message
 		}
 		if user != "" {
-			turns = append(turns, Turn{Role: "user", Content: user})
+			turns = append(turns, AttachedTurn{Turn: Turn{Role: "user", Content: user}, Attachments: req.Attachments})
 		}
 		if answer.Len() > 0 {
-			turns = append(turns, Turn{Role: "assistant", Content: answer.String()})
+			turns = append(turns, AttachedTurn{Turn: Turn{Role: "assistant", Content: answer.String()}})
 		}
 	}
 	return turns, nil

@@ -102,7 +102,14 @@ type StartLine struct {
 	Workspace    string          `json:"workspace,omitempty"`
 	Toolsets     []string        `json:"toolsets,omitempty"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
-	History      []driver.Turn   `json:"history"`
+	// Attachments are the start's, as the client gave them (the journal
+	// stores them redacted): references, never file contents. A URL,
+	// file:// ones included, is the client's word, not checked: runhub
+	// reads nothing on the client's behalf.
+	Attachments []protocol.Attachment `json:"attachments,omitempty"`
+	// History is the session's earlier turns, each user turn with the
+	// attachments of its start.
+	History []driver.AttachedTurn `json:"history"`
 }
 
 // Control is a later line on the command's stdin.
@@ -126,7 +133,7 @@ type Line struct {
 func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	begin := time.Now()
 	log := d.cfg.Logger.With("run_id", x.RunID, "session_id", x.SessionID)
-	history, err := x.Transcript(ctx)
+	history, err := x.AttachedTranscript(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -140,11 +147,12 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 	defer p.cleanup()
 	model := cmp.Or(x.Request.Model, d.cfg.Model)
 	if history == nil {
-		history = []driver.Turn{}
+		history = []driver.AttachedTurn{}
 	}
 	p.send(log, StartLine{Op: "start", RunID: x.RunID, SessionID: x.SessionID, Message: x.Request.Message,
 		Profile: cmp.Or(x.Request.Profile, d.cfg.Profile), Model: model, Instructions: d.cfg.Instructions,
-		Workspace: x.Request.Workspace, Toolsets: x.Request.Toolsets, Metadata: x.Request.Metadata, History: history})
+		Workspace: x.Request.Workspace, Toolsets: x.Request.Toolsets, Metadata: x.Request.Metadata,
+		Attachments: x.Request.Attachments, History: history})
 	p.steer(log, x.Steering())
 
 	var timeout <-chan time.Time

@@ -170,8 +170,8 @@ func TestFullRun_EventByEvent(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &sl); err != nil {
 		t.Fatal(err)
 	}
-	if got := sl.History; len(got) != 2 || got[0] != (driver.Turn{Role: "user", Content: "hello there"}) ||
-		got[1] != (driver.Turn{Role: "assistant", Content: "Hello"}) {
+	if got := sl.History; len(got) != 2 || got[0].Turn != (driver.Turn{Role: "user", Content: "hello there"}) ||
+		got[1].Turn != (driver.Turn{Role: "assistant", Content: "Hello"}) || got[0].Attachments != nil {
 		t.Errorf("history = %+v", got)
 	}
 }

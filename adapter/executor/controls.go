@@ -107,12 +107,16 @@ func (a *InProcess) unsupportedInSession(ctx context.Context, c adapter.Control)
 }
 
 // startControl starts a run for a start control; a session with an active
-// run answers conflict.
+// run answers conflict, a start its driver cannot do (attachments)
+// unsupported.
 func (a *InProcess) startControl(ctx context.Context, c adapter.Control) (protocol.ControlResult, error) {
 	r, err := a.StartRun(ctx, c.Owner, c.StartRequest())
+	var pe *protocol.Error
 	switch {
 	case errors.Is(err, adapter.ErrConflict):
 		return adapter.Result(protocol.ResultConflict, "the session already has an active run", "", c.SessionID, ""), nil
+	case errors.As(err, &pe) && pe.Code == protocol.CodeUnsupported:
+		return adapter.Result(protocol.ResultUnsupported, pe.Message, "", c.SessionID, ""), nil
 	case err != nil:
 		return protocol.ControlResult{}, err
 	}

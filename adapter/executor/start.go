@@ -57,6 +57,9 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 	if err != nil {
 		return journal.RunMeta{}, nil, err
 	}
+	if err := a.takesAttachments(req); err != nil {
+		return journal.RunMeta{}, nil, err
+	}
 	if v, ok := drv.(driver.Validator); ok {
 		if err := v.Validate(req); err != nil {
 			return journal.RunMeta{}, nil, err
@@ -107,6 +110,21 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 		return meta, nil, err
 	}
 	return meta, drv, nil
+}
+
+// takesAttachments refuses a start with attachments whose driver lacks
+// protocol.CapAttachments (Options.Capabilities): an unsupported error on
+// the attachments field, naming the profile (or driver) and the
+// capability, before anything is journaled.
+func (a *InProcess) takesAttachments(req protocol.StartRunRequest) error {
+	if len(req.Attachments) == 0 {
+		return nil
+	}
+	if caps := a.capsOf(req); caps.Lacks(protocol.CapAttachments) {
+		res := caps.Unsupported(protocol.CapAttachments, "", req.SessionID)
+		return &protocol.Error{Code: protocol.CodeUnsupported, Field: "attachments", Message: res.Message}
+	}
+	return nil
 }
 
 // pick picks the driver of a request: its profile, else its provider,

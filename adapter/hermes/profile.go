@@ -15,8 +15,13 @@ const Kind = "hermes"
 // Registration declares the driver to a profile.Registry. Hermes asks
 // approvals and questions (POST /approval, /clarify), takes guidance while
 // it runs (POST /steer), streams reasoning and tool activity, reports
-// usage and stops on a cancel (POST /stop). It judges no goal (a profile
-// naming a goal_judge has goal) and is sent no attachments.
+// usage and stops on a cancel (POST /stop). It judges no goal (a
+// profile naming a goal_judge has goal). It takes no attachments: POST /v1/runs reads its input as
+// text (a string, or of a message list the last message's content, not
+// checked as content parts) and coerces conversation_history content to
+// strings; Hermes takes images only on /v1/chat/completions and
+// /v1/responses. A start with attachments on a hermes profile is
+// therefore answered unsupported.
 func Registration() profile.Registration {
 	return profile.NewRegistration(Kind, []string{
 		protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapSteer, protocol.CapQueue,

@@ -204,8 +204,8 @@ func TestGoal_DoneOnFirstTurn(t *testing.T) {
 	if c.Messages[0].Role != "system" || c.Messages[0].Content != driver.JudgeSystemPrompt {
 		t.Errorf("judge system message %+v", c.Messages[0])
 	}
-	if u := c.Messages[1]; u.Role != "user" || !strings.Contains(u.Content, "Goal:\nwrite the file\n") ||
-		!strings.Contains(u.Content, "most recent response:\nstep 2 done.\n") {
+	if u := c.Messages[1]; u.Role != "user" || !strings.Contains(fmt.Sprint(u.Content), "Goal:\nwrite the file\n") ||
+		!strings.Contains(fmt.Sprint(u.Content), "most recent response:\nstep 2 done.\n") {
 		t.Errorf("judge user message %q", u.Content)
 	}
 	if _, auths := f.requests(); auths[len(auths)-1] != "Bearer "+testKey {

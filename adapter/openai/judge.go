@@ -34,7 +34,12 @@ func (d *Driver) JudgeGoal(ctx context.Context, g protocol.GoalUpdatedPayload, l
 			Message: "the API key variable " + d.cfg.APIKeyEnv + " is not set where the goal is judged"}
 	}
 	zero := 0.0
-	body := chatRequest{Model: d.cfg.Model, Messages: driver.JudgeTurns(g.Text, lastResponse), Temperature: &zero}
+	turns := driver.JudgeTurns(g.Text, lastResponse)
+	msgs := make([]Message, len(turns))
+	for i, t := range turns {
+		msgs[i] = Message{Role: t.Role, Content: t.Content}
+	}
+	body := chatRequest{Model: d.cfg.Model, Messages: msgs, Temperature: &zero}
 	var answer collector
 	if _, err := d.complete(ctx, body, &answer, cmp.Or(d.cfg.Timeout, DefaultJudgeTimeout), "goal judge", d.cfg.Logger); err != nil {
 		return driver.Verdict{}, err

@@ -4,7 +4,9 @@
 // POST {base_url}/v1/chat/completions with stream: true and maps the SSE
 // chunks to events — delta.content → token.delta, delta.reasoning_content
 // (or delta.reasoning) → reasoning.delta, usage → usage.final. The executor
-// then writes done.
+// then writes done. A user message with attachments is sent as content
+// parts: its text, then an image_url part per image and a text part per
+// other file (parts.go).
 //
 // Failures end the run with one terminal error of a stable code: upstream
 // 401/403 → auth, 404 → model_not_found, 429 → rate_limited, 5xx, an error
@@ -97,10 +99,11 @@ const Kind = "openai"
 // asks nothing (no approval, clarify), takes no guidance while it streams
 // (no steer) and maps no tool calls. Its model judges goals (JudgeGoal):
 // its own profile's, and those of any profile naming it as goal_judge.
-// Queued messages become the session's next runs.
+// Queued messages become the session's next runs; a start's attachments
+// become content parts of its user message (userMessage).
 func Registration() profile.Registration {
 	r := profile.NewRegistration(Kind, []string{
-		protocol.CapCancel, protocol.CapQueue, protocol.CapGoal, protocol.CapReasoning, protocol.CapUsage,
+		protocol.CapCancel, protocol.CapQueue, protocol.CapGoal, protocol.CapAttachments, protocol.CapReasoning, protocol.CapUsage,
 	}, func(p profile.Profile, s *Settings, env profile.Env) (driver.Driver, error) {
 		return New(Config{BaseURL: s.BaseURL, Model: p.Model, APIKey: s.APIKey(env.Getenv), APIKeyEnv: s.APIKeyEnv,
 			Instructions: s.Instructions, IdleTimeout: s.IdleTimeout.Or(DefaultIdleTimeout), Timeout: s.Timeout.D(),
@@ -129,10 +132,6 @@ func (s *Settings) Validate(p profile.Profile) error {
 	}
 	return errors.Join(s.Key.Validate(), s.Timeout.Check("timeout"), s.IdleTimeout.Check("idle_timeout"))
 }
-
-// Message is one chat message sent upstream: a turn of the conversation
-// (role system, user or assistant).
-type Message = driver.Turn
 
 type chatRequest struct {
 	Model         string         `json:"model"`
@@ -266,9 +265,11 @@ func (d *Driver) complete(ctx context.Context, body chatRequest, em emitter, tim
 }
 
 // messages builds the conversation: instructions, the session's earlier
-// turns, the run's message.
+// turns, the run's message. A user turn with attachments (this run's, or
+// an earlier run's, sent again as the model saw them) is content parts
+// (userMessage).
 func (d *Driver) messages(ctx context.Context, x *driver.Execution) ([]Message, error) {
-	turns, err := x.Transcript(ctx)
+	turns, err := x.AttachedTranscript(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -279,8 +280,14 @@ func (d *Driver) messages(ctx context.Context, x *driver.Execution) ([]Message, 
 	if d.cfg.Instructions != "" {
 		msgs = append(msgs, Message{Role: "system", Content: d.cfg.Instructions})
 	}
-	msgs = append(msgs, turns...)
-	return append(msgs, Message{Role: "user", Content: x.Request.Message}), nil
+	for _, t := range turns {
+		if t.Role == "user" {
+			msgs = append(msgs, userMessage(t.Content, t.Attachments))
+			continue
+		}
+		msgs = append(msgs, Message{Role: t.Role, Content: t.Content})
+	}
+	return append(msgs, userMessage(x.Request.Message, x.Request.Attachments)), nil
 }
 
 // aborted turns a failed request or read into the run's end: ctx's error

@@ -30,6 +30,7 @@ type fake struct {
 
 	mu      sync.Mutex
 	reqs    []chatRequest
+	bodies  [][]byte // each request's body as sent
 	auths   []string
 	aborted chan struct{} // closed when a request's context ends before the handler returns
 }
@@ -47,6 +48,7 @@ func newFake(t *testing.T, handle func(w http.ResponseWriter, r *http.Request)) 
 		json.Unmarshal(body, &req)
 		f.mu.Lock()
 		f.reqs = append(f.reqs, req)
+		f.bodies = append(f.bodies, body)
 		f.auths = append(f.auths, r.Header.Get("Authorization"))
 		f.mu.Unlock()
 		f.handle(w, r)

@@ -65,7 +65,7 @@ func TestParse_Example(t *testing.T) {
 	if strings.Contains(string(b), "GPT_KEY") || strings.Contains(string(b), "base_url") || strings.Contains(string(b), "python3") {
 		t.Errorf("public info leaks settings: %s", b)
 	}
-	if !strings.Contains(string(b), `{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","reasoning","usage"],"default":true}`) {
+	if !strings.Contains(string(b), `{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","attachments","reasoning","usage"],"default":true}`) {
 		t.Errorf("public info %s", b)
 	}
 }
@@ -170,12 +170,12 @@ func TestParse_Capabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"chat":   "cancel queue goal reasoning usage",
+		"chat":   "cancel queue goal attachments reasoning usage",
 		"plain":  "cancel queue usage",
 		"mute":   "",
-		"agent":  "cancel approval clarify steer queue reasoning usage tools",
+		"agent":  "cancel approval clarify steer queue attachments reasoning usage tools",
 		"hermes": "cancel approval clarify steer queue reasoning usage tools",
-		"sim":    "cancel approval clarify steer queue goal reasoning usage tools",
+		"sim":    "cancel approval clarify steer queue goal attachments reasoning usage tools",
 		"judged": "cancel approval clarify steer queue goal reasoning usage tools",
 		"narrow": "cancel goal",
 	}

@@ -4,6 +4,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,12 +93,14 @@ func Text(n int) string {
 const Kind = "sim"
 
 // Registration declares the simulator to a profile.Registry. It plays every
-// control, judges the goals of its own runs (JudgeGoal: turns=N) and
-// streams reasoning, tool calls and usage; it takes no attachments.
+// control, judges the goals of its own runs (JudgeGoal: turns=N), streams
+// reasoning, tool calls and usage, and takes attachments: it names them in
+// a progress event (AttachmentsText), so a client's attachments can be
+// tested end to end.
 func Registration() profile.Registration {
 	return profile.NewRegistration(Kind, []string{
 		protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapSteer, protocol.CapQueue,
-		protocol.CapGoal, protocol.CapReasoning, protocol.CapUsage, protocol.CapTools,
+		protocol.CapGoal, protocol.CapAttachments, protocol.CapReasoning, protocol.CapUsage, protocol.CapTools,
 	}, func(_ profile.Profile, _ *Settings, env profile.Env) (driver.Driver, error) {
 		return &Driver{ClarifyTimeout: env.ClarifyTimeout}, nil
 	})
@@ -173,6 +176,11 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 	}
 	if _, err := x.Emit(ctx, protocol.EventTitleUpdated, protocol.TitleUpdatedPayload{Title: title, Source: "sim"}); err != nil {
 		return nil, err
+	}
+	if len(x.Request.Attachments) > 0 {
+		if _, err := x.Emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: AttachmentsText(x.Request.Attachments)}); err != nil {
+			return nil, err
+		}
 	}
 	for i := 0; i < s.Reasoning; i++ {
 		if _, err := x.Emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: "b1", Text: "r" + strconv.Itoa(i) + " "}); err != nil {
@@ -306,6 +314,32 @@ func (p *pacer) next(now time.Time) time.Duration {
 		p.due = now // too far behind: do not burst
 	}
 	return max(p.due.Sub(now), 0)
+}
+
+// AttachmentsText is the progress text by which the simulator shows that
+// a start's attachments reached it, right after its title: "received 2
+// attachments: cat.png (image/png, 2048 bytes), notes.txt". It reads no
+// URL; its answer is the same with attachments or without.
+func AttachmentsText(atts []protocol.Attachment) string {
+	names := make([]string, len(atts))
+	for i, a := range atts {
+		var meta []string
+		if a.MediaType != "" {
+			meta = append(meta, a.MediaType)
+		}
+		if a.Size > 0 {
+			meta = append(meta, strconv.FormatInt(a.Size, 10)+" bytes")
+		}
+		names[i] = cmp.Or(a.Name, "unnamed")
+		if len(meta) > 0 {
+			names[i] += " (" + strings.Join(meta, ", ") + ")"
+		}
+	}
+	noun := "attachments"
+	if len(atts) == 1 {
+		noun = "attachment"
+	}
+	return fmt.Sprintf("received %d %s: %s", len(atts), noun, strings.Join(names, ", "))
 }
 
 func titleOf(msg string) string {

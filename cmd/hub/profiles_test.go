@@ -262,9 +262,9 @@ func TestProcess_Profiles(t *testing.T) {
 	code, body := httpBody(t, "GET", p.URL()+"/v1/profiles", "")
 	answers = append(answers, body)
 	if code != 200 || strings.TrimSpace(string(body)) != `{"profiles":[`+
-		`{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","reasoning","usage"],"default":true},`+
-		`{"name":"script","driver":"exec","capabilities":["cancel","approval","clarify","steer","queue","reasoning","usage","tools"]},`+
-		`{"name":"sim","driver":"sim","capabilities":["cancel","approval","clarify","steer","queue","goal","reasoning","usage","tools"]}]}` {
+		`{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","attachments","reasoning","usage"],"default":true},`+
+		`{"name":"script","driver":"exec","capabilities":["cancel","approval","clarify","steer","queue","attachments","reasoning","usage","tools"]},`+
+		`{"name":"sim","driver":"sim","capabilities":["cancel","approval","clarify","steer","queue","goal","attachments","reasoning","usage","tools"]}]}` {
 		t.Fatalf("GET /v1/profiles: %d %s", code, body)
 	}
 
