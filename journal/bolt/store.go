@@ -210,6 +210,19 @@ func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit i
 	e := s.index[runID]
 	if e == nil {
 		s.idxMu.RUnlock()
+		// A batch that registers a run commits in bbolt before the index
+		// learns of it: a reader that saw the session name the run in
+		// between reads it as the run without events it is.
+		known := false
+		if err := s.db.View(func(tx *bbolt.Tx) error {
+			known = tx.Bucket(bucketRuns).Get([]byte(runID)) != nil
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		if known {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("run %q: %w", runID, journal.ErrNotFound)
 	}
 	if limit <= 0 || afterSeq >= e.lastSeq {

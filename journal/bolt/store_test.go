@@ -132,3 +132,18 @@ func TestOpen_Locked(t *testing.T) {
 		t.Fatal("a second Open of a held file succeeded")
 	}
 }
+
+// A run registered without an event yet reads as empty, as in the other
+// journals: a tab catching up on a session that just began a run must not
+// see "not found" (and retry) for it. A run never registered is not found.
+func TestStore_ReadRegisteredRunWithoutEvents(t *testing.T) {
+	s := open(t, bolt.Options{NoSync: true})
+	begin(t, s, "s1", "r1")
+	evs, err := s.Read(context.Background(), "r1", 0, 100)
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("read of a registered run without events: %d events, %v; want none, no error", len(evs), err)
+	}
+	if _, err := s.Read(context.Background(), "nope", 0, 100); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("read of an unknown run: %v, want not found", err)
+	}
+}
