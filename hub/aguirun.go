@@ -43,12 +43,6 @@ type aguiMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// aguiTurn is an AG-UI run: turn Turn of runhub run Run.
-type aguiTurn struct {
-	Run  string
-	Turn int
-}
-
 // maxAGUIRuns bounds the AG-UI run ids a hub remembers for resumed turns
 // (a run's first turn is found from the journal).
 const maxAGUIRuns = 4096

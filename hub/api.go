@@ -1,12 +1,9 @@
 package hub
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/adapter"
@@ -14,9 +11,6 @@ import (
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
-
-// maxBodyBytes bounds an HTTP request body.
-const maxBodyBytes = 1 << 20
 
 // Routes registers the WebSocket endpoint and the HTTP API of protocol.md
 // §3 on e.
@@ -58,10 +52,6 @@ func ProfilesHandler(list []profile.Info) echo.HandlerFunc {
 	}{Profiles: append([]profile.Info{}, list...)}
 	return func(c echo.Context) error { return c.JSON(http.StatusOK, body) }
 }
-
-// subject is the caller's identity (requireAuth set it; OpenSubject when
-// the hub runs open).
-func (h *Hub) subject(c echo.Context) string { return h.principal(c).Subject }
 
 // HTTPStatus maps a protocol error code to its HTTP status.
 func HTTPStatus(code protocol.Code) int {
@@ -131,59 +121,6 @@ func ErrorHandler(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", retryAfter)
 	}
 	c.JSON(HTTPStatus(pe.Code), protocol.ErrorBody{Error: pe})
-}
-
-// retryAfter is the Retry-After (seconds) of a 503: a journal or Redis
-// outage (a restart) or a draining hub usually passes within seconds.
-const retryAfter = "2"
-
-func writeJSONError(w http.ResponseWriter, status int, pe *protocol.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", retryAfter)
-	}
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(protocol.ErrorBody{Error: pe})
-}
-
-// bind decodes a JSON body strictly into v: a bounded size, one object, the
-// right field types.
-func bind(c echo.Context, v any) error {
-	body := http.MaxBytesReader(c.Response(), c.Request().Body, maxBodyBytes)
-	data, err := io.ReadAll(body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return protocol.Errorf(protocol.CodeTooLarge, "body is over %d bytes", maxBodyBytes)
-		}
-		return protocol.Errorf(protocol.CodeBadRequest, "could not read the body")
-	}
-	if len(data) == 0 {
-		data = []byte("{}")
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &protocol.Error{Code: protocol.CodeBadRequest, Field: te.Field, Message: te.Field + ": has the wrong JSON type"}
-		}
-		return protocol.Errorf(protocol.CodeBadRequest, "malformed JSON body")
-	}
-	return nil
-}
-
-// controlResult answers a ControlResult with the status protocol.md gives.
-func controlResult(c echo.Context, res protocol.ControlResult, err error, okStatus int) error {
-	if err != nil {
-		return err
-	}
-	status := okStatus
-	switch res.Status {
-	case protocol.ResultNotActive, protocol.ResultExpired, protocol.ResultConflict:
-		status = http.StatusConflict
-	case protocol.ResultUnsupported:
-		status = http.StatusNotImplemented
-	}
-	return c.JSON(status, res)
 }
 
 func (h *Hub) createSession(c echo.Context) error {
@@ -357,15 +294,12 @@ func (h *Hub) httpControl(c echo.Context, m *protocol.Control, okStatus int) err
 	return controlResult(c, res, err, okStatus)
 }
 
-// parseUint reads an optional non-negative integer query parameter.
-func parseUint(c echo.Context, name string, def uint64) (uint64, error) {
-	s := c.QueryParam(name)
-	if s == "" {
-		return def, nil
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, &protocol.Error{Code: protocol.CodeBadRequest, Field: name, Message: name + ": must be a non-negative integer"}
-	}
-	return v, nil
+// interopRoutes registers the AG-UI run endpoint and the AI SDK chat
+// transports.
+func (h *Hub) interopRoutes(e *echo.Echo, g *echo.Group) {
+	g.POST("/agui", h.aguiPost)
+	g.POST("/agui/:profile", h.aguiPost)
+	g.POST("/aisdk/chat", h.aisdkChat)
+	g.GET("/aisdk/chat/:id/stream", h.aisdkResume)
+	e.GET("/v1/aisdk/ws", h.aisdkWS)
 }

@@ -2,70 +2,11 @@ package hub
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
-
-// focusState is what a socket delivers of its focused session. The
-// invariant: the socket has sent every event of the session's runs up to
-// (runID, next-1), in order, and accepts only (runID, next) — or seq 1 of a
-// later run once runID's terminal event was sent.
-//
-// It lives in the socket's outbox, under out.mu (see outbox for why).
-// setFocus (the reader) replaces it; offerEvent and kick (the router) and
-// catchUp (the writer) advance it.
-type focusState struct {
-	gen           uint64 // bumped on every focus change; stale catch-up reads are discarded
-	sid           string // "" = no focus
-	runID         string // run being delivered ("" = the session has no run yet)
-	next          uint64 // next seq of runID to send
-	runDone       bool   // runID's terminal event was sent (or there is no run)
-	resolve       bool   // runID must be set to the session's latest run first
-	lagging       bool   // live events are ignored until the journal is read
-	verify        bool   // one more journal read after catching up closes the race
-	replayPending bool   // `replayed` is due when the first catch-up ends
-	replayed      int
-	slow          bool // lagging because the event queue was full (counted once caught up)
-	compact       bool // the socket takes compacted catch-up (see replayFrame)
-}
-
-// setFocus handles a focus message.
-func (c *conn) setFocus(f *protocol.Focus) {
-	if f.SessionID == nil {
-		c.router.unfocus(c)
-		c.presence.focus(c, "")
-		c.out.setFocus(focusState{})
-		return
-	}
-	sid := *f.SessionID
-	meta, err := c.store.Session(c.ctx, sid)
-	if err != nil || !c.mayRead(meta.Owner) {
-		if err != nil && !errors.Is(err, journal.ErrNotFound) {
-			c.sendError(journalCode(err), "could not load the session", "focus")
-			return
-		}
-		c.sendError(protocol.CodeNotFound, "no such session: "+sid, "focus")
-		return // the previous focus stays in force
-	}
-	c.router.unfocus(c)
-	c.metrics.ReplayRequested()
-	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true, compact: c.rd.compact}
-	if f.Cursor != "" {
-		if cur, run, ok := c.checkCursor(sid, f.Cursor, &meta); ok {
-			st.resolve = false
-			st.runID, st.next = cur.RunID, cur.Seq+1
-			// At the terminal event already: what follows is the next run.
-			st.runDone = run.Terminal && cur.Seq == run.LastSeq
-		}
-	}
-	c.out.setFocus(st) // the previous focus's undelivered events are void
-	c.router.focus(c, sid)
-	c.presence.focus(c, sid)
-	c.signal()
-}
 
 // checkCursor validates a focus cursor against the session; a bad one is
 // answered with bad_cursor and the replay falls back to the latest run.

@@ -3,26 +3,10 @@ package hub
 import (
 	"encoding/json"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/runhub/runhub/protocol"
 )
-
-// authState is whether the socket has said hello and when its credentials
-// expire. The reader sets it on every hello; the hello timer and the
-// expiry timer read it to decide whether to close the socket. Each timer
-// decides and queues its close holding mu, and greet looks at the close
-// request holding mu, so a hello racing a timer either wins or is ignored.
-//
-// Locking: mu guards every field; the reader, hello's only writer, reads
-// hello without it. Lock order: mu before out.mu.
-type authState struct {
-	mu     sync.Mutex
-	hello  bool
-	expiry *time.Timer // fires when the credentials expire
-	gen    uint64      // bumped on every renewal and by end; a stale timer does nothing
-}
 
 // renew records a welcomed hello whose credentials expire at expires (zero:
 // never), arming the expiry timer unless the socket is closing; it calls

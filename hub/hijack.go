@@ -59,12 +59,3 @@ func (w *socketHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	w.wire = newWire(conn)
 	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, socketReadBuffer), bufio.NewWriterSize(w.wire, socketWriteBuffer)), nil
 }
-
-// prefixConn reads r (buffered bytes, then the connection) and is the
-// connection for everything else.
-type prefixConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }

@@ -12,26 +12,6 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// Principal is an authenticated caller. Subject owns the sessions it
-// creates and reaches only those; an Admin may also read (watch, focus,
-// status, events) any session, but controls only its own.
-type Principal struct {
-	Subject string
-	Admin   bool
-	// Expires is when the credentials stop being valid (zero: never). A
-	// socket is closed with 4401 then unless a fresh hello renewed them.
-	Expires time.Time
-}
-
-// Authenticator verifies a bearer token: hello.token on the socket, or the
-// Authorization header of an HTTP request or of the WebSocket upgrade. An
-// error should be a *protocol.Error with CodeUnauthorized and a message
-// safe to show (hub/auth's Verifier is one); any other error is answered
-// "invalid token". Implementations must be safe for concurrent use.
-type Authenticator interface {
-	Authenticate(token string) (Principal, error)
-}
-
 // OpenSubject is every caller's subject when the hub has no Authenticator.
 const OpenSubject = "local"
 

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
-	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -156,15 +154,6 @@ func (h *Hub) scanRun(ctx context.Context, rid string, fn func(*protocol.Envelop
 	}
 }
 
-// boundedMap is a map of at most max entries; past it the oldest entry
-// goes. It is safe for concurrent use.
-type boundedMap[V any] struct {
-	mu    sync.Mutex
-	max   int
-	m     map[string]V
-	order []string
-}
-
 func newBoundedMap[V any](max int) *boundedMap[V] {
 	return &boundedMap[V]{max: max, m: map[string]V{}}
 }
@@ -187,14 +176,4 @@ func (b *boundedMap[V]) put(k string, v V) {
 		}
 	}
 	b.m[k] = v
-}
-
-// interopRoutes registers the AG-UI run endpoint and the AI SDK chat
-// transports.
-func (h *Hub) interopRoutes(e *echo.Echo, g *echo.Group) {
-	g.POST("/agui", h.aguiPost)
-	g.POST("/agui/:profile", h.aguiPost)
-	g.POST("/aisdk/chat", h.aisdkChat)
-	g.GET("/aisdk/chat/:id/stream", h.aisdkResume)
-	e.GET("/v1/aisdk/ws", h.aisdkWS)
 }

@@ -3,22 +3,10 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/runhub/runhub/protocol"
 )
-
-// bucket is a socket's message rate limit: a token bucket of burst
-// messages refilled at rate per second. Only the socket's reader uses it.
-type bucket struct {
-	rate, burst float64
-	tokens      float64
-	last        time.Time
-	window      time.Time // start of the current one-second refusal window
-	refused     int       // messages refused in the window
-}
 
 func newBucket(rate float64, burst int, now time.Time) *bucket {
 	if rate <= 0 {
@@ -47,35 +35,6 @@ func (b *bucket) take(now time.Time) (ok, warn, flood bool) {
 	return false, warn, float64(b.refused) > b.burst
 }
 
-// admit applies the socket's rate limit to one client message (line; nil
-// for a binary frame); false drops it. The socket is told once per second,
-// and closed with 1008 on a flood. A dropped control is answered at once as
-// a failed control (error rate_limited naming its id, then control_result
-// not-active): its sender waits for an answer to that id, and the
-// once-per-second error, which names no message, would leave it waiting
-// forever. These answers are bounded too: past MessageBurst refusals in a
-// second the socket closes, and a closing socket queues no answer.
-func (c *conn) admit(line []byte) bool {
-	ok, warn, flood := c.rd.rate.take(time.Now())
-	if ok {
-		return true
-	}
-	if op, id := refusedControl(line); id != "" && !c.out.closed() {
-		msg := fmt.Sprintf("over %g messages per second; the control was dropped: send it again later", c.rd.rate.rate)
-		c.metrics.Control(op, "", &protocol.Error{Code: protocol.CodeRateLimited, Message: msg})
-		c.answerFailed(id, protocol.CodeRateLimited, msg)
-		warn = false // that error tells the socket it is over its rate
-	}
-	switch {
-	case flood:
-		c.sendError(protocol.CodeRateLimited, "message flood; closing", "")
-		c.closeWith(protocol.ClosePolicy, "message rate exceeded")
-	case warn:
-		c.sendError(protocol.CodeRateLimited, fmt.Sprintf("over %g messages per second; messages are dropped until the rate falls", c.rd.rate.rate), "")
-	}
-	return false
-}
-
 // refusedControl is the op and id of a control message, read from its
 // first level only ("" id: not a control, or no id a control_result could
 // name, as DecodeClient would refuse it).
@@ -89,16 +48,6 @@ func refusedControl(line []byte) (op, id string) {
 		return "", ""
 	}
 	return head.Op, head.ID
-}
-
-// SocketCounter counts the open sockets of each subject over every hub
-// sharing it; see Config.SocketCounter.
-type SocketCounter interface {
-	// Claim counts socket id of subject unless the subject already has
-	// limit open sockets (limit ≤ 0: no bound); it reports whether it did.
-	Claim(ctx context.Context, subject, id string, limit int) (bool, error)
-	// Release uncounts a claimed socket.
-	Release(subject, id string)
 }
 
 // claimSocket counts welcomed socket id of subject, refusing one past
@@ -176,18 +125,6 @@ func (h *Hub) runGate(ctx context.Context, subject, sid string) (release func(),
 		return nil, errTooManyRuns
 	}
 	return unlock, nil
-}
-
-// keyedMutex is a mutex per key; entries live while someone holds or waits
-// for them.
-type keyedMutex struct {
-	mu    sync.Mutex
-	locks map[string]*keyedEntry
-}
-
-type keyedEntry struct {
-	mu   sync.Mutex
-	refs int
 }
 
 func (k *keyedMutex) lock(key string) (unlock func()) {

@@ -2,46 +2,10 @@ package hub
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/coder/websocket"
 	"github.com/runhub/runhub/hub/metrics"
 )
-
-// outbox is what a socket has to send, its close request, and the focus
-// that decides which events it takes.
-//
-// Locking: mu guards every field. The reader queues messages, requests
-// closes and changes the focus; the socket's sender takes frames (holding
-// wire.mu: wire.mu comes first); the writer goroutine takes frames and runs
-// catch-up; the router offers events (holding router.mu) and kicks; the
-// tracker offers statuses; the hello and expiry timers and Shutdown request
-// closes; Stats reads. Whoever queues something then calls signal, which
-// may be called with mu held (it may take sender.mu and w.mu: mu comes
-// first).
-//
-// The focus shares mu with the queues on purpose: a focus change voids the
-// queued events, offerEvent checks the focus and queues an event, and
-// catch-up checks the focus's generation and queues a page, each as one
-// step. A lock of its own would put a second lock on the per-event path
-// and an order between the two.
-type outbox struct {
-	mu          sync.Mutex
-	msgs        [][]byte          // control results, errors, pongs, welcome
-	statuses    map[string][]byte // newest unsent status per session
-	statusOrder []string          // sessions with an unsent status, in arrival order
-	events      [][]byte          // focused events and replay markers, in order
-	closing     bool              // a close was requested: only msgs still go out
-	closeCode   websocket.StatusCode
-	closeReason string
-	focus       focusState // the focus state machine's (focus.go)
-	// busy: the socket's writer goroutine took a frame and has not written
-	// it yet; a sender takes nothing meanwhile, so frames leave in the
-	// order they were taken. limit is the frame size the writer set
-	// (nextFrameLimit; 0: MaxBatchBytes), which senders use too.
-	busy  bool
-	limit int
-}
 
 // pushResult is what push did with a message.
 type pushResult int

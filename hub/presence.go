@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/runhub/runhub/journal"
@@ -25,58 +24,6 @@ import (
 // rides the status coalescing, and its cost per interval is bounded by the
 // targets that changed. A session's presence is "s:<sid>" plus
 // "o:<owner>".
-
-// PresenceStore shares presence entries among hubs (hub/redispresence);
-// Config.PresenceStore nil counts this hub's own tabs only. An entry is
-// opaque to the store.
-type PresenceStore interface {
-	// Put replaces this hub's entry of each target (an empty one removes
-	// it), keeps them alive until replaced, and announces the targets to
-	// the other hubs. Entries of a hub that stops renewing lapse.
-	Put(ctx context.Context, entries map[string][]byte) error
-	// Get returns the live entries of every hub, this one's included, of
-	// each target.
-	Get(ctx context.Context, targets []string) (map[string][][]byte, error)
-	// Subscribe calls fn with every target another hub announces, until
-	// cancel; fn must not block.
-	Subscribe(fn func(target string)) (cancel func())
-}
-
-// pcount is one subject's tabs of a target.
-type pcount struct {
-	W int `json:"w,omitempty"` // watching
-	F int `json:"f,omitempty"` // focusing
-}
-
-// pentry is a target's counts by subject.
-type pentry map[string]pcount
-
-// connPresence is one socket's share.
-type connPresence struct {
-	subject string
-	all     bool
-	ids     map[string]string // sessions watched by id → owner
-	focus   string
-	contrib map[string]pcount // target → this socket's counts (its subject)
-}
-
-type presence struct {
-	h     *Hub
-	store PresenceStore
-
-	mu      sync.Mutex
-	conns   map[*conn]*connPresence
-	local   map[string]pentry   // target → this hub's counts
-	dirty   map[string]struct{} // local targets changed since the last flush
-	stale   map[string]struct{} // targets to read again (another hub changed them, or unknown yet)
-	merged  map[string]pentry   // target → counts over every hub (targets some session here needs)
-	refresh time.Time           // when every needed target is read again (entries of dead hubs lapse)
-	pause   time.Time           // after a store failure, no store call before this
-
-	quit     chan struct{}
-	wg       sync.WaitGroup
-	unsubscr func()
-}
 
 // presenceRefresh is how often a hub with a PresenceStore re-reads every
 // target it shows, so that the entries of a hub that died (and lapsed in

@@ -1,36 +1,11 @@
 package hub
 
 import (
-	"sync"
+	"errors"
 
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
-
-// router tails the runs that sockets focus: one journal subscription per
-// focused session (on its latest run), each event encoded once and offered
-// to every focusing socket.
-//
-// Locking: mu guards feeds, focused and refresh. deliver holds mu (read)
-// while it offers an event to the sockets, so mu comes before a socket's
-// outbox lock; resubscribe kicks sockets after releasing it.
-type router struct {
-	h *Hub
-
-	mu      sync.RWMutex
-	feeds   map[string]*sessionFeed // by session id
-	focused map[*conn]string        // the session each registered socket is in (feeds[sid].conns)
-	refresh map[string]struct{}     // sessions whose tailed run must be re-resolved
-	wake    chan struct{}
-	quit    chan struct{}
-	wg      sync.WaitGroup
-}
-
-type sessionFeed struct {
-	sid    string
-	conns  map[*conn]struct{}
-	runID  string // the run tailed
-	cancel func()
-}
 
 func newRouter(h *Hub) *router {
 	return &router{h: h, feeds: map[string]*sessionFeed{}, focused: map[*conn]string{}, refresh: map[string]struct{}{},
@@ -197,4 +172,39 @@ func (r *router) deliver(sid string, e *protocol.Envelope) {
 	for c := range f.conns {
 		c.offerEvent(e, frame)
 	}
+}
+
+// setFocus handles a focus message.
+func (c *conn) setFocus(f *protocol.Focus) {
+	if f.SessionID == nil {
+		c.router.unfocus(c)
+		c.presence.focus(c, "")
+		c.out.setFocus(focusState{})
+		return
+	}
+	sid := *f.SessionID
+	meta, err := c.store.Session(c.ctx, sid)
+	if err != nil || !c.mayRead(meta.Owner) {
+		if err != nil && !errors.Is(err, journal.ErrNotFound) {
+			c.sendError(journalCode(err), "could not load the session", "focus")
+			return
+		}
+		c.sendError(protocol.CodeNotFound, "no such session: "+sid, "focus")
+		return // the previous focus stays in force
+	}
+	c.router.unfocus(c)
+	c.metrics.ReplayRequested()
+	st := focusState{sid: sid, resolve: true, lagging: true, replayPending: true, compact: c.rd.compact}
+	if f.Cursor != "" {
+		if cur, run, ok := c.checkCursor(sid, f.Cursor, &meta); ok {
+			st.resolve = false
+			st.runID, st.next = cur.RunID, cur.Seq+1
+			// At the terminal event already: what follows is the next run.
+			st.runDone = run.Terminal && cur.Seq == run.LastSeq
+		}
+	}
+	c.out.setFocus(st) // the previous focus's undelivered events are void
+	c.router.focus(c, sid)
+	c.presence.focus(c, sid)
+	c.signal()
 }

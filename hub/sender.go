@@ -2,35 +2,7 @@ package hub
 
 import (
 	"runtime"
-	"sync"
 )
-
-// sender writes for a group of sockets. A socket offered something (an
-// event, a status, a message: signal) is put in its sender's ready list,
-// and the sender writes it a frame of what waits; the socket's own writer
-// goroutine is not woken. A hub has one sender per core (GOMAXPROCS) and
-// gives each socket one in turn; a sender wakes once for all its sockets
-// that were offered something meanwhile: a journal commit offers its
-// events to many sockets in one go, and a busy sender never sleeps.
-//
-// A sender never waits on a socket: it takes the socket's wire with
-// TryLock and writes one frame with a non-blocking write (wire.trySend).
-// What it cannot do without waiting goes to the socket's writer goroutine
-// (writer.go): the rest of a frame the kernel did not take whole, a wire
-// busy with a write that may be waiting on a slow tab, reading the journal
-// for the focus, the close. So a tab that stopped reading holds up only
-// its own writer: the sender passes it by, its queue fills and it falls
-// behind (offerEvent), as with a writer of its own.
-//
-// Locking: mu guards ready; nothing is taken while holding it. A socket is
-// in ready at most once (conn.queued), so ready holds at most every socket.
-type sender struct {
-	mu    sync.Mutex
-	ready []*conn
-	wake  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
-}
 
 // newSenders makes a hub's senders: one per core.
 func newSenders() []*sender {
@@ -146,5 +118,18 @@ func (c *conn) sendNow() {
 	c.metrics.FrameWritten(len(buf) - frameHeadroom)
 	if left {
 		c.wakeWriter() // the rest of the frame: the writer may wait for the tab
+	}
+}
+
+// signal tells the socket there is something to send: its sender writes
+// it (or hands it to the writer goroutine). It may be called with out.mu
+// held.
+func (c *conn) signal() {
+	if c.snd == nil || c.wire == nil || c.wire.raw == nil {
+		c.wakeWriter() // no sender for this socket: its writer sends everything
+		return
+	}
+	if c.queued.CompareAndSwap(false, true) {
+		c.snd.push(c)
 	}
 }

@@ -4,70 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/session"
 )
-
-// tracker keeps the SessionStatus of every session some socket watches,
-// folded from the journal's feed, and sends each changed status encoded
-// once for all watchers: at once when its meaning changed (status, prompt,
-// terminal, title, queue, goal, controls, run), and at most once per
-// StatusInterval when only its progress did (tokens, last_seq, updated_at,
-// progress text, usage).
-type tracker struct {
-	h *Hub
-
-	mu       sync.Mutex
-	sessions map[string]*tracked
-	owners   map[string]map[*conn]struct{} // watch-all sockets by owner
-	dirty    map[string]*tracked
-	loads    map[string]struct{} // sessions to (re)load from the journal
-	loadWake chan struct{}
-	urgent   chan struct{} // capacity 1: a status whose meaning changed waits
-
-	byConn map[*conn][]statusOffer // flush's scratch: statuses per socket
-
-	cancelFeed func()
-	quit       chan struct{}
-	wg         sync.WaitGroup
-}
-
-// tracked is one session's folded status and its watchers.
-type tracked struct {
-	id       string
-	owner    string
-	state    session.Session
-	loaded   bool
-	pending  []protocol.Envelope // feed events that arrived while loading
-	overflow bool                // pending hit its bound: reload after this load
-	watchers map[*conn]struct{}  // watching by id
-
-	// Cadence (see flush): the meaning of the status last sent, when it
-	// was sent, and whether the unsent changes alter its meaning.
-	sent       meaning
-	sentAt     time.Time
-	meaningful bool
-}
-
-// meaning is what of a SessionStatus matters to a person: a change to any
-// of it is sent at once. The rest (tokens, last_seq, last_event_id,
-// updated_at, progress, usage) is progress, sent at most once per
-// StatusInterval. active_controls follow from these fields.
-type meaning struct {
-	title         string
-	runID         string
-	status        protocol.Status
-	terminal      bool
-	terminalState protocol.Status
-	approval      *protocol.PendingApproval
-	clarify       *protocol.PendingClarify
-	queueDepth    int
-	goal          *protocol.GoalUpdatedPayload
-}
 
 func meaningOf(s *session.Session) meaning {
 	m := meaning{title: s.Title, queueDepth: s.QueueDepth, goal: s.Goal}
@@ -302,12 +244,6 @@ func (t *tracker) flushLoop() {
 		}
 		t.flush(time.Now())
 	}
-}
-
-// statusOffer is one session's encoded status for a socket.
-type statusOffer struct {
-	sid   string
-	frame []byte
 }
 
 // flush sends the changed statuses that are due, each encoded once, to

@@ -9,14 +9,6 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// watches is what a socket watches. The reader alone changes and reads it
-// (watch, unwatch); leave reads it once serve has returned. It has no lock:
-// the tracker and presence keep their own records under their own locks.
-type watches struct {
-	all bool     // every session of the socket's subject, now and future
-	ids []string // sorted; the tracker's copy of each id (shared by every socket watching it)
-}
-
 // watch handles a watch message. However many of its ids fail, it is
 // answered with at most one error per kind (not_found, a journal fault),
 // each listing the ids in sessions: a watch of 1,000 unknown ids must not

@@ -1,11 +1,12 @@
 package hub
 
 import (
-	"context"
+	"crypto/sha256"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/runhub/runhub/hub/hermeswebui"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -92,32 +93,25 @@ func (w *webui) goal(c echo.Context) error {
 	return w.control(c, &protocol.Control{Op: protocol.OpGoal, SessionID: c.Param("sid"), Action: req.Action, Text: req.Text})
 }
 
-// maxTranscriptRuns bounds the runs done's session transcript carries (the
-// newest ones).
-const maxTranscriptRuns = 200
-
-// transcript is done's payload.session: the session's conversation as
-// WebUI's browser renders it on done ({session_id, title, messages,
-// tool_calls, message_count}), a user and an assistant message per run.
-func (w *webui) transcript(ctx context.Context, sid string) any {
-	out := map[string]any{"session_id": sid}
-	meta, err := w.h.store.Session(ctx, sid)
-	if err != nil {
-		return out
+// RouteHermesWebUI registers hermes-webui's runner API under o.Base on e.
+func (h *Hub) RouteHermesWebUI(e *echo.Echo, o WebUIOptions) {
+	w := &webui{h: h, profiles: map[string]bool{}, hold: o.PollHold}
+	if w.hold <= 0 {
+		w.hold = 20 * time.Second
 	}
-	out["title"] = meta.Title
-	runs := meta.Runs
-	if len(runs) > maxTranscriptRuns {
-		runs = runs[len(runs)-maxTranscriptRuns:]
+	for k, s := range o.Keys {
+		w.keys = append(w.keys, webuiKey{sum: sha256.Sum256([]byte(k)), subject: s})
 	}
-	msgs := []map[string]any{}
-	for _, rid := range runs {
-		t, err := hermeswebui.ReadTurn(ctx, w.h.store, rid)
-		if err != nil {
-			continue
-		}
-		msgs = append(msgs, t.Messages()...)
+	for _, p := range o.Profiles {
+		w.profiles[p.Name] = true
 	}
-	out["messages"], out["tool_calls"], out["message_count"] = msgs, []any{}, len(msgs)
-	return out
+	g := e.Group(strings.TrimRight(o.Base, "/")+"/v1", w.errors, h.checkOrigin, w.auth)
+	g.POST("/runs", w.start)
+	g.GET("/runs/:rid/events", w.events)
+	g.GET("/runs/:rid", w.run)
+	g.POST("/runs/:rid/cancel", w.cancel)
+	g.POST("/runs/:rid/approval", w.approval)
+	g.POST("/runs/:rid/clarifications/:cid/respond", w.clarify)
+	g.POST("/runs/:rid/messages", w.messages)
+	g.POST("/sessions/:sid/goal", w.goal)
 }

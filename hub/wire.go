@@ -3,6 +3,7 @@ package hub
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -236,3 +237,24 @@ func putFrame(bp *[]byte) {
 		framePool.Put(bp)
 	}
 }
+
+// prefixConn reads r (buffered bytes, then the connection) and is the
+// connection for everything else.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// framePool holds frame buffers: a socket borrows one only while it has
+// something to send, so an idle socket holds none. 16 KiB holds a typical
+// frame (a status flush of a few sessions, a handful of events) without
+// growing; take sizes a larger one with one allocation.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// maxPooledFrame is the largest buffer returned to framePool: a full batch
+// (MaxBatchBytes, 256 KiB by default) plus a message that overshoots it, so
+// replays, which send full batches, reuse their buffers too. The pool only
+// keeps buffers between two garbage collections.
+const maxPooledFrame = 320 << 10

@@ -1,0 +1,243 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/protocol"
+)
+
+// A tab socket from its upgrade to its end: ServeWS, the socket's reader
+// (readLoop, handleFrame, handle, which dispatches each client message to
+// hello.go, watch.go, focus.go and control.go) and leave. It sits on top
+// of the socket's files: it calls into them, none of them calls into it.
+
+// ServeWS upgrades GET /v1/ws to a tab socket.
+func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
+	if h.Draining() {
+		writeJSONError(w, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down"))
+		return
+	}
+	if err := originAllowed(r, h.cfg.OriginPatterns); err != nil {
+		h.log.Info("websocket upgrade refused: cross-origin", "origin", r.Header.Get("Origin"), "host", r.Host)
+		writeJSONError(w, http.StatusForbidden, errOrigin)
+		return
+	}
+	// A non-browser client may authenticate the upgrade itself; a browser
+	// sends its token in hello.
+	var pre *Principal
+	if token, ok := bearer(r); ok && h.cfg.Authenticator != nil {
+		p, err := h.authenticate(token)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="runhub", error="invalid_token"`)
+			writeJSONError(w, http.StatusUnauthorized, err.(*protocol.Error))
+			return
+		}
+		pre = &p
+	}
+	hj := &socketHijacker{ResponseWriter: w}
+	ws, err := websocket.Accept(hj, r, &websocket.AcceptOptions{
+		Subprotocols:   []string{protocol.SubprotocolV1},
+		OriginPatterns: h.cfg.OriginPatterns,
+	})
+	if err != nil {
+		return // Accept has written the HTTP error
+	}
+	if ws.Subprotocol() != protocol.SubprotocolV1 {
+		ws.Close(websocket.StatusPolicyViolation, "subprotocol runhub.v1 required")
+		return
+	}
+	ws.SetReadLimit(h.cfg.MaxFrameBytes)
+	c := newConn(h, ws, pre)
+	c.wire = hj.wire
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		ws.Close(websocket.StatusServiceRestart, "shutting down")
+		return
+	}
+	h.conns[c] = struct{}{}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	// The socket lives on its own goroutine: net/http lets go of a hijacked
+	// connection when the handler returns, so returning frees the request
+	// and this goroutine's stack (grown by routing and the upgrade) for as
+	// long as the tab stays connected.
+	go func() {
+		defer h.wg.Done()
+		c.serve()
+		h.mu.Lock()
+		delete(h.conns, c)
+		h.mu.Unlock()
+		c.leave()
+	}()
+}
+
+// newConn makes a socket; pre is the principal of the upgrade's
+// Authorization header, if any.
+func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
+	ctx, cancel := context.WithCancel(h.ctx)
+	// Cancelling the socket also closes it: that is what ends the read
+	// parked in readLoop, which is given no context (see there).
+	stop := func() {
+		cancel()
+		ws.CloseNow()
+	}
+	snd := h.senders[int(h.nextSnd.Add(1))%len(h.senders)]
+	return &conn{socketEnv: &h.env, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: stop, snd: snd,
+		rd: reader{pre: pre, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
+		w:  writer{wake: make(chan struct{}, 1)}}
+}
+
+// serve runs the reader on the calling goroutine and the writer on another,
+// and returns when both have stopped.
+func (c *conn) serve() {
+	if d := c.cfg.HelloTimeout; d > 0 {
+		c.rd.helloT = time.AfterFunc(d, c.helloTimeout)
+	}
+	c.readLoop()
+	c.cancel()
+	if c.rd.helloT != nil {
+		c.rd.helloT.Stop()
+	}
+	c.w.halt()
+	c.ws.CloseNow()
+	c.auth.end()
+}
+
+// leave gives back what the socket holds in its hub, after serve: its
+// subject's slot, its watches, its focus and its presence.
+func (c *conn) leave() {
+	if c.rd.claimed {
+		c.hub.releaseSocket(c.subject, c.id)
+	}
+	c.tracker.unwatch(c, c.watches.ids)
+	if c.watches.all {
+		c.tracker.unwatchOwner(c, c.subject)
+	}
+	c.router.unfocus(c)
+	c.presence.gone(c)
+}
+
+func (c *conn) readLoop() {
+	done := make(chan bool, 1)
+	for {
+		// No context: with one, the WebSocket library registers a
+		// context.AfterFunc per read, ~0.4 KiB that an idle socket would
+		// hold for its life. c.cancel closes the socket instead, and every
+		// way a socket ends goes through it or closes the socket itself.
+		typ, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			return // read limit (1009), peer close, hub stop: the socket is done
+		}
+		// The frame is handled on a goroutine of its own, waited for, so
+		// messages stay in order: decoding, watching, focusing and controls
+		// grow a stack to several KiB, and this goroutine's stack, kept for
+		// the socket's life while it waits in Read, stays small.
+		go func() {
+			ok := false
+			defer func() {
+				// As net/http did when the handler goroutine read the socket:
+				// a panic ends this socket, not the hub.
+				if p := recover(); p != nil {
+					c.log.Error("panic handling a client frame", "conn_id", c.id, "panic", p, "stack", string(debug.Stack()))
+				}
+				done <- ok
+			}()
+			ok = c.handleFrame(typ, data)
+		}()
+		if !<-done {
+			return
+		}
+	}
+}
+
+// handleFrame handles one client frame; false ends the socket.
+func (c *conn) handleFrame(typ websocket.MessageType, data []byte) bool {
+	if typ != websocket.MessageText {
+		if c.admit(nil) {
+			c.sendError(protocol.CodeBadRequest, "frames must be UTF-8 text", "")
+		}
+		return true
+	}
+	for _, line := range protocol.SplitBatch(data) {
+		if !c.admit(line) {
+			continue
+		}
+		if !c.handle(line) {
+			return false
+		}
+	}
+	return true
+}
+
+// handle processes one client message; false ends the socket.
+func (c *conn) handle(line []byte) bool {
+	m, err := protocol.DecodeClient(line)
+	if err != nil {
+		c.sendError(protocol.CodeOf(err), errMessage(err), refOf(line))
+		return true
+	}
+	if c.out.closed() {
+		return true // closing (expired token, flood, goaway): nothing more is handled
+	}
+	if !c.auth.hello { // the reader writes hello, so it reads it without auth.mu
+		if m.Type != protocol.MsgHello {
+			c.sendError(protocol.CodeProtocol, "the first message must be hello", m.Type)
+			c.closeWith(protocol.CloseProtocol, "hello required")
+			return true
+		}
+		c.greet(m.Hello, true)
+		return true
+	}
+	switch m.Type {
+	case protocol.MsgHello:
+		// A fresh hello renews the credentials; answer welcome again.
+		c.greet(m.Hello, false)
+	case protocol.MsgWatch:
+		c.watch(m.Watch)
+	case protocol.MsgUnwatch:
+		c.unwatch(m.Watch)
+	case protocol.MsgFocus:
+		c.setFocus(m.Focus)
+	case protocol.MsgControl:
+		c.control(m.Control)
+	case protocol.MsgPing:
+		c.send(protocol.Pong{Type: protocol.MsgPong, ID: m.Ping.ID, Time: protocol.Timestamp(time.Now())})
+	}
+	return true
+}
+
+// admit applies the socket's rate limit to one client message (line; nil
+// for a binary frame); false drops it. The socket is told once per second,
+// and closed with 1008 on a flood. A dropped control is answered at once as
+// a failed control (error rate_limited naming its id, then control_result
+// not-active): its sender waits for an answer to that id, and the
+// once-per-second error, which names no message, would leave it waiting
+// forever. These answers are bounded too: past MessageBurst refusals in a
+// second the socket closes, and a closing socket queues no answer.
+func (c *conn) admit(line []byte) bool {
+	ok, warn, flood := c.rd.rate.take(time.Now())
+	if ok {
+		return true
+	}
+	if op, id := refusedControl(line); id != "" && !c.out.closed() {
+		msg := fmt.Sprintf("over %g messages per second; the control was dropped: send it again later", c.rd.rate.rate)
+		c.metrics.Control(op, "", &protocol.Error{Code: protocol.CodeRateLimited, Message: msg})
+		c.answerFailed(id, protocol.CodeRateLimited, msg)
+		warn = false // that error tells the socket it is over its rate
+	}
+	switch {
+	case flood:
+		c.sendError(protocol.CodeRateLimited, "message flood; closing", "")
+		c.closeWith(protocol.ClosePolicy, "message rate exceeded")
+	case warn:
+		c.sendError(protocol.CodeRateLimited, fmt.Sprintf("over %g messages per second; messages are dropped until the rate falls", c.rd.rate.rate), "")
+	}
+	return false
+}

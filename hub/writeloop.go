@@ -1,0 +1,139 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// The socket's writer goroutine: wakeWriter starts it on demand and
+// writeLoop does what may wait (the rest of a frame, catching the focus up
+// from the journal, the close), using the write primitives of writer.go
+// and the catch-up of focus.go.
+
+// wakeWriter tells the writer goroutine there is work, starting one if
+// none runs. It may be called with out.mu held.
+func (c *conn) wakeWriter() {
+	select {
+	case c.w.wake <- struct{}{}:
+	default:
+	}
+	if c.w.running.Load() == 0 && c.w.running.CompareAndSwap(0, 1) {
+		c.startWriter()
+	}
+}
+
+// writeLoop drains the socket's queues: everything waiting goes out as one
+// NDJSON frame (up to MaxBatchBytes); bytes a sender left pending go out
+// first; when nothing waits and the focus needs catching up, it reads the
+// journal; then it sleeps until woken, and after writerLinger/2 to
+// writerLinger of nothing it ends (wakeWriter starts it again). The idle
+// timer is not re-armed per frame: it fires every writerLinger/2, and the
+// writer ends when nothing was written since the previous firing.
+func (c *conn) writeLoop() {
+	// One timer bounds every write (armed per frame, never reallocated), and
+	// one AfterFunc ends a write in flight when the socket's context ends:
+	// the writes themselves carry no context, so they set up no per-write
+	// timer or cancellation.
+	timeout := time.AfterFunc(time.Hour, func() { c.ws.CloseNow() })
+	timeout.Stop()
+	defer timeout.Stop()
+	limit := c.cfg.MaxBatchBytes // the frame size, smaller while writes are slow
+	stop := context.AfterFunc(c.ctx, func() { c.ws.CloseNow() })
+	defer stop()
+	idle := time.NewTimer(writerLinger / 2)
+	defer idle.Stop()
+	busy := false // wrote since the idle timer last fired
+	fails := 0    // catch-up reads failed in a row
+	for {
+		bp := framePool.Get().(*[]byte)
+		buf, done := c.out.takeBusy((*bp)[:frameHeadroom], limit)
+		if len(buf) > frameHeadroom {
+			*bp = buf
+			began := time.Now()
+			err := c.write(timeout, buf)
+			limit = nextFrameLimit(limit, c.cfg.MaxBatchBytes, time.Since(began))
+			c.out.release(limit)
+			putFrame(bp)
+			if err != nil {
+				c.cancel()
+				return
+			}
+			busy = true
+			continue
+		}
+		*bp = buf
+		putFrame(bp)
+		if c.wire != nil {
+			// What a sender could not write whole goes out before anything
+			// else (and before the close frame).
+			began := time.Now()
+			sent, err := c.wire.flush(timeout, c.cfg.WriteTimeout)
+			if err != nil {
+				c.cancel()
+				return
+			}
+			if sent {
+				limit = nextFrameLimit(limit, c.cfg.MaxBatchBytes, time.Since(began))
+				c.out.release(limit)
+				busy = true
+				continue
+			}
+		}
+		if done {
+			c.finish()
+			return
+		}
+		if c.needsCatchUp() {
+			if err := c.catchUp(); err != nil {
+				if errors.Is(err, context.Canceled) || c.ctx.Err() != nil {
+					return
+				}
+				// The journal is unreachable: tell the tab once, then retry
+				// with backoff; the focus resumes where it stopped.
+				fails++
+				if fails == 1 {
+					c.log.Warn("focus catch-up failed", "conn_id", c.id, "err", err)
+					c.sendError(protocol.CodeUnavailable, "could not read the journal; retrying", "focus")
+				}
+				pause := time.NewTimer(min(time.Duration(100<<min(fails, 6))*time.Millisecond, 5*time.Second))
+				select {
+				case <-c.ctx.Done():
+					pause.Stop()
+					return
+				case <-pause.C:
+				}
+				continue
+			}
+			fails = 0
+			continue
+		}
+		select {
+		case <-c.w.wake:
+		case <-c.ctx.Done():
+			return
+		case <-idle.C:
+			if !busy && c.retire() {
+				return // an idle socket keeps no writer goroutine (nor its stack)
+			}
+			busy = false
+			idle.Reset(writerLinger / 2)
+		}
+	}
+}
+
+func (c *conn) startWriter() {
+	w := &c.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return // the socket is done; running stays 1, so nothing starts again
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		c.writeLoop()
+	}()
+}
