@@ -18,12 +18,15 @@ func TestControl_OneMetaReadEndToEnd(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	control := func(what string, m protocol.Control, key string) protocol.ControlResult {
 		t.Helper()
-		before := settledReads(t, th)
+		if !th.counted.Settled() {
+			t.Fatalf("before %s: meta reads never settled", what)
+		}
+		th.counted.Begin()
 		res, err := th.hub.Control(ctx, "local", &m, key)
 		if err != nil || !res.Accepted {
 			t.Fatalf("%s: %+v, %v", what, res, err)
 		}
-		if n := th.counted.Reads() - before; n != 1 {
+		if n := th.counted.Window(); n != 1 {
 			t.Errorf("%s read %d metas; want 1", what, n)
 		}
 		return res
@@ -55,27 +58,4 @@ func TestControl_OneMetaReadEndToEnd(t *testing.T) {
 	waitEvent(t, th, r.RunID, "a token", isType(protocol.EventTokenDelta))
 	control("cancel by session", protocol.Control{Op: protocol.OpCancel, SessionID: r.SessionID}, "")
 	waitEvent(t, th, r.RunID, "the run's end", func(e *protocol.Envelope) bool { return e.Terminal })
-}
-
-// settledReads waits until the executor's work after an earlier run's end
-// (draining the session's queue, judging its goal: each reads the session)
-// is over, so that the count that follows is the control's alone, and
-// returns the count of meta reads so far.
-func settledReads(t *testing.T, th *testHub) int64 {
-	t.Helper()
-	n := th.counted.Reads()
-	stable := 0
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		m := th.counted.Reads()
-		if m == n {
-			if stable++; stable == 5 {
-				return n
-			}
-			continue
-		}
-		n, stable = m, 0
-	}
-	t.Fatalf("meta reads never settled (%d)", n)
-	return n
 }

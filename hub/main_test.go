@@ -45,7 +45,7 @@ type testHub struct {
 	fault  *faultStore // set when runtimeOpts.Faults
 	// counted counts the metas the hub and runtime read; set when
 	// runtimeOpts.Counted.
-	counted *adaptertest.CountingStore
+	counted *adaptertest.MetaCounter
 	srv     *httptest.Server
 	URL     string // http://127.0.0.1:port
 	WSURL   string // ws://…/v1/ws
@@ -178,10 +178,10 @@ func newTestHubWith(t testing.TB, cfg hub.Config, ln net.Listener, ro runtimeOpt
 		fault = &faultStore{Store: store}
 		served = fault
 	}
-	var counted *adaptertest.CountingStore
+	var counted *adaptertest.MetaCounter
 	if ro.Counted {
-		counted = &adaptertest.CountingStore{Store: served}
-		served = counted
+		counted = &adaptertest.MetaCounter{}
+		served = counted.Wrap(served)
 	}
 	rt := executor.New(served, opts)
 	h := hub.New(cfg, served, adapter.NewRouter(served, rt, nil))

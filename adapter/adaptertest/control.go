@@ -2,53 +2,136 @@ package adaptertest
 
 import (
 	"context"
-	"sync/atomic"
+	"sync"
+	"time"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
-// CountingStore is a journal that counts the run and session metas read
-// through it (Run, Session): a harness wraps each process's journal in one
-// and sets Harness.MetaReads to their sum.
+// MetaCounter counts the run and session metas (Run, Session) read
+// through the stores it wraps (one per process of a harness). Besides the
+// total it keeps a window, opened by Begin, that counts a control's own
+// reads: it closes at the first event appended through any of its stores
+// after Begin, which is the control's effect (the approval resolved, the
+// steer, the run's end). The run's own work after that effect (judging
+// its goal at the turn's end, draining the session's queue after it) reads
+// metas of its own, concurrently with the control returning; those are
+// not the control's.
+type MetaCounter struct {
+	mu     sync.Mutex
+	all    int64
+	window int64
+	open   bool
+}
+
+// Wrap returns s counted by c.
+func (c *MetaCounter) Wrap(s journal.Store) *CountingStore {
+	return &CountingStore{Store: s, c: c}
+}
+
+// Begin opens a new window with no reads in it.
+func (c *MetaCounter) Begin() {
+	c.mu.Lock()
+	c.window, c.open = 0, true
+	c.mu.Unlock()
+}
+
+// Window is the number of metas read since Begin and before the first
+// event appended after it.
+func (c *MetaCounter) Window() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.window
+}
+
+// Reads is the number of metas read so far.
+func (c *MetaCounter) Reads() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.all
+}
+
+func (c *MetaCounter) read() {
+	c.mu.Lock()
+	c.all++
+	if c.open {
+		c.window++
+	}
+	c.mu.Unlock()
+}
+
+func (c *MetaCounter) appended() {
+	c.mu.Lock()
+	c.open = false
+	c.mu.Unlock()
+}
+
+// CountingStore is a journal whose meta reads a MetaCounter counts.
 type CountingStore struct {
 	journal.Store
-	reads atomic.Int64
+	c *MetaCounter
 }
 
 // Run implements journal.Log, counted.
 func (s *CountingStore) Run(ctx context.Context, id string) (journal.RunMeta, error) {
-	s.reads.Add(1)
+	s.c.read()
 	return s.Store.Run(ctx, id)
 }
 
 // Session implements journal.Registry, counted.
 func (s *CountingStore) Session(ctx context.Context, id string) (journal.SessionMeta, error) {
-	s.reads.Add(1)
+	s.c.read()
 	return s.Store.Session(ctx, id)
 }
 
-// Reads is the number of metas read so far.
-func (s *CountingStore) Reads() int64 { return s.reads.Load() }
+// Append implements journal.Log; it closes the counter's window.
+func (s *CountingStore) Append(ctx context.Context, e protocol.Envelope, key string) (protocol.Envelope, error) {
+	s.c.appended()
+	return s.Store.Append(ctx, e, key)
+}
+
+// Settled waits until the reads of earlier work (a run's start, the work
+// after an earlier run's end) are over: no read for 100 ms. It reports
+// false if reads never stopped within 5 s.
+func (c *MetaCounter) Settled() bool {
+	n := c.Reads()
+	stable := 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		m := c.Reads()
+		if m == n {
+			if stable++; stable == 5 {
+				return true
+			}
+			continue
+		}
+		n, stable = m, 0
+	}
+	return false
+}
 
 var controlTests = []subtest{
 	// Each control of a run reads one meta end to end (the Router, the
 	// executor, a runner's listener): the run's, or the session's for a
 	// control that names only its session.
 	{"OneMetaRead", func(e *env) {
-		if e.h.MetaReads == nil {
-			e.t.Fatal("the harness counts no meta reads (Harness.MetaReads)")
+		if e.h.Metas == nil {
+			e.t.Fatal("the harness counts no meta reads (Harness.Metas)")
 		}
 		ctx, cancel := e.ctx()
 		defer cancel()
 		counted := func(what string, fn func() (protocol.ControlResult, error)) {
 			e.t.Helper()
-			before := e.h.MetaReads()
+			if !e.h.Metas.Settled() {
+				e.t.Fatalf("before %s: meta reads never settled", what)
+			}
+			e.h.Metas.Begin()
 			res, err := fn()
 			if err != nil || !res.Accepted {
 				e.t.Fatalf("%s: %+v, %v", what, res, err)
 			}
-			if n := e.h.MetaReads() - before; n != 1 {
+			if n := e.h.Metas.Window(); n != 1 {
 				e.t.Errorf("%s read %d metas; want 1", what, n)
 			}
 		}

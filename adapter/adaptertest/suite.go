@@ -34,10 +34,11 @@ type Harness struct {
 	// cursor <run>:0 instead of running with the run.started cursor
 	// <run>:1, and so does a queue control that starts a run.
 	Dispatched bool
-	// MetaReads, when set, counts the run and session metas read from the
-	// journal by every process of the harness (a counting store, see
-	// CountingStore): the suite checks each control of a run reads one.
-	MetaReads func() int64
+	// Metas, when set, counts the run and session metas read from the
+	// journal by every process of the harness (each process's journal
+	// wrapped by Metas.Wrap): the suite checks each control of a run reads
+	// one.
+	Metas *MetaCounter
 }
 
 // NewHarness builds a Harness with s's drivers.

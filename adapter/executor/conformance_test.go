@@ -17,12 +17,13 @@ func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, s adaptertest.Setup) adaptertest.Harness {
 		store := mem.New(mem.Options{})
 		log, _ := drivertest.Logger()
-		counted := &adaptertest.CountingStore{Store: store}
+		metas := &adaptertest.MetaCounter{}
+		counted := metas.Wrap(store)
 		exec := executor.New(counted, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Capabilities: s.Capabilities, Logger: log})
 		t.Cleanup(func() {
 			exec.Close()
 			store.Close()
 		})
-		return adaptertest.Harness{Adapter: adapter.NewRouter(counted, exec, nil), MetaReads: counted.Reads}
+		return adaptertest.Harness{Adapter: adapter.NewRouter(counted, exec, nil), Metas: metas}
 	})
 }

@@ -86,14 +86,15 @@ func TestConformance(t *testing.T) {
 		log, _ := drivertest.Logger()
 
 		hub := openProcess(t, prefix)
-		hubStore := &adaptertest.CountingStore{Store: hub.store}
+		metas := &adaptertest.MetaCounter{}
+		hubStore := metas.Wrap(hub.store)
 		hubNode := runner.NewNode(hubStore, runner.NodeOptions{Config: hub.cfg, Logger: log})
 		hubExec := executor.New(hubStore, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Capabilities: s.Capabilities,
 			Dispatch: runner.NewQueue(hub.cfg).Dispatch, Logger: log})
 		hubNode.Start(hubExec)
 
 		run := openProcess(t, prefix)
-		runStore := &adaptertest.CountingStore{Store: run.store}
+		runStore := metas.Wrap(run.store)
 		runNode := runner.NewNode(runStore, runner.NodeOptions{Config: run.cfg, Consume: true, Logger: log})
 		runExec := executor.New(runStore, executor.Options{Drivers: s.Drivers, DefaultDriver: s.DefaultDriver, Capabilities: s.Capabilities,
 			Claim: runNode.Claim, Release: runNode.Release, Logger: log})
@@ -108,6 +109,6 @@ func TestConformance(t *testing.T) {
 			hub.close(t)
 		})
 		return adaptertest.Harness{Adapter: adapter.NewRouter(hubStore, hubExec, runner.NewControls(hub.cfg)), Dispatched: true,
-			MetaReads: func() int64 { return hubStore.Reads() + runStore.Reads() }}
+			Metas: metas}
 	})
 }
