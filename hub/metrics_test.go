@@ -186,7 +186,29 @@ func TestMetrics_SlowConsumer(t *testing.T) {
 		}
 	}
 
-	run := startRun(t, ctl, simStart(sess.SessionID, 5000, 0, `,"tools":0`))
+	// The run waits for an approval first, and the tab reads until it has
+	// the request: by then its focus is on the new run and live (the run's
+	// start made it read the journal, see router.resubscribe; a tab that
+	// stalls while it reads the journal is behind, but fills no queue).
+	// Then the tab stops reading and the approval lets 5,000 tokens loose.
+	run := startRun(t, ctl, simStart(sess.SessionID, 5000, 0, `,"tools":0,"approval":true`))
+	var approvalID string
+	for approvalID == "" {
+		m, err := stalled.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if em, ok := m.(*protocol.EventMessage); ok && em.Event.Type == protocol.EventApprovalReq {
+			p, err := protocol.DecodePayload[protocol.ApprovalRequestedPayload](em.Event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			approvalID = p.ApprovalID
+		}
+	}
+	if _, err := ctl.Control(ctx, protocol.Control{Op: protocol.OpApprove, RunID: run.RunID, ApprovalID: approvalID, Choice: "once"}); err != nil {
+		t.Fatal(err)
+	}
 	waitTerminal(t, th, run.RunID)
 	// The drop is counted when the hub gives up on the tab's queue, which
 	// may come a moment after the run's end reached the journal.
