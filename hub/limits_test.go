@@ -107,12 +107,13 @@ func TestLimits_RateLimitedControlAnswered(t *testing.T) {
 		wait, cancel := context.WithTimeout(ctx, 5*time.Second)
 		id := fmt.Sprintf("c%d", i)
 		_, err := tab.Control(wait, protocol.Control{ID: id, Op: protocol.OpStart, Message: "hello"})
-		cancel()
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Code != protocol.CodeRateLimited {
+			cancel()
 			t.Fatalf("control %s over the rate: %v, want error rate_limited", id, err)
 		}
-		m, err := tab.Next(wait)
+		m, err := tab.Next(wait) // wait is still live: the result may not be here yet
+		cancel()
 		res, ok := m.(*protocol.ControlResultMessage)
 		if err != nil || !ok || res.ID != id || res.Accepted || res.Status != protocol.ResultNotActive || res.Message != pe.Message {
 			t.Fatalf("after the error of %s: %T %+v %v, want its control_result not-active", id, m, m, err)
