@@ -55,6 +55,16 @@ func ValidateEvent(e *Envelope) error {
 	if len(e.Payload) > MaxPayloadBytes {
 		return fieldError(CodeTooLarge, "payload", "is %d bytes, limit %d", len(e.Payload), MaxPayloadBytes)
 	}
+	if key, ok := deltaIDKey(e.Type); ok && !e.Terminal && validDelta(e.Payload, key) {
+		return nil // the common delta shape (fastdelta.go); it is never terminal
+	}
+	return validatePayload(e)
+}
+
+// validatePayload is ValidateEvent's full check of the payload: a JSON
+// object holding the type's required fields, with the values its payload
+// struct wants, and Terminal consistent with type and payload.
+func validatePayload(e *Envelope) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(e.Payload, &fields); err != nil || fields == nil {
 		return fieldError(CodeInvalidPayload, "payload", "must be a JSON object")
