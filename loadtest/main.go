@@ -52,6 +52,7 @@ type config struct {
 	ConnectRate   float64       `json:"connect_rate"`
 	ConnectConc   int           `json:"connect_concurrency"`
 	Replay        int           `json:"replay_events"`
+	CompactReplay bool          `json:"compact_replay"`
 	ReplayFocuses int           `json:"replay_focuses"`
 	JSONOut       string        `json:"-"`
 	CPUProfile    string        `json:"-"`
@@ -104,6 +105,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.Settle, "settle", 2*time.Second, "pause after connecting, before the idle memory reading")
 	fs.Float64Var(&c.ConnectRate, "connect-rate", 2000, "sockets opened per second")
 	fs.IntVar(&c.ConnectConc, "connect-concurrency", 64, "sockets being opened at once")
+	fs.BoolVar(&c.CompactReplay, "compact-replay", true, "tabs take compacted catch-up (hello capability compact_replay), as the workbench does; false: every replayed event on its own, as older clients")
 	fs.IntVar(&c.Replay, "replay", 0, "before the tabs: journal one run of this many tokens (token_ms 0) and time focusing it")
 	fs.IntVar(&c.ReplayFocuses, "replay-focuses", 10, "focuses timed by -replay")
 	fs.StringVar(&c.JSONOut, "json", "", "write the report as JSON to this file ('-': stdout)")

@@ -24,7 +24,8 @@ type eventHead struct {
 	RunID     string
 	SessionID string
 	Seq       uint64
-	CreatedUS int64 // created_at in Unix microseconds
+	SeqFrom   uint64 // a compacted record covers SeqFrom..Seq; 0 on one event
+	CreatedUS int64  // created_at in Unix microseconds
 	Terminal  bool
 }
 
@@ -44,6 +45,7 @@ var (
 	prefixStatus = []byte(`{"type":"status",`)
 	keyPayload   = []byte(`"payload":`)
 	keySeq       = []byte(`"seq":`)
+	keySeqFrom   = []byte(`"seq_from":`)
 	keyRunID     = []byte(`"run_id":"`)
 	keySession   = []byte(`"session_id":"`)
 	keyCreatedAt = []byte(`"created_at":`)
@@ -99,6 +101,7 @@ func parseEventFast(env []byte, ev *eventHead) bool {
 	if ev.Seq, ok = uintAfter(head, keySeq); !ok {
 		return false
 	}
+	ev.SeqFrom = seqFromTail(env)
 	if ev.RunID, ok = strAfter(head, keyRunID); !ok {
 		return false
 	}
@@ -122,6 +125,7 @@ func parseEventSlow(line []byte, ev *eventHead) bool {
 			RunID     string      `json:"run_id"`
 			SessionID string      `json:"session_id"`
 			Seq       uint64      `json:"seq"`
+			SeqFrom   uint64      `json:"seq_from"`
 			CreatedAt json.Number `json:"created_at"`
 			Terminal  bool        `json:"terminal"`
 		} `json:"event"`
@@ -133,8 +137,27 @@ func parseEventSlow(line []byte, ev *eventHead) bool {
 	if !ok {
 		return false
 	}
-	*ev = eventHead{RunID: m.Event.RunID, SessionID: m.Event.SessionID, Seq: m.Event.Seq, CreatedUS: us, Terminal: m.Event.Terminal}
+	*ev = eventHead{RunID: m.Event.RunID, SessionID: m.Event.SessionID, Seq: m.Event.Seq, SeqFrom: m.Event.SeqFrom, CreatedUS: us, Terminal: m.Event.Terminal}
 	return true
+}
+
+// seqFromTail reads a compacted record's seq_from: the envelope's last
+// member (protocol.Compacted encodes it after the payload), so the
+// envelope ends `,"seq_from":N}`. 0 when there is none.
+func seqFromTail(env []byte) uint64 {
+	i := bytes.LastIndex(env, keySeqFrom)
+	if i < 0 {
+		return 0
+	}
+	v, ok := uintAfter(env[i:], keySeqFrom)
+	rest := env[i+len(keySeqFrom):]
+	for len(rest) > 0 && rest[0] >= '0' && rest[0] <= '9' {
+		rest = rest[1:]
+	}
+	if r := string(rest); !ok || r != "}" && r != "}}" {
+		return 0
+	}
+	return v
 }
 
 func uintAfter(b, key []byte) (uint64, bool) {
@@ -254,11 +277,23 @@ func (s *seqCheck) refocus(cursorRun string, cursorSeq uint64) {
 	}
 }
 
-// event checks one delivered event of the focused session.
+// covered is the number of events e stands for: one, or a compacted
+// record's SeqFrom..Seq.
+func (e *eventHead) covered() uint64 {
+	if e.SeqFrom == 0 || e.SeqFrom > e.Seq {
+		return 1
+	}
+	return e.Seq - e.SeqFrom + 1
+}
+
+// event checks one delivered event (or compacted record) of the focused
+// session.
 func (s *seqCheck) event(e *eventHead) {
-	if hi := s.seen[e.RunID]; e.Seq <= hi {
+	first := e.Seq + 1 - e.covered()
+	if hi := s.seen[e.RunID]; first <= hi {
 		s.reseen++
-	} else {
+	}
+	if hi := s.seen[e.RunID]; e.Seq > hi {
 		s.seen[e.RunID] = e.Seq
 	}
 	r := s.runs[e.RunID]
@@ -278,11 +313,11 @@ func (s *seqCheck) event(e *eventHead) {
 		return
 	}
 	switch {
-	case r.done || e.Seq < r.next:
+	case r.done || first < r.next:
 		s.dups++
 		return
-	case e.Seq > r.next:
-		s.gaps += e.Seq - r.next
+	case first > r.next:
+		s.gaps += first - r.next
 	}
 	r.next = e.Seq + 1
 	r.done = e.Terminal

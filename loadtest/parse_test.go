@@ -99,3 +99,41 @@ func TestSeqCheck(t *testing.T) {
 		t.Fatalf("late start not a gap: %d", s.gaps)
 	}
 }
+
+// A compacted record (compact_replay) is read with its seq_from, which
+// the hub writes after the payload, and stands for every event it covers.
+func TestClassifyCompacted(t *testing.T) {
+	rec := struct {
+		Type  string              `json:"type"`
+		Event *protocol.Compacted `json:"event"`
+	}{"event", &protocol.Compacted{Envelope: protocol.Envelope{EventID: "r_1:258", Seq: 258, RunID: "r_1", SessionID: "s_1",
+		Type: "token.delta", CreatedAt: 1778750004.5, Payload: json.RawMessage(`{"message_id":"m1","text":"a \"seq_from\":9}}"}`)}, SeqFrom: 3}}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev eventHead
+	var o other
+	if k := classify(line, &ev, &o); k != kindEvent || ev.Seq != 258 || ev.SeqFrom != 3 || ev.covered() != 256 {
+		t.Fatalf("compacted: %v %+v (%s)", k, ev, line)
+	}
+	rec.Event.SeqFrom = 0
+	line, _ = json.Marshal(rec)
+	if k := classify(line, &ev, &o); k != kindEvent || ev.SeqFrom != 0 || ev.covered() != 1 {
+		t.Fatalf("one event: %v %+v (%s)", k, ev, line)
+	}
+
+	s := newSeqCheck()
+	s.refocus("", 0)
+	s.event(&eventHead{RunID: "a", Seq: 1})
+	s.event(&eventHead{RunID: "a", SeqFrom: 2, Seq: 10})
+	s.event(&eventHead{RunID: "a", Seq: 11})
+	if s.dups != 0 || s.gaps != 0 {
+		t.Fatalf("records in order: dups %d gaps %d", s.dups, s.gaps)
+	}
+	s.event(&eventHead{RunID: "a", SeqFrom: 11, Seq: 12}) // overlaps 11: refused whole
+	s.event(&eventHead{RunID: "a", SeqFrom: 15, Seq: 20}) // 12, 13, 14 missing
+	if s.dups != 1 || s.gaps != 3 {
+		t.Fatalf("overlap and gap: dups %d gaps %d", s.dups, s.gaps)
+	}
+}

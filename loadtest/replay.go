@@ -80,7 +80,7 @@ func (g *gen) replayTest(ctx context.Context) (*replayResult, error) {
 				switch classify(line, &ev, &o) {
 				case kindEvent:
 					s.check.event(&ev)
-					events++
+					events += int(ev.covered())
 					last, terminal = ev.Seq, ev.Terminal
 				case kindReplayed:
 					if o.SessionID == sid {

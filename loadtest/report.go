@@ -155,6 +155,11 @@ func (r *report) write(out io.Writer) {
 	} else if c.FocusEvery > 0 && c.Watch > 1 {
 		focus += fmt.Sprintf(", switch every %v", c.FocusEvery)
 	}
+	if c.CompactReplay {
+		focus += "; compacted catch-up"
+	} else {
+		focus += "; catch-up event by event"
+	}
 	fmt.Fprintf(w, "scenario\t%d tabs × %d watched of %d sessions; %s\n", c.Tabs, c.Watch, c.Sessions, focus)
 	if c.Runs > 0 {
 		fmt.Fprintf(w, "runs\t%d concurrent, ≤ %.0f starts/s, %d tokens every %d ms, %d tools; warmup %v, measured %.1f s\n", c.Runs, c.RunRate, c.Tokens, c.TokenMS, c.Tools, c.Warmup, r.Seconds)

@@ -85,7 +85,11 @@ func (s *sock) dial(ctx context.Context, hc *http.Client) (time.Duration, error)
 	}
 	ws.SetReadLimit(64 << 20)
 	s.ws = ws
-	if err := s.send(ctx, protocol.Hello{Type: protocol.MsgHello, Client: "runhub-loadtest"}); err != nil {
+	hello := protocol.Hello{Type: protocol.MsgHello, Client: "runhub-loadtest"}
+	if s.g.cfg.CompactReplay {
+		hello.Capabilities = []string{protocol.CapCompactReplay}
+	}
+	if err := s.send(ctx, hello); err != nil {
 		ws.CloseNow()
 		return 0, err
 	}
@@ -205,9 +209,9 @@ func (s *sock) readLoop() {
 				}
 				ck.event(&ev)
 				if s.replaying {
-					replay++
+					replay += ev.covered() // events, not compacted records
 				} else {
-					live++
+					live += ev.covered()
 					lats = append(lats, now-ev.CreatedUS)
 				}
 			case kindStatus:
