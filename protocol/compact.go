@@ -93,6 +93,13 @@ func deltaIDKey(t EventType) (string, bool) {
 // deltaFields reads a delta payload that has exactly the fields idKey and
 // text, both strings.
 func deltaFields(payload json.RawMessage, idKey string) (id, text string, ok bool) {
+	if rawID, rawText, fast := deltaStrings(payload, idKey); fast {
+		// The shape drivers emit (fastdelta.go): no map to decode.
+		if id, ok = unquote(rawID); ok {
+			text, ok = unquote(rawText)
+		}
+		return id, text, ok
+	}
 	if !bytes.HasPrefix(bytes.TrimSpace(payload), []byte("{")) {
 		return "", "", false
 	}

@@ -1,5 +1,11 @@
 package protocol
 
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
 // validDelta reports whether raw is exactly {"<id>":"…","text":"…"} (the
 // two members in either order, once each, no white space, both values
 // strings) — the shape every token and reasoning delta takes when a
@@ -9,38 +15,57 @@ package protocol
 // most of what a journal takes, so they skip that. Anything else, valid
 // or not, reports false and goes the full path, which says what is wrong.
 func validDelta(raw []byte, idKey string) bool {
+	_, _, ok := deltaStrings(raw, idKey)
+	return ok
+}
+
+// deltaStrings is validDelta returning the two values as they are in raw
+// (JSON strings, quotes included).
+func deltaStrings(raw []byte, idKey string) (id, text []byte, ok bool) {
 	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
-		return false
+		return nil, nil, false
 	}
 	i := 1
-	var seenID, seenText bool
 	for n := range 2 {
 		if n == 1 {
 			if i >= len(raw) || raw[i] != ',' {
-				return false
+				return nil, nil, false
 			}
 			i++
 		}
 		end := stringEnd(raw, i)
-		if end < 0 {
-			return false
+		if end < 0 || end >= len(raw) || raw[end] != ':' {
+			return nil, nil, false
 		}
-		switch key := raw[i+1 : end-1]; {
-		case !seenID && string(key) == idKey:
-			seenID = true
-		case !seenText && string(key) == "text":
-			seenText = true
-		default:
-			return false // another member, a repeated one, or an escaped key
-		}
-		if end >= len(raw) || raw[end] != ':' {
-			return false
-		}
+		key := raw[i+1 : end-1]
 		if i = stringEnd(raw, end+1); i < 0 {
-			return false
+			return nil, nil, false
+		}
+		switch value := raw[end+1 : i]; {
+		case id == nil && string(key) == idKey:
+			id = value
+		case text == nil && string(key) == "text":
+			text = value
+		default:
+			return nil, nil, false // another member, a repeated one, or an escaped key
 		}
 	}
-	return i == len(raw)-1
+	return id, text, i == len(raw)-1
+}
+
+// unquote decodes a JSON string validated by stringEnd as encoding/json
+// would: as it is when it holds no escape and is valid UTF-8 (the common
+// case, no decoding), else by encoding/json.
+func unquote(q []byte) (string, bool) {
+	body := q[1 : len(q)-1]
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), true
+	}
+	var s string
+	if json.Unmarshal(q, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // stringEnd returns the index just past the JSON string that starts at

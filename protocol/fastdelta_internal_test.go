@@ -77,6 +77,7 @@ func FuzzValidDelta(f *testing.F) {
 	for _, s := range []string{
 		`{"message_id":"m1","text":"w1 "}`, `{"text":"\u00e9","message_id":"m"}`,
 		`{"block_id":"b","text":"a\nb"}`, `{"message_id":"m1","text":"a\"}`,
+		`{"message_id":"m","text":"\ud83d"}`, "{\"message_id\":\"m\",\"text\":\"\xff\"}",
 	} {
 		f.Add(s, true)
 		f.Add(s, false)
@@ -95,6 +96,12 @@ func FuzzValidDelta(f *testing.F) {
 		var v map[string]string
 		if err := json.Unmarshal([]byte(payload), &v); err != nil || len(v) != 2 {
 			t.Fatalf("%q takes the short path, but is not a two-member object of strings: %v", payload, err)
+		}
+		// Compaction reads the two values without decoding the object:
+		// the same strings encoding/json reads.
+		id, text, ok := deltaFields([]byte(payload), key)
+		if !ok || id != v[key] || text != v["text"] {
+			t.Fatalf("%q: deltaFields = %q, %q, %v; encoding/json reads %q, %q", payload, id, text, ok, v[key], v["text"])
 		}
 	})
 }
