@@ -57,5 +57,6 @@ func (w *socketHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		conn = &prefixConn{Conn: conn, r: io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn)}
 	}
 	w.wire = newWire(conn)
+	conn = w.wire.conn // its Close stops the wire's direct writes first
 	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, socketReadBuffer), bufio.NewWriterSize(w.wire, socketWriteBuffer)), nil
 }

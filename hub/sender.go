@@ -125,7 +125,7 @@ func (c *conn) sendNow() {
 // it (or hands it to the writer goroutine). It may be called with out.mu
 // held.
 func (c *conn) signal() {
-	if c.snd == nil || c.wire == nil || c.wire.raw == nil {
+	if c.snd == nil || c.wire == nil || !c.wire.direct() {
 		c.wakeWriter() // no sender for this socket: its writer sends everything
 		return
 	}

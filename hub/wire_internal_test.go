@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -123,8 +125,8 @@ func tcpPair(t *testing.T, small bool) (server, client net.Conn) {
 func TestWireTrySendNeverWaits(t *testing.T) {
 	server, client := tcpPair(t, true)
 	w := newWire(server)
-	if w.raw == nil {
-		t.Fatal("no raw connection: trySend cannot write")
+	if !w.direct() {
+		t.Fatal("no file descriptor: trySend cannot write")
 	}
 	var sent []byte
 	done := make(chan struct{})
@@ -286,5 +288,47 @@ func TestSendNowAllocatesNothing(t *testing.T) {
 	defer c.wire.mu.Unlock()
 	if c.wire.hasPending() {
 		t.Fatal("a frame left pending to a tab that reads")
+	}
+}
+
+// trySend writes to the socket's descriptor directly; once the
+// connection the library holds is closed it writes nothing more (a
+// closed descriptor may be another connection's by then), and a Close
+// racing with senders' writes waits for the one in progress.
+func TestWireDirectWriteStopsAtClose(t *testing.T) {
+	server, client := tcpPair(t, false)
+	go io.Copy(io.Discard, client)
+	w := newWire(server)
+	send := func() error {
+		bp := framePool.Get().(*[]byte)
+		*bp = append((*bp)[:0], payloadFrame(100, 'x')...)
+		frame := frameOf(*bp)
+		w.mu.Lock()
+		left, err := w.trySend(bp, len(*bp)-len(frame))
+		w.mu.Unlock()
+		if !left {
+			putFrame(bp)
+		}
+		return err
+	}
+	if err := send(); err != nil {
+		t.Fatalf("before Close: %v", err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for send() == nil {
+			}
+		}()
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := w.conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := send(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("after Close: %v, want net.ErrClosed", err)
 	}
 }
