@@ -12,6 +12,7 @@ import (
 // the executor.
 type RuntimeConfig struct {
 	Data            string        // RUNHUB_DATA, -data: directory of the embedded journal (default ./data)
+	SyncEvery       time.Duration // RUNHUB_JOURNAL_SYNC_EVERY, -journal-sync-every: embedded journal: acknowledge event batches when in the file and fdatasync them within this (default 0: fdatasync every batch first)
 	RedisURL        string        // RUNHUB_REDIS_URL, -redis-url: Redis journal and bus; empty = embedded journal
 	WaitReplicas    int           // RUNHUB_REDIS_WAIT_REPLICAS, -redis-wait-replicas: replicas every journal append batch waits for (default 0: none)
 	WaitTimeout     time.Duration // RUNHUB_REDIS_WAIT_TIMEOUT, -redis-wait-timeout: bound of that wait (default 1s)
@@ -169,6 +170,7 @@ func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
 
 func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "directory of the embedded (bbolt) journal, when RUNHUB_REDIS_URL is empty")
+	f.dur(&c.SyncEvery, "journal-sync-every", "RUNHUB_JOURNAL_SYNC_EVERY", "0", "embedded journal: acknowledge a batch of events as soon as it is in the file (a crash of the process loses nothing) and fdatasync it within this; a crash of the machine can lose that much. 0: fdatasync every batch before acknowledging it")
 	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue: redis://, rediss://, unix://, or redis+cluster://host:port,host:port… for a Redis Cluster (empty: the embedded journal)")
 	f.int(&c.WaitReplicas, "redis-wait-replicas", "RUNHUB_REDIS_WAIT_REPLICAS", 0, "Redis mode: after each journal append batch, WAIT until this many replicas of its master have it, so a failover loses no acknowledged event (0: no WAIT; docs/operations.md)")
 	f.dur(&c.WaitTimeout, "redis-wait-timeout", "RUNHUB_REDIS_WAIT_TIMEOUT", "1s", "Redis mode: how long an append batch waits for RUNHUB_REDIS_WAIT_REPLICAS replicas before its appends fail (and are retried)")

@@ -59,6 +59,12 @@ func TestStore_BatchingWait(t *testing.T) {
 	journaltest.Run(t, backend(bolt.Options{GroupCommit: bolt.GroupCommit{MaxBatch: 7, MaxWait: 200 * time.Microsecond}}))
 }
 
+// A journal that syncs its event log lazily (SyncEvery) keeps every
+// guarantee of the contract.
+func TestStore_SyncEvery(t *testing.T) {
+	journaltest.Run(t, backend(bolt.Options{SyncEvery: 5 * time.Millisecond}))
+}
+
 func BenchmarkStore(b *testing.B) {
 	journaltest.RunBenchmarks(b, func(t testing.TB) journal.Store { return open(t, bolt.Options{}) })
 }

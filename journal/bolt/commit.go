@@ -90,17 +90,31 @@ func (s *Store) commitLoop() {
 	w := newWriter(s)
 	w.outbox = s.opts.Outbox
 	batch := make([]*request, 0, max)
-	var timer *time.Timer
+	var timer, syncTimer *time.Timer
+	var syncDue <-chan time.Time // armed while the log holds unsynced batches
 	for {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch[:0], r)
+		case <-syncDue:
+			syncDue = nil
+			s.syncLog()
+			continue
 		case <-s.stop:
 			s.drain(w, batch[:0])
+			s.syncLog()
 			return
 		}
 		batch = s.gather(batch, &timer)
 		s.commit(w, batch)
+		if s.log.dirty && syncDue == nil {
+			if syncTimer == nil {
+				syncTimer = time.NewTimer(s.opts.SyncEvery)
+			} else {
+				syncTimer.Reset(s.opts.SyncEvery)
+			}
+			syncDue = syncTimer.C
+		}
 		if s.compactDue && s.wedged == nil {
 			// One segment per batch, so appends wait for one at most. A
 			// failure leaves the segment as it was, for the next deletion
@@ -254,7 +268,11 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 	}
 	from := s.log.active().size.Load()
 	if len(out) > 0 {
-		wedge, err := s.log.write(out)
+		write := s.log.write
+		if s.opts.SyncEvery > 0 && w.tx == nil {
+			write = s.log.writeLazy // events only: synced within SyncEvery
+		}
+		wedge, err := write(out)
 		if wedge != nil {
 			s.wedged = fmt.Errorf("%w: the event log cannot be repaired until reopened: %v", journal.ErrUnavailable, wedge)
 		}
@@ -263,6 +281,12 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 		}
 	}
 	if w.tx != nil {
+		// bbolt is to record the log's end: what lies before it must be
+		// durable first (it is, unless lazy batches preceded this one
+		// and it wrote no record of its own).
+		if err := s.log.sync(); err != nil {
+			return err
+		}
 		if err := w.tx.Commit(); err != nil {
 			w.tx = nil // rolled back by the failed commit
 			if len(out) > 0 {
@@ -275,6 +299,18 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 	}
 	s.merge(w)
 	return nil
+}
+
+// syncLog makes the lazily written batches durable (SyncEvery). An
+// fdatasync that fails may have lost them: the store takes no more writes
+// until it is reopened (recovery then cuts what did not reach the disk).
+func (s *Store) syncLog() {
+	if s.wedged != nil {
+		return
+	}
+	if err := s.log.sync(); err != nil {
+		s.wedged = fmt.Errorf("%w: %v", journal.ErrUnavailable, err)
+	}
 }
 
 func jsonValid(b []byte) bool { return json.Valid(b) }

@@ -26,6 +26,19 @@ type Options struct {
 	// throwaway tests only; never in a deployment. Default false.
 	NoSync bool
 
+	// SyncEvery, when above 0, lets an append be acknowledged before the
+	// event log is fdatasynced: a batch of events only is written (so that
+	// a crash of the process, SIGKILL included, loses nothing
+	// acknowledged) and fdatasynced at most SyncEvery later, together with
+	// the batches written meanwhile. A batch that changes bbolt too (a
+	// run's start or end, a session's change, ...) is synced with what
+	// precedes it before bbolt commits, as always, so the journal stays
+	// consistent; a crash of the machine or a power loss can lose the
+	// events of the last SyncEvery, which recovery cuts as a torn tail.
+	// Default 0: every batch is fdatasynced before its appends are
+	// acknowledged.
+	SyncEvery time.Duration
+
 	// segmentBytes is the size past which the event log starts a new
 	// segment file. Default DefaultSegmentBytes; tests set it small.
 	segmentBytes uint64
@@ -75,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.segmentBytes == 0 {
 		o.segmentBytes = DefaultSegmentBytes
+	}
+	if o.SyncEvery < 0 {
+		o.SyncEvery = 0
 	}
 	if o.GroupCommit.MaxWait < 0 {
 		o.GroupCommit.MaxWait = 0

@@ -50,6 +50,12 @@ type segLog struct {
 
 	mu   sync.RWMutex
 	segs []*segment // ascending by base; the last one is written
+
+	// Committer-owned: bytes of the active segment written by writeLazy
+	// and not synced yet, and the number of fdatasyncs of written bytes
+	// (for tests).
+	dirty bool
+	syncs atomic.Int64
 }
 
 // segName is the file name of the segment starting at base.
@@ -260,6 +266,9 @@ func (l *segLog) reserve(n uint64) (uint64, error) {
 // failed left (the log's end is past every segment's records): it is
 // emptied.
 func (l *segLog) roll(base, n uint64) error {
+	if err := l.sync(); err != nil { // later syncs sync the new segment only
+		return fmt.Errorf("journal/bolt: new segment: %w", err)
+	}
 	name := filepath.Join(l.dir, segName(base))
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -293,7 +302,37 @@ func (l *segLog) write(b []byte) (wedged, err error) {
 		return l.cut(a.size.Load()), err
 	}
 	a.size.Add(uint64(len(b)))
+	if !l.noSync {
+		l.dirty = false
+		l.syncs.Add(1)
+	}
 	return nil, nil
+}
+
+// writeLazy appends b to the active segment without fdatasync: it is in
+// the file (a crash of the process loses nothing) and sync makes it
+// durable against a crash of the machine.
+func (l *segLog) writeLazy(b []byte) (wedged, err error) {
+	a := l.active()
+	if _, err = a.f.WriteAt(b, int64(a.size.Load())); err != nil {
+		return l.cut(a.size.Load()), err
+	}
+	a.size.Add(uint64(len(b)))
+	l.dirty = !l.noSync
+	return nil, nil
+}
+
+// sync fdatasyncs what writeLazy wrote, if anything.
+func (l *segLog) sync() error {
+	if !l.dirty {
+		return nil
+	}
+	if err := fdatasync(l.active().f); err != nil {
+		return fmt.Errorf("journal/bolt: sync the event log: %w", err)
+	}
+	l.dirty = false
+	l.syncs.Add(1)
+	return nil
 }
 
 // cut truncates the active segment to local size n (a batch that did not
