@@ -263,7 +263,7 @@ func compare(ctx context.Context, cfg config, command string, out io.Writer) ([]
 	}
 	h := compareHeader{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), Go: runtime.Version(),
 		Hub: hv, Centrifugo: centrifugoVersion(bin),
-		Fsync:   fmt.Sprintf("fsync on every journal commit (embedded bbolt journal; the hub has no switch for it), journal under %s (%s)", dataDir, fsType(dataDir)),
+		Fsync:   fmt.Sprintf("%s, journal under %s (%s)", fsyncPolicy(cfg.HubEnv), dataDir, fsType(dataDir)),
 		Command: command, Cfg: cfg, Procs: procs}
 	opts := cfOptions{Bin: bin, Procs: cfg.CFProcs, Publishers: cfg.CFPublishers, HistorySize: cfg.CFHistory, HistoryTTL: cfg.CFHistoryTTL}
 	var rows []*benchRow
@@ -453,4 +453,19 @@ func mainCompare(cfg config) int {
 		}
 	}
 	return 0
+}
+
+// fsyncPolicy describes the embedded journal's fsync policy the hub runs
+// with: RUNHUB_JOURNAL_SYNC_EVERY in its environment, or the default.
+func fsyncPolicy(env []string) string {
+	every := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "RUNHUB_JOURNAL_SYNC_EVERY="); ok {
+			every = v
+		}
+	}
+	if d, err := time.ParseDuration(every); err == nil && d > 0 {
+		return fmt.Sprintf("event batches acknowledged once in the journal's files (surviving a crash of the process) and fdatasynced within %v (RUNHUB_JOURNAL_SYNC_EVERY=%s; run starts and ends, session changes: fdatasync on every commit)", d, every)
+	}
+	return "fsync on every journal commit (embedded bbolt journal, the default: RUNHUB_JOURNAL_SYNC_EVERY=0)"
 }

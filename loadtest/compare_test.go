@@ -197,3 +197,16 @@ func TestFindCentrifugo(t *testing.T) {
 		t.Errorf("~/go/bin: %q %v", p, err)
 	}
 }
+
+// The comparison names the fsync policy the hub ran with.
+func TestFsyncPolicy(t *testing.T) {
+	if got := fsyncPolicy(nil); !strings.Contains(got, "fsync on every journal commit") {
+		t.Errorf("default: %q", got)
+	}
+	if got := fsyncPolicy([]string{"GOMAXPROCS=2", "RUNHUB_JOURNAL_SYNC_EVERY=100ms"}); !strings.Contains(got, "fdatasynced within 100ms") {
+		t.Errorf("sync every 100ms: %q", got)
+	}
+	if got := fsyncPolicy([]string{"RUNHUB_JOURNAL_SYNC_EVERY=0"}); !strings.Contains(got, "fsync on every journal commit") {
+		t.Errorf("sync every 0: %q", got)
+	}
+}
