@@ -49,6 +49,14 @@
 // in doubt (the committer does not start the next one before 2). Plain
 // batches need no marker: written and synced, they are committed.
 //
+// With Options.SyncEvery a plain batch is answered once written, and the
+// committer fdatasyncs the log within SyncEvery (and before any batch that
+// changes bbolt, which records a log end that must be durable, before a
+// segment roll and on Close). A crash of the process loses nothing
+// answered: the bytes are in the file. A crash of the machine can lose the
+// unsynced plain batches; recovery finds them torn or missing past the
+// last synced byte and cuts them, as any torn tail.
+//
 // A torn tail (a crash during 1, or a write cut short) fails its record's
 // length or CRC: recovery cuts the log at the last whole record. A record
 // of a run bbolt does not know (deleted, or never committed), or from
