@@ -192,13 +192,17 @@ func TestWebUIRunnersHubRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No repeat: seqs only grow. (They may skip: an event the WebUI's
+	// dialect has no frame for, such as the run's status while the cancel
+	// is under way, takes a seq between two tokens. No token is lost: the
+	// text below is the simulator's, whole, up to the cancel.)
 	last, _ := strconv.ParseUint(cursor, 10, 64)
 	for i, f := range after {
 		if f.ID != "" {
 			_, s, _ := strings.Cut(f.ID, ":")
 			seq, _ := strconv.ParseUint(s, 10, 64)
-			if seq != last+1 && f.Event == "token" {
-				t.Fatalf("frame %d: seq %d after %d", i, seq, last)
+			if seq <= last {
+				t.Fatalf("frame %d (%s): seq %d after %d", i, f.Event, seq, last)
 			}
 			last = seq
 		}
