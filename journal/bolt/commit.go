@@ -285,6 +285,8 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 		// durable first (it is, unless lazy batches preceded this one
 		// and it wrote no record of its own).
 		if err := s.log.sync(); err != nil {
+			// The lazy batches may be lost: as syncLog, take no more.
+			s.wedged = fmt.Errorf("%w: %v", journal.ErrUnavailable, err)
 			return err
 		}
 		if err := w.tx.Commit(); err != nil {
