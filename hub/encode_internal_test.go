@@ -13,13 +13,18 @@ import (
 func TestEncodeEventFrameMatchesEncodeEvent(t *testing.T) {
 	payloads := []string{
 		`{"message_id":"m1","text":"w1 "}`,
+		`{"text":"w2 ","message_id":"m1"}`,
 		`{ "text" : "a <b> & c \u2028 \u2029 é 😀", "n": [1, 2.5e3, null, true] }`,
 		`{"result":{"html":"<script>alert('x')</script>"}}`,
 		`{"big":"` + strings.Repeat("x", 100<<10) + `"}`,
 		`{}`,
 	}
 	for i, p := range payloads {
-		e := protocol.Envelope{EventID: "r_1:7", Seq: 7, RunID: "r_1", SessionID: "s_<1>", Type: "token.delta",
+		sid := "s_1" // deltas of plain ids take protocol.AppendEventFrame
+		if i%3 == 2 {
+			sid = "s_<1>"
+		}
+		e := protocol.Envelope{EventID: "r_1:7", Seq: 7, RunID: "r_1", SessionID: sid, Type: "token.delta",
 			CreatedAt: 1778750000.123456, Terminal: i%2 == 1, Payload: json.RawMessage(p)}
 		want, err := protocol.EncodeEvent(nil, &e)
 		if err != nil {
