@@ -57,8 +57,15 @@
 // unsynced plain batches; recovery finds them torn or missing past the
 // last synced byte and cuts them, as any torn tail.
 //
+// The active segment's file runs up to 1 MiB ahead of its records with
+// zeros, written before the records that overwrite them, so that a
+// batch's fdatasync changes no file length and flushes data alone
+// (without a file-system journal commit); a segment loses its zeros when
+// the next one starts and on Close.
+//
 // A torn tail (a crash during 1, or a write cut short) fails its record's
-// length or CRC: recovery cuts the log at the last whole record. A record
+// length or CRC, as does a zeroed tail (a length of zero is no record):
+// recovery cuts the log at the last whole record. A record
 // of a run bbolt does not know (deleted, or never committed), or from
 // before the run's birth offset (an id deleted and registered again), is
 // dead and skipped. bbolt runs one read-write transaction at a time, so a
