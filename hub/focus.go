@@ -30,26 +30,27 @@ func (c *conn) checkCursor(sid, raw string, meta *journal.SessionMeta) (protocol
 }
 
 // offerEvent is called by the router with a live event of a focused session
-// and its encoded frame (shared by every socket).
-func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) {
+// and its encoded frame (shared by every socket). It reports whether the
+// event was queued to the socket (the router counts those).
+func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) bool {
 	o := &c.out
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	f := &o.focus
 	if f.sid != e.SessionID || f.lagging || f.resolve || o.closing {
-		return
+		return false
 	}
 	if e.RunID != f.runID {
 		if !f.runDone || e.Seq != 1 {
 			f.lagging = true // a run we have not finished, or a gap: read the journal
 			c.signal()
-			return
+			return false
 		}
 		f.runID, f.next, f.runDone = e.RunID, 1, false
 	}
 	switch {
 	case e.Seq < f.next:
-		return // already sent
+		return false // already sent
 	case e.Seq > f.next || len(o.events) >= c.cfg.QueueEvents:
 		if e.Seq == f.next {
 			f.slow = true
@@ -57,13 +58,13 @@ func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) {
 		}
 		f.lagging = true // a gap, or the tab is not keeping up: drop, catch up later
 		c.signal()
-		return
+		return false
 	}
 	o.events = append(o.events, frame)
-	c.metrics.EventDelivered(e.Type, false)
 	f.next++
 	f.runDone = e.Terminal
 	c.signal()
+	return true
 }
 
 // kick makes a socket focused on sid re-read the journal (the router calls

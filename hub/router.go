@@ -169,9 +169,13 @@ func (r *router) deliver(sid string, e *protocol.Envelope) {
 		r.h.log.Error("encode event", "run_id", e.RunID, "err", err)
 		return
 	}
+	n := 0
 	for c := range f.conns {
-		c.offerEvent(e, frame)
+		if c.offerEvent(e, frame) {
+			n++
+		}
 	}
+	r.h.env.metrics.EventsDelivered(e.Type, n)
 }
 
 // setFocus handles a focus message.

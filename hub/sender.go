@@ -2,6 +2,8 @@ package hub
 
 import (
 	"runtime"
+
+	"github.com/runhub/runhub/hub/metrics"
 )
 
 // newSenders makes a hub's senders: one per core.
@@ -52,30 +54,38 @@ func (s *sender) loop() {
 			if len(batch) == 0 {
 				break
 			}
+			// Frames are counted once per turn of the list, not per
+			// socket: the counters are shared by every core.
+			var m *metrics.Metrics
+			frames, bytes := 0, 0
 			for i, c := range batch {
-				c.sendNow()
+				if n := c.sendNow(); n > 0 {
+					m, frames, bytes = c.metrics, frames+1, bytes+n
+				}
 				batch[i] = nil
 			}
+			m.FramesWritten(frames, bytes)
 		}
 	}
 }
 
 // sendNow is a sender's turn at the socket: one frame of what waits,
 // written without waiting. A socket offered more meanwhile is in the
-// ready list again (queued is cleared first).
-func (c *conn) sendNow() {
+// ready list again (queued is cleared first). It returns the bytes of the
+// frame it wrote, 0 when it wrote none (the caller counts frames).
+func (c *conn) sendNow() int {
 	c.queued.Store(false)
 	w := c.wire
 	if !w.mu.TryLock() {
 		// The writer goroutine or the WebSocket library is writing, and may
 		// be waiting on a slow tab: the writer takes what waits after.
 		c.wakeWriter()
-		return
+		return 0
 	}
 	if w.hasPending() {
 		w.mu.Unlock()
 		c.wakeWriter() // bytes before ours wait for the writer
-		return
+		return 0
 	}
 	o := &c.out
 	o.mu.Lock()
@@ -84,13 +94,13 @@ func (c *conn) sendNow() {
 		// would overtake it. It takes what waits after.
 		o.mu.Unlock()
 		w.mu.Unlock()
-		return
+		return 0
 	}
 	if o.writerNeeded() {
 		o.mu.Unlock()
 		w.mu.Unlock()
 		c.wakeWriter()
-		return
+		return 0
 	}
 	limit := o.limit
 	if limit == 0 {
@@ -103,7 +113,7 @@ func (c *conn) sendNow() {
 	if len(buf) == frameHeadroom {
 		w.mu.Unlock()
 		putFrame(bp)
-		return
+		return 0
 	}
 	frame := frameOf(buf)
 	left, err := w.trySend(bp, len(buf)-len(frame))
@@ -113,12 +123,12 @@ func (c *conn) sendNow() {
 	}
 	if err != nil {
 		c.cancel()
-		return
+		return 0
 	}
-	c.metrics.FrameWritten(len(buf) - frameHeadroom)
 	if left {
 		c.wakeWriter() // the rest of the frame: the writer may wait for the tab
 	}
+	return len(buf) - frameHeadroom
 }
 
 // signal tells the socket there is something to send: its sender writes

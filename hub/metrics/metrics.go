@@ -211,6 +211,28 @@ func (m *Metrics) EventDelivered(t protocol.EventType, replayed bool) {
 	}
 }
 
+// EventsDelivered counts one live event queued to n tab sockets at once
+// (one update of the shared counter per event, not one per socket).
+func (m *Metrics) EventsDelivered(t protocol.EventType, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	if c, ok := m.delivered[t]; ok {
+		c.Add(float64(n))
+	} else {
+		m.deliveredOther.Add(float64(n))
+	}
+}
+
+// FramesWritten counts n frames of bytes bytes in all written to tabs.
+func (m *Metrics) FramesWritten(n, bytes int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.frames.Add(float64(n))
+	m.frameBytes.Add(float64(bytes))
+}
+
 // FrameWritten counts one frame of n bytes written to a tab.
 func (m *Metrics) FrameWritten(n int) {
 	if m == nil {

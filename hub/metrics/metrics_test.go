@@ -98,6 +98,9 @@ func TestCounts(t *testing.T) {
 	tok := &protocol.Envelope{Type: protocol.EventTokenDelta}
 	m.EventDelivered(protocol.EventTokenDelta, false)
 	m.EventDelivered(protocol.EventTokenDelta, true)
+	m.EventsDelivered(protocol.EventTokenDelta, 3)
+	m.EventsDelivered(protocol.EventTokenDelta, 0)
+	m.EventsDelivered("x.unknown", 2)
 	m.EventAppended(tok)
 	for _, e := range []protocol.Envelope{
 		{Type: protocol.EventDone, Terminal: true},
@@ -111,6 +114,8 @@ func TestCounts(t *testing.T) {
 	}
 	m.FrameWritten(100)
 	m.FrameWritten(23)
+	m.FramesWritten(2, 77)
+	m.FramesWritten(0, 0)
 	m.ReplayRequested()
 	m.SlowConsumerDropped()
 	m.SlowConsumerCaughtUp()
@@ -124,7 +129,8 @@ func TestCounts(t *testing.T) {
 	m.HTTPRequest("GET", "/v1/runs/:rid", 200)
 
 	checks := map[string]float64{
-		`runhub_events_delivered_total{type="token.delta"}`:                         2,
+		`runhub_events_delivered_total{type="token.delta"}`:                         5,
+		`runhub_events_delivered_total{type="other"}`:                               2,
 		`runhub_replayed_events_total`:                                              1,
 		`runhub_events_appended_total{type="token.delta"}`:                          1,
 		`runhub_events_appended_total{type="error"}`:                                4,
@@ -133,8 +139,8 @@ func TestCounts(t *testing.T) {
 		`runhub_runs_ended_total{state="interrupted"}`:                              1,
 		`runhub_runs_ended_total{state="expired"}`:                                  1,
 		`runhub_runs_ended_total{state="failed"}`:                                   1,
-		`runhub_socket_frames_written_total`:                                        2,
-		`runhub_socket_written_bytes_total`:                                         123,
+		`runhub_socket_frames_written_total`:                                        4,
+		`runhub_socket_written_bytes_total`:                                         200,
 		`runhub_replay_requests_total`:                                              1,
 		`runhub_slow_consumer_drops_total`:                                          1,
 		`runhub_slow_consumer_catchups_total`:                                       1,
