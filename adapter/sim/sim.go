@@ -223,6 +223,8 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 		n, text = len(chunks), func(i int) string { return chunks[i] }
 	}
 	pace := newPacer(time.Now(), pause)
+	var sleep ctxsleep.Sleeper // one timer for the run's tokens
+	defer sleep.Stop()
 	for i := 0; i < n; i++ {
 		if s.Fail == "error" && i == n/2 {
 			return nil, &driver.Error{Code: protocol.ErrorProviderError, Message: "simulated provider failure"}
@@ -234,7 +236,7 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 			return nil, err
 		}
 		if i < n-1 {
-			if err := ctxsleep.Sleep(ctx, pace.next(time.Now())); err != nil {
+			if err := sleep.Sleep(ctx, pace.next(time.Now())); err != nil {
 				return nil, err
 			}
 		}

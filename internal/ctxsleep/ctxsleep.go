@@ -25,3 +25,37 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// A Sleeper is Sleep with one timer for all its pauses, for a loop that
+// pauses between many steps (a simulated run's tokens): no timer is made
+// per pause. The zero value is ready; it is not safe for concurrent use.
+// Stop it when done, so a long pause's timer holds nothing.
+type Sleeper struct {
+	t *time.Timer
+}
+
+// Sleep pauses as the package's Sleep does.
+func (s *Sleeper) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if s.t == nil {
+		s.t = time.NewTimer(d)
+	} else {
+		s.t.Reset(d) // since Go 1.23 no value of an earlier pause is left in C
+	}
+	select {
+	case <-ctx.Done():
+		s.t.Stop()
+		return ctx.Err()
+	case <-s.t.C:
+		return nil
+	}
+}
+
+// Stop stops the timer of a pause that ended early.
+func (s *Sleeper) Stop() {
+	if s.t != nil {
+		s.t.Stop()
+	}
+}
