@@ -32,6 +32,7 @@ func routerRig(n int) (*router, []*conn) {
 		c.out.events = make([][]byte, 0, 1)
 		c.out.focus = focusState{sid: "s_1", runID: "r_1", next: 1}
 		f.conns[c] = struct{}{}
+		f.list = append(f.list, c)
 		conns[i] = c
 	}
 	return r, conns

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -43,7 +44,10 @@ func (r *router) focus(c *conn, sid string) {
 		r.feeds[sid] = f
 		r.refresh[sid] = struct{}{}
 	}
-	f.conns[c] = struct{}{}
+	if _, in := f.conns[c]; !in {
+		f.conns[c] = struct{}{}
+		f.list = append(f.list, c)
+	}
 	r.focused[c] = sid
 	r.mu.Unlock()
 	r.signal()
@@ -58,7 +62,13 @@ func (r *router) unfocus(c *conn) {
 	f := r.feeds[sid]
 	var cancel func()
 	if f != nil {
-		delete(f.conns, c)
+		if _, in := f.conns[c]; in {
+			delete(f.conns, c)
+			i := slices.Index(f.list, c)
+			f.list[i] = f.list[len(f.list)-1]
+			f.list[len(f.list)-1] = nil
+			f.list = f.list[:len(f.list)-1]
+		}
 		if len(f.conns) == 0 {
 			delete(r.feeds, sid)
 			delete(r.refresh, sid)
@@ -170,7 +180,7 @@ func (r *router) deliver(sid string, e *protocol.Envelope) {
 		return
 	}
 	n := 0
-	for c := range f.conns {
+	for _, c := range f.list {
 		if c.offerEvent(e, frame) {
 			n++
 		}

@@ -298,7 +298,8 @@ type router struct {
 type sessionFeed struct {
 	sid    string
 	conns  map[*conn]struct{}
-	runID  string // the run tailed
+	list   []*conn // conns' sockets, for deliver to range over
+	runID  string  // the run tailed
 	cancel func()
 }
 
