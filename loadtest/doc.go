@@ -11,5 +11,7 @@
 // See loadtest/README.md for the flags, the scenarios and how to read the
 // report; `make loadtest` runs the standard scenario against a hub it
 // spawns. -floor spawns loadtest/floorhub instead: a server that only
-// writes each event to its sockets, the floor the hub is compared with.
+// writes each event to its sockets, the floor the hub is compared with;
+// -floor-journal makes it journal each event first (one write and one
+// fdatasync per batch), the floor with a journal.
 package main

@@ -33,6 +33,7 @@ type config struct {
 	HubBin        string        `json:"-"`
 	Floor         bool          `json:"floor,omitempty"`
 	FloorWrite    string        `json:"floor_write,omitempty"`
+	FloorJournal  bool          `json:"floor_journal,omitempty"`
 	HubEnv        []string      `json:"hub_env,omitempty"`
 	HubPID        int           `json:"hub_pid,omitempty"`
 	DataDir       string        `json:"data_dir,omitempty"`
@@ -84,8 +85,9 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.SpawnRedis, "spawn-redis", false, "start redis-server, -hubs hubs (RUNHUB_RUNTIME=runners) and one runner, and measure them")
 	fs.IntVar(&c.Hubs, "hubs", 2, "hub replicas with -spawn-redis")
 	fs.StringVar(&c.HubBin, "hub-bin", "", "hub binary for -spawn/-spawn-redis (default: go build ./cmd/hub)")
-	fs.BoolVar(&c.Floor, "floor", false, "with -spawn: measure loadtest/floorhub (one write per delivery, no journal) instead of the hub")
+	fs.BoolVar(&c.Floor, "floor", false, "with -spawn: measure loadtest/floorhub (one write per delivery, no journal unless -floor-journal) instead of the hub")
 	fs.StringVar(&c.FloorWrite, "floor-write", "raw", "with -floor: how floorhub writes a frame: raw (one net.Conn.Write) or lib (coder/websocket)")
+	fs.BoolVar(&c.FloorJournal, "floor-journal", false, "with -floor: floorhub journals every event before writing it, one write + one fdatasync per batch, in the spawned data directory (under -data)")
 	hubEnv := listFlag{}
 	fs.Var(&hubEnv, "hub-env", "KEY=VALUE for spawned hubs (repeatable), e.g. RUNHUB_STATUS_INTERVAL=200ms")
 	fs.StringVar(&c.DataDir, "data", "", "with -spawn: the directory under which the hub's journal goes (default $TMPDIR; /dev/shm takes the disk's fsync out of the figures)")
@@ -160,6 +162,8 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-spawn and -spawn-redis exclude each other")
 	case c.Floor && !c.Spawn:
 		return c, fmt.Errorf("-floor needs -spawn (the centrifugo scenario sets it)")
+	case c.FloorJournal && !c.Floor:
+		return c, fmt.Errorf("-floor-journal needs -floor")
 	case c.FloorWrite != "raw" && c.FloorWrite != "lib":
 		return c, fmt.Errorf("-floor-write %q: want raw or lib", c.FloorWrite)
 	case c.SpawnRedis && (c.Hubs < 1 || c.Hubs > 8):

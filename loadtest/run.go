@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -32,16 +33,19 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		pkg, env := "./cmd/hub", cfg.HubEnv
+		pkg, env, dataEnv := "./cmd/hub", cfg.HubEnv, ""
 		if cfg.Floor {
 			pkg, env = "./loadtest/floorhub", append([]string{"FLOORHUB_WRITE=" + cfg.FloorWrite}, env...)
+			if cfg.FloorJournal {
+				dataEnv = "FLOORHUB_JOURNAL" // where the hub's journal would go
+			}
 		}
 		bin, err := hubBinary(cfg.HubBin, dir, pkg)
 		if err != nil {
 			return nil, err
 		}
 		if cfg.Spawn {
-			cl, err = spawnEmbedded(bin, cfg.DataDir, env)
+			cl, err = spawnEmbedded(bin, cfg.DataDir, env, dataEnv)
 		} else {
 			cl, err = spawnRedis(bin, cfg.Hubs, max(2*cfg.Runs, 100), cfg.HubEnv)
 		}
@@ -57,6 +61,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		rep.Mode = map[bool]string{true: "embedded (spawned, journal in " + cl.dir + ")", false: fmt.Sprintf("redis, %d hubs + 1 runner (spawned)", cfg.Hubs)}[cfg.Spawn]
 		if cfg.Floor {
 			rep.Mode = "floor (spawned loadtest/floorhub, write " + cfg.FloorWrite + ", no journal)"
+			if cfg.FloorJournal {
+				rep.Mode = "floor with a journal (spawned loadtest/floorhub, write " + cfg.FloorWrite +
+					"; every event journaled before it is written, one write + one fdatasync per batch, in " +
+					filepath.Join(cl.hubs[0].data, "floor.log") + ", " + fsType(cl.dir) + ")"
+			}
 		}
 	} else {
 		g.targets = strings.Split(cfg.Target, ",")

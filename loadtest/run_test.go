@@ -83,6 +83,9 @@ func TestParseFlagsBounds(t *testing.T) {
 		{"-floor"},
 		{"-floor", "-spawn-redis"},
 		{"-scenario", "centrifugo", "-floor", "-floor-write", "nope"},
+		{"-floor-journal"},
+		{"-spawn", "-floor-journal"},
+		{"-scenario", "centrifugo", "-floor-journal"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("%v accepted", args)
@@ -92,8 +95,12 @@ func TestParseFlagsBounds(t *testing.T) {
 		t.Error(err)
 	}
 	c, err := parseFlags([]string{"-scenario", "centrifugo", "-floor", "-floor-write", "lib"})
-	if err != nil || !c.Floor || !c.Spawn || c.FloorWrite != "lib" {
+	if err != nil || !c.Floor || !c.Spawn || c.FloorWrite != "lib" || c.FloorJournal {
 		t.Errorf("-scenario centrifugo -floor -floor-write lib: %+v, %v", c, err)
+	}
+	c, err = parseFlags([]string{"-scenario", "centrifugo", "-floor", "-floor-journal", "-data", "/dev/shm"})
+	if err != nil || !c.Floor || !c.FloorJournal || c.DataDir != "/dev/shm" {
+		t.Errorf("-scenario centrifugo -floor -floor-journal -data /dev/shm: %+v, %v", c, err)
 	}
 }
 

@@ -20,6 +20,7 @@ type child struct {
 	cmd  *exec.Cmd
 	out  *tailBuffer
 	addr string // hubs: the HTTP address
+	data string // hubs: the data directory (RUNHUB_DATA)
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
@@ -51,6 +52,7 @@ type cluster struct {
 	dir      string
 	children []*child
 	hubs     []*child
+	dataEnv  string // another variable a hub's data directory goes in (floorhub's FLOORHUB_JOURNAL), or ""
 }
 
 func freeLoopbackAddr() (string, error) {
@@ -105,13 +107,16 @@ func (cl *cluster) startHub(bin string, env ...string) (*child, error) {
 		return nil, err
 	}
 	name := fmt.Sprintf("hub%d", len(cl.hubs)+1)
-	env = append([]string{"RUNHUB_ADDR=" + addr, "RUNHUB_DATA=" + filepath.Join(cl.dir, name), "RUNHUB_LOG_LEVEL=warn",
-		"RUNHUB_PPROF=1", "RUNHUB_SHUTDOWN_GRACE=2s"}, env...)
-	c, err := cl.start(name, env, bin, "serve")
+	data := filepath.Join(cl.dir, name)
+	pre := []string{"RUNHUB_ADDR=" + addr, "RUNHUB_DATA=" + data, "RUNHUB_LOG_LEVEL=warn", "RUNHUB_PPROF=1", "RUNHUB_SHUTDOWN_GRACE=2s"}
+	if cl.dataEnv != "" {
+		pre = append(pre, cl.dataEnv+"="+data)
+	}
+	c, err := cl.start(name, append(pre, env...), bin, "serve")
 	if err != nil {
 		return nil, err
 	}
-	c.addr = addr
+	c.addr, c.data = addr, data
 	cl.hubs = append(cl.hubs, c)
 	return c, waitHealthy(c)
 }
@@ -138,13 +143,14 @@ func waitReady(c *child, path string) error {
 	return fmt.Errorf("%s did not become ready; output:\n%s", c.name, c.out.String())
 }
 
-// spawnEmbedded starts one hub with the embedded journal in a temp dir.
-func spawnEmbedded(bin, base string, extraEnv []string) (*cluster, error) {
+// spawnEmbedded starts one hub with the embedded journal in a temp dir
+// under base. dataEnv, if not "", is set to the hub's data directory too.
+func spawnEmbedded(bin, base string, extraEnv []string, dataEnv string) (*cluster, error) {
 	dir, err := os.MkdirTemp(base, "runhub-loadtest-")
 	if err != nil {
 		return nil, err
 	}
-	cl := &cluster{dir: dir}
+	cl := &cluster{dir: dir, dataEnv: dataEnv}
 	if _, err := cl.startHub(bin, extraEnv...); err != nil {
 		cl.stop()
 		return nil, err

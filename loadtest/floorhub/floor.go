@@ -18,10 +18,11 @@ const (
 
 // floor is the whole server state.
 type floor struct {
-	write string
-	hubID string
-	done  chan struct{} // closed by stop: runs end
-	runWG sync.WaitGroup
+	write   string
+	hubID   string
+	journal *committer    // nil: no journal
+	done    chan struct{} // closed by stop: runs end
+	runWG   sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -29,13 +30,26 @@ type floor struct {
 	all      []*tab // watching all sessions; copy-on-write
 }
 
-func newFloor(write string) *floor {
-	return &floor{write: write, hubID: newID("h_"), done: make(chan struct{}),
+// newFloor is a floor writing frames the write way; with a journal
+// directory, it journals every event there before writing it (its
+// committer runs until stop).
+func newFloor(write, journal string) (*floor, error) {
+	f := &floor{write: write, hubID: newID("h_"), done: make(chan struct{}),
 		sessions: map[string]*session{}, runs: map[string]*run{}}
+	if journal != "" {
+		file, err := openJournal(journal)
+		if err != nil {
+			return nil, err
+		}
+		f.journal = newCommitter(file)
+	}
+	return f, nil
 }
 
-// stop ends every run's goroutine and waits for them.
-func (f *floor) stop() {
+// stop ends every run's goroutine and waits for them, then stops the
+// journal's committer (the runs were its only submitters) and closes its
+// file.
+func (f *floor) stop() error {
 	f.mu.Lock()
 	select {
 	case <-f.done:
@@ -44,6 +58,10 @@ func (f *floor) stop() {
 	}
 	f.mu.Unlock()
 	f.runWG.Wait()
+	if f.journal != nil {
+		return f.journal.close()
+	}
+	return nil
 }
 
 // newID is prefix + 32 hex digits, the length of the hub's ids.
@@ -72,6 +90,7 @@ type run struct {
 	started    time.Time
 	cancel     chan struct{}
 	cancelOnce sync.Once
+	committed  chan error // the journal's answers to the run's goroutine (room for one)
 
 	mu    sync.Mutex
 	seq   uint64
@@ -125,7 +144,8 @@ func (f *floor) start(sid string, tokens int, pause time.Duration) (*run, int) {
 			return nil, http.StatusConflict
 		}
 	}
-	r := &run{id: newID("r_"), s: s, tokens: tokens, pause: pause, started: time.Now(), cancel: make(chan struct{})}
+	r := &run{id: newID("r_"), s: s, tokens: tokens, pause: pause, started: time.Now(), cancel: make(chan struct{}),
+		committed: make(chan error, 1)}
 	s.current = r
 	f.runs[r.id] = r
 	f.runWG.Add(1)
@@ -188,8 +208,10 @@ func (f *floor) finish(r *run, buf []byte, state string) {
 }
 
 // emit encodes the run's next event once and writes it to every socket
-// focusing the session. buf is reused across events (each frame is written
-// before the next is encoded).
+// focusing the session. With a journal, the event is journaled first (the
+// run waits for its batch's fdatasync), and not sent if that fails. buf is
+// reused across events (each frame is journaled and written before the
+// next is encoded).
 func (f *floor) emit(r *run, buf []byte, typ string, terminal bool, payload []byte) []byte {
 	r.mu.Lock()
 	r.seq++
@@ -197,6 +219,9 @@ func (f *floor) emit(r *run, buf []byte, typ string, terminal bool, payload []by
 	r.mu.Unlock()
 	buf = appendEvent(buf[:messageHead], r, seq, typ, time.Now(), terminal, payload)
 	m := newMessage(buf)
+	if f.journal != nil && f.journal.submit(m.payload(), r.committed) != nil {
+		return buf // told by the committer; the run goes on
+	}
 	r.s.mu.Lock()
 	focused := r.s.focused
 	r.s.mu.Unlock()

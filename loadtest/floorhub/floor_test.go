@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +19,26 @@ import (
 // A focused socket gets a run's events in seq order from 1, each one
 // message with the envelope fields loadtest reads, created_at when
 // produced, the terminal event last, then the session's terminal status;
-// in both write modes.
+// in both write modes. With a journal, the journal file is every event
+// received, byte for byte, in seq order, and nothing else (no status).
 func TestRunInSeqOrder(t *testing.T) {
-	for _, mode := range []string{writeRaw, writeLib} {
-		t.Run(mode, func(t *testing.T) {
-			f := newFloor(mode)
+	for _, c := range []struct {
+		mode    string
+		journal bool
+	}{{writeRaw, false}, {writeLib, false}, {writeRaw, true}, {writeLib, true}} {
+		name := c.mode
+		if c.journal {
+			name += "-journal"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := ""
+			if c.journal {
+				dir = filepath.Join(t.TempDir(), "data")
+			}
+			f, err := newFloor(c.mode, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
 			srv := httptest.NewServer(f.routes())
 			defer srv.Close()
 			defer f.stop()
@@ -72,10 +89,17 @@ func TestRunInSeqOrder(t *testing.T) {
 			t0 := time.Now()
 			post(t, srv.URL+"/v1/sessions/"+sess.SessionID+"/runs",
 				`{"message":"m","metadata":{"sim":{"tokens":200,"token_ms":1}}}`, &run)
+			var events []byte // every event message received, in order
 			for want := uint64(1); want <= tokens+1; want++ {
 				_, b, err := ws.Read(ctx)
 				if err != nil {
 					t.Fatal(err)
+				}
+				events = append(events, b...)
+				if c.journal { // journaled before it was sent
+					if got, err := os.ReadFile(filepath.Join(dir, journalFile)); err != nil || !bytes.HasPrefix(got, events) {
+						t.Fatalf("seq %d received before the journal held it and all before it (%d bytes, %v):\n%.300s", want, len(got), err, b)
+					}
 				}
 				if !bytes.HasPrefix(b, []byte(`{"type":"event","event":{"event_id":"`)) || bytes.IndexByte(b, '\n') >= 0 {
 					t.Fatalf("event %d: not one event message: %s", want, b)
@@ -109,6 +133,26 @@ func TestRunInSeqOrder(t *testing.T) {
 			json.NewDecoder(resp.Body).Decode(&rs)
 			if rs.TerminalState != protocol.StatusCompleted || rs.LastSeq != tokens+1 {
 				t.Fatalf("run status %+v", rs)
+			}
+			if !c.journal {
+				return
+			}
+			if err := f.stop(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, journalFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, events) {
+				t.Fatalf("the journal (%d bytes) is not the %d events received (%d bytes):\n%.300s\nwant\n%.300s", len(got), tokens+1, len(events), got, events)
+			}
+			for _, p := range []string{dir, filepath.Join(dir, journalFile)} {
+				if st, err := os.Stat(p); err != nil {
+					t.Error(err)
+				} else if st.Mode().Perm()&0o077 != 0 {
+					t.Errorf("%s: %v: want no access for group and others", p, st.Mode())
+				}
 			}
 		})
 	}

@@ -20,9 +20,10 @@ func main() {
 	fs := flag.NewFlagSet("floorhub", flag.ExitOnError)
 	addr := fs.String("addr", envOr("RUNHUB_ADDR", "127.0.0.1:8080"), "listen address (RUNHUB_ADDR)")
 	write := fs.String("write", envOr("FLOORHUB_WRITE", "raw"), "how a frame is written: raw (one net.Conn.Write) or lib (coder/websocket Conn.Write) (FLOORHUB_WRITE)")
+	journal := fs.String("journal", os.Getenv("FLOORHUB_JOURNAL"), "journal every event in DIR/"+journalFile+" before writing it: one write + one fdatasync per batch; empty: no journal (FLOORHUB_JOURNAL)")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 1 || fs.NArg() == 1 && fs.Arg(0) != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: floorhub [-addr host:port] [-write raw|lib] [serve]")
+		fmt.Fprintln(os.Stderr, "usage: floorhub [-addr host:port] [-write raw|lib] [-journal DIR] [serve]")
 		os.Exit(2)
 	}
 	if *write != writeRaw && *write != writeLib {
@@ -31,7 +32,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, *addr, *write); err != nil {
+	if err := serve(ctx, *addr, *write, *journal); err != nil {
 		fmt.Fprintln(os.Stderr, "floorhub:", err)
 		os.Exit(1)
 	}
@@ -44,13 +45,18 @@ func envOr(key, def string) string {
 	return def
 }
 
-// serve listens on addr until ctx ends, then stops the runs.
-func serve(ctx context.Context, addr, write string) error {
-	ln, err := net.Listen("tcp", addr)
+// serve listens on addr until ctx ends, then stops the runs (and the
+// journal, with one).
+func serve(ctx context.Context, addr, write, journal string) error {
+	f, err := newFloor(write, journal)
 	if err != nil {
 		return err
 	}
-	f := newFloor(write)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		f.stop()
+		return err
+	}
 	srv := &http.Server{Handler: f.routes(), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -61,11 +67,10 @@ func serve(ctx context.Context, addr, write string) error {
 		<-done
 		err = nil
 	}
-	f.stop()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	return err
+	return errors.Join(err, f.stop())
 }
 
 // routes is the HTTP surface loadtest uses, plus pprof.
