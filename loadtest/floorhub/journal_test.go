@@ -87,14 +87,7 @@ func TestCommitterDurableBeforeAnswer(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if err := c.close(); err != nil {
-		t.Fatal(err)
-	}
-	file, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkConcat(t, file, n)
+	closeAndCheck(t, c, path, n)
 	if s := c.syncs.Load(); s < 1 || s > n {
 		t.Fatalf("%d fdatasyncs for %d submissions", s, n)
 	}
@@ -146,14 +139,7 @@ func TestCommitterGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if err := c.close(); err != nil {
-		t.Fatal(err)
-	}
-	file, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkConcat(t, file, n)
+	file := closeAndCheck(t, c, path, n)
 	if want := 1 + (n-1+max-1)/max; calls != want || c.syncs.Load() != int64(want) {
 		t.Fatalf("%d fdatasyncs (%d counted), want %d: file sizes at each %v", calls, c.syncs.Load(), want, sizes)
 	}
@@ -254,4 +240,19 @@ func TestJournalFailureSkipsEvents(t *testing.T) {
 			return
 		}
 	}
+}
+
+// closeAndCheck stops c, checks that its file is the n records and
+// returns it.
+func closeAndCheck(t *testing.T, c *committer, path string, n int) []byte {
+	t.Helper()
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkConcat(t, file, n)
+	return file
 }
