@@ -12,6 +12,7 @@ import (
 // the executor.
 type RuntimeConfig struct {
 	Data            string        // RUNHUB_DATA, -data: directory of the embedded journal (default ./data)
+	CommitInterval  time.Duration // RUNHUB_JOURNAL_COMMIT_INTERVAL, -journal-commit-interval: embedded journal: least time between the starts of two commits when appends queue (default 2ms)
 	SyncEvery       time.Duration // RUNHUB_JOURNAL_SYNC_EVERY, -journal-sync-every: embedded journal: acknowledge event batches when in the file and fdatasync them within this (default 0: fdatasync every batch first)
 	RedisURL        string        // RUNHUB_REDIS_URL, -redis-url: Redis journal and bus; empty = embedded journal
 	WaitReplicas    int           // RUNHUB_REDIS_WAIT_REPLICAS, -redis-wait-replicas: replicas every journal append batch waits for (default 0: none)
@@ -170,6 +171,7 @@ func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
 
 func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "directory of the embedded (bbolt) journal, when RUNHUB_REDIS_URL is empty")
+	f.dur(&c.CommitInterval, "journal-commit-interval", "RUNHUB_JOURNAL_COMMIT_INTERVAL", "2ms", "embedded journal: when appends queued while a commit (one write and one fdatasync of the event log) ran, the next commit starts this long after the start of that one, taking what queued meanwhile: under many concurrent runs at most one fdatasync per interval, each append waiting at most this much longer. Writers that each wait for their append (one run streaming as fast as it can) are never held back. 0: commit as soon as the previous commit ends")
 	f.dur(&c.SyncEvery, "journal-sync-every", "RUNHUB_JOURNAL_SYNC_EVERY", "0", "embedded journal: acknowledge a batch of events as soon as it is in the file (a crash of the process loses nothing) and fdatasync it within this; a crash of the machine can lose that much. 0: fdatasync every batch before acknowledging it")
 	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue: redis://, rediss://, unix://, or redis+cluster://host:port,host:port… for a Redis Cluster (empty: the embedded journal)")
 	f.int(&c.WaitReplicas, "redis-wait-replicas", "RUNHUB_REDIS_WAIT_REPLICAS", 0, "Redis mode: after each journal append batch, WAIT until this many replicas of its master have it, so a failover loses no acknowledged event (0: no WAIT; docs/operations.md)")
@@ -202,6 +204,9 @@ func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
 		if d < 0 {
 			return fmt.Errorf("%s %v: want 0 (none) or a positive duration", f.source(name), d)
 		}
+	}
+	if c.CommitInterval < 0 || c.CommitInterval > time.Second {
+		return fmt.Errorf("%s %v: want 0 (commit at once) up to 1s", f.source("journal-commit-interval"), c.CommitInterval)
 	}
 	if c.LeaseTTL < 300*time.Millisecond {
 		return fmt.Errorf("%s %v: want at least 300ms", f.source("lease-ttl"), c.LeaseTTL)

@@ -138,3 +138,22 @@ func TestProcess_HelloTimeoutFlag(t *testing.T) {
 		t.Fatal("RUNHUB_HELLO_TIMEOUT=soon accepted")
 	}
 }
+
+// RUNHUB_JOURNAL_COMMIT_INTERVAL: 2ms by default, 0 allowed, a negative or
+// an unreasonably long interval refused with the variable's name.
+func TestParseServeConfig_CommitInterval(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cfg, err := parseServeConfig(nil, env(nil))
+	if err != nil || cfg.CommitInterval != 2*time.Millisecond {
+		t.Fatalf("default: %v %v", cfg.CommitInterval, err)
+	}
+	if cfg, err = parseServeConfig([]string{"-journal-commit-interval", "0"}, env(nil)); err != nil || cfg.CommitInterval != 0 {
+		t.Fatalf("flag 0: %v %v", cfg.CommitInterval, err)
+	}
+	for _, v := range []string{"-1ms", "2s"} {
+		_, err := parseServeConfig(nil, env(map[string]string{"RUNHUB_JOURNAL_COMMIT_INTERVAL": v}))
+		if err == nil || !strings.Contains(err.Error(), "RUNHUB_JOURNAL_COMMIT_INTERVAL") {
+			t.Errorf("RUNHUB_JOURNAL_COMMIT_INTERVAL=%s: %v, want refused by name", v, err)
+		}
+	}
+}

@@ -77,7 +77,8 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 			return nil, dataDirError(cfg.Data, orDefault(cfg.dataFrom, "RUNHUB_DATA"), err)
 		}
-		store, err := bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{Outbox: cfg.outbox, SyncEvery: cfg.SyncEvery})
+		store, err := bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{Outbox: cfg.outbox, SyncEvery: cfg.SyncEvery,
+			GroupCommit: bolt.GroupCommit{Interval: cfg.CommitInterval}})
 		if err != nil {
 			return nil, dataDirError(cfg.Data, orDefault(cfg.dataFrom, "RUNHUB_DATA"), err)
 		}

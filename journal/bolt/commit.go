@@ -92,6 +92,8 @@ func (s *Store) commitLoop() {
 	batch := make([]*request, 0, max)
 	var timer, syncTimer *time.Timer
 	var syncDue <-chan time.Time // armed while the log holds unsynced batches
+	var last time.Time           // when the previous commit started
+	paced := false               // writes queued while the previous commit ran
 	for {
 		select {
 		case r := <-s.reqs:
@@ -105,8 +107,20 @@ func (s *Store) commitLoop() {
 			s.syncLog()
 			return
 		}
+		if paced {
+			batch = s.pace(batch, &timer, last)
+		}
 		batch = s.gather(batch, &timer)
+		if s.opts.GroupCommit.Interval > 0 {
+			last = time.Now()
+		}
 		s.commit(w, batch)
+		// Writes that queued while it ran come from writers other than
+		// the batch's (those were waiting for it): the next batch waits
+		// for the interval, to take more of them. When none did, the
+		// writers are the ones just answered, each about to append
+		// again: waiting would only slow them down.
+		paced = s.opts.GroupCommit.Interval > 0 && s.backlog
 		if s.log.dirty && syncDue == nil {
 			if syncTimer == nil {
 				syncTimer = time.NewTimer(s.opts.SyncEvery)
@@ -123,6 +137,35 @@ func (s *Store) commitLoop() {
 			s.compactDue = more && err == nil
 		}
 	}
+}
+
+// pace holds batch until GroupCommit.Interval has passed since the
+// previous commit started (last), adding the writes that come meanwhile,
+// up to MaxBatch. A batch that fills up, or Close, ends the wait. The
+// committer paces a batch only when writes queued during the previous
+// commit.
+func (s *Store) pace(batch []*request, timer **time.Timer, last time.Time) []*request {
+	wait := s.opts.GroupCommit.Interval - time.Since(last)
+	if s.opts.GroupCommit.Interval <= 0 || wait <= 0 {
+		return batch
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(wait)
+	} else {
+		(*timer).Reset(wait)
+	}
+	defer (*timer).Stop()
+	for len(batch) < s.opts.GroupCommit.MaxBatch {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		case <-(*timer).C:
+			return batch
+		case <-s.stop:
+			return batch
+		}
+	}
+	return batch
 }
 
 // gather adds waiting writes to batch, up to MaxBatch. When the queue runs
@@ -195,6 +238,8 @@ func (s *Store) commit(w *writer, batch []*request) {
 	if err == nil {
 		err = s.commitBatch(w, batch)
 	}
+	// Before any writer of the batch is answered (and appends again).
+	s.backlog = len(s.reqs) > 0
 	if err != nil {
 		if len(batch) > 1 && s.wedged == nil {
 			for _, r := range batch {

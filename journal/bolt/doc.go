@@ -29,6 +29,13 @@
 // events are merged into the index, handed to subscribers in seq order,
 // and the writers are answered.
 //
+// With GroupCommit.Interval the committer paces itself: when writes
+// queued while a commit ran (writers other than the batch's, which were
+// waiting for it), the next commit starts Interval after the previous one
+// started, taking what queued meanwhile. Many runs streaming at once then
+// cost at most one fdatasync per Interval; writers that each wait for
+// their write leave nothing queued and are not held back.
+//
 // A batch that also changes bbolt — a session or run registered, a run's
 // terminal event (its head, the active and ended indexes, the session's
 // active run), an outbox entry (Options.Outbox: a notable event's, which

@@ -42,6 +42,9 @@ type Store struct {
 	wedged error        // the committer's: the log could not be repaired after a failed write
 	// compactDue (the committer's): a segment may be worth compacting.
 	compactDue bool
+	// backlog (the committer's): writes were queued when the last commit
+	// finished, before its writers were answered (GroupCommit.Interval).
+	backlog bool
 
 	// idxMu guards index and its entries: the committer changes them
 	// (merge), readers read them. A reader that reads records takes
