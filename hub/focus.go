@@ -48,6 +48,9 @@ func (c *conn) offerEvent(e *protocol.Envelope, frame []byte) bool {
 		}
 		f.runID, f.next, f.runDone = e.RunID, 1, false
 	}
+	// The live events of a run share their ids' bytes: holding the same
+	// strings makes the next comparisons a pointer check, not a memcmp.
+	f.sid, f.runID = e.SessionID, e.RunID
 	switch {
 	case e.Seq < f.next:
 		return false // already sent

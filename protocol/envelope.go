@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -40,9 +41,12 @@ func Time(ts float64) time.Time {
 // the journal) with payload marshalled from p. Terminal is derived from the
 // type and payload (see IsTerminal).
 func NewEvent(runID, sessionID string, typ EventType, p any) (Envelope, error) {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return Envelope{}, Errorf(CodeInvalidPayload, "payload of %s: %v", typ, err)
+	raw, ok := appendTokenDelta(nil, p)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(p); err != nil {
+			return Envelope{}, Errorf(CodeInvalidPayload, "payload of %s: %v", typ, err)
+		}
 	}
 	e := Envelope{RunID: runID, SessionID: sessionID, Type: typ, Payload: raw}
 	e.Terminal = IsTerminal(typ, raw)
@@ -66,4 +70,21 @@ func IsTerminal(typ EventType, payload json.RawMessage) bool {
 		return *p.Terminal
 	}
 	return false
+}
+
+// appendTokenDelta appends what json.Marshal makes of p when p is a
+// TokenDeltaPayload whose strings encoding/json writes as they are (the
+// payload drivers emit for every token), and reports whether it did;
+// otherwise it appends nothing (FuzzNewEventDelta).
+func appendTokenDelta(dst []byte, p any) ([]byte, bool) {
+	d, ok := p.(TokenDeltaPayload)
+	if !ok || !plainJSON(d.MessageID) || !plainJSON(d.Text) {
+		return dst, false
+	}
+	dst = slices.Grow(dst, len(`{"message_id":"","text":""}`)+len(d.MessageID)+len(d.Text))
+	dst = append(dst, `{"message_id":"`...)
+	dst = append(dst, d.MessageID...)
+	dst = append(dst, `","text":"`...)
+	dst = append(dst, d.Text...)
+	return append(dst, `"}`...), true
 }

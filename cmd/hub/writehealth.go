@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runhub/runhub/journal"
@@ -19,6 +20,7 @@ import (
 // fault lasts.
 type writeHealth struct {
 	journal.Store
+	failed   atomic.Bool // failedAt is set: a write succeeding now takes mu to clear it
 	mu       sync.Mutex
 	failedAt time.Time // the last failed write; zero once a write succeeded after it
 	err      error
@@ -34,12 +36,16 @@ func (s *writeHealth) note(err error) {
 	if err != nil && !journalFailure(err) {
 		return // an answer (not found, terminal, conflict, invalid), not a fault
 	}
+	if err == nil && !s.failed.Load() {
+		return // healthy and staying so: every append passes here, no lock
+	}
 	s.mu.Lock()
 	if err == nil {
 		s.failedAt, s.err = time.Time{}, nil
 	} else {
 		s.failedAt, s.err = time.Now(), err
 	}
+	s.failed.Store(err != nil)
 	s.mu.Unlock()
 }
 
