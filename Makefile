@@ -24,8 +24,9 @@ help:
 	@echo '  make fuzz [FUZZTIME=20s]  every fuzz target'
 	@echo '  make loadtest [ARGS=…]    the standard load scenario (loadtest/README.md)'
 	@echo '  make loadtest-centrifugo  1,000 tabs focusing 200 runs at 50 tokens/s (loadtest/README.md)'
-	@echo '  make bench-centrifugo [CENTRIFUGO=path] [ARGS=…]  that workload on Centrifugo and on the hub, alternating'
-	@echo '                     (-rounds 3 -hub-procs 1,2): a markdown table with hub/Centrifugo ratios; skipped'
+	@echo '  make bench-centrifugo [CENTRIFUGO=path] [ARGS=…]  that workload on Centrifugo, the floor (loadtest/floorhub)'
+	@echo '                     and the hub, alternating (-rounds 3 -hub-procs 1,2 -compare-floor): a markdown table'
+	@echo '                     with hub/Centrifugo ratios and hub CPU/floor CPU; skipped'
 	@echo '                     without a centrifugo binary (go install github.com/centrifugal/centrifugo/v6@v6.9.1)'
 	@echo '  make test-centrifugo [CENTRIFUGO=path]  the loadtest tests against a real Centrifugo (opt-in)'
 	@echo '  make docker        the image runhub:dev'
@@ -111,10 +112,12 @@ loadtest-centrifugo:
 
 # The hub against Centrifugo (loadtest/README.md): Centrifugo's workload on
 # a Centrifugo binary (CENTRIFUGO=path, else centrifugo on PATH or in
-# ~/go/bin; skipped with a message when there is none) and on the spawned
-# hub, alternating for 3 rounds, the hub at GOMAXPROCS 1 and 2; the markdown
-# table (with hub/Centrifugo ratios) goes to stdout. ARGS adds flags.
-BENCH_CENTRIFUGO_ARGS ?= -rounds 3 -hub-procs 1,2
+# ~/go/bin; skipped with a message when there is none), on the floor
+# (loadtest/floorhub, one write per delivery) and on the spawned hub,
+# alternating for 3 rounds, the hub at GOMAXPROCS 1 and 2; the markdown
+# table (with hub/Centrifugo ratios and hub CPU ÷ the floor's) goes to
+# stdout. ARGS adds flags.
+BENCH_CENTRIFUGO_ARGS ?= -rounds 3 -hub-procs 1,2 -compare-floor
 bench-centrifugo:
 	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) run ./loadtest -compare centrifugo $(if $(CENTRIFUGO),-centrifugo $(CENTRIFUGO)) $(BENCH_CENTRIFUGO_ARGS) $(ARGS)
 

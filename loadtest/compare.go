@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -24,7 +23,7 @@ import (
 // the same figures for either server.
 type benchRow struct {
 	Round            int      `json:"round"`
-	Target           string   `json:"target"`     // "centrifugo" or "hub"
+	Target           string   `json:"target"`     // "centrifugo", "floor" or "hub"
 	Procs            int      `json:"gomaxprocs"` // 0: the runtime's default (every CPU)
 	LoadStart        float64  `json:"loadavg1_start"`
 	LoadEnd          float64  `json:"loadavg1_end"`
@@ -77,6 +76,14 @@ func hubRow(rep *report, procs int) *benchRow {
 	if rep.LiveEventsPerS > 0 {
 		r.BytesPerDelivery = rep.BytesPerTabPerS * float64(c.Tabs) / rep.LiveEventsPerS
 	}
+	return r
+}
+
+// floorRow takes a floor run's figures (loadtest/floorhub, at the
+// runtime's default GOMAXPROCS) from its report.
+func floorRow(rep *report) *benchRow {
+	r := hubRow(rep, 0)
+	r.Target = "floor"
 	return r
 }
 
@@ -227,8 +234,9 @@ func parseProcs(s string) ([]int, error) {
 	return out, nil
 }
 
-// compare runs the workload against Centrifugo and the hub, alternating,
-// cfg.Rounds times, and writes the markdown table to out. command is the
+// compare runs the workload against Centrifugo, the floor (with
+// -compare-floor) and the hub, alternating, cfg.Rounds times, and writes
+// the markdown table to out. command is the
 // command line, for the table's header.
 func compare(ctx context.Context, cfg config, command string, out io.Writer) ([]*benchRow, error) {
 	bin, err := findCentrifugo(cfg.CentrifugoBin)
@@ -251,6 +259,12 @@ func compare(ctx context.Context, cfg config, command string, out io.Writer) ([]
 	hv := hubVersion(cfg.HubBin)
 	if cfg.HubBin, err = hubBinary(cfg.HubBin, dir, "./cmd/hub"); err != nil {
 		return nil, err
+	}
+	floorBin := ""
+	if cfg.CompareFloor {
+		if floorBin, err = hubBinary(cfg.FloorBin, dir, "./loadtest/floorhub"); err != nil {
+			return nil, err
+		}
 	}
 	// The hub's runs must outlast connecting, their staggered starts, the
 	// warmup and the measurement, as the channels' publishers do.
@@ -277,6 +291,17 @@ func compare(ctx context.Context, cfg config, command string, out io.Writer) ([]
 		row.Round = round
 		rows = append(rows, row)
 		logf("round %d/%d: centrifugo done (load %.2f → %.2f)", round, cfg.Rounds, row.LoadStart, row.LoadEnd)
+		if cfg.CompareFloor {
+			logf("round %d/%d: floor (load %.2f)", round, cfg.Rounds, loadAvg()[0])
+			rep, err := run(ctx, floorConfig(cfg, floorBin), os.Stderr)
+			if err != nil {
+				return rows, fmt.Errorf("round %d, floor: %w", round, err)
+			}
+			row := floorRow(rep)
+			row.Round = round
+			rows = append(rows, row)
+			logf("round %d/%d: floor done (load %.2f → %.2f)", round, cfg.Rounds, row.LoadStart, row.LoadEnd)
+		}
 		for _, p := range procs {
 			hc := cfg
 			hc.JSONOut, hc.CPUProfile, hc.HeapProfile = "", "", ""
@@ -314,103 +339,29 @@ func compare(ctx context.Context, cfg config, command string, out io.Writer) ([]
 	return rows, nil
 }
 
-// ratio is hub ÷ Centrifugo of the per-target medians over the rounds;
-// NaN where Centrifugo's median is 0.
-type ratio struct {
-	Procs      int     `json:"hub_gomaxprocs"`
-	Rounds     int     `json:"rounds"`
-	Delivered  float64 `json:"delivered_per_s"`
-	PctOffered float64 `json:"pct_offered"`
-	P50        float64 `json:"p50"`
-	P99        float64 `json:"p99"`
-	CPUPer1000 float64 `json:"cpu_per_1000_deliveries"`
-}
-
-func (r ratio) MarshalJSON() ([]byte, error) {
-	type plain ratio
-	p := plain(r)
-	for _, f := range []*float64{&p.Delivered, &p.PctOffered, &p.P50, &p.P99, &p.CPUPer1000} {
-		if math.IsNaN(*f) {
-			*f = -1 // JSON has no NaN
-		}
-	}
-	return json.Marshal(p)
-}
-
-// medianRow is the median of each figure over rows (each figure apart).
-func medianRow(rows []*benchRow) *benchRow {
-	if len(rows) == 0 {
-		return nil
-	}
-	med := func(f func(*benchRow) float64) float64 {
-		v := make([]float64, len(rows))
-		for i, r := range rows {
-			v[i] = f(r)
-		}
-		slices.Sort(v)
-		if n := len(v); n%2 == 1 {
-			return v[n/2]
-		} else {
-			return (v[n/2-1] + v[n/2]) / 2
-		}
-	}
-	m := &benchRow{Target: rows[0].Target, Procs: rows[0].Procs, Round: len(rows)}
-	m.DeliveredPerS = med(func(r *benchRow) float64 { return r.DeliveredPerS })
-	m.OfferedPerS = med(func(r *benchRow) float64 { return r.OfferedPerS })
-	m.Latency.P50 = med(func(r *benchRow) float64 { return r.Latency.P50 })
-	m.Latency.P99 = med(func(r *benchRow) float64 { return r.Latency.P99 })
-	m.ServerCPUPct = med(func(r *benchRow) float64 { return r.ServerCPUPct })
-	m.CPUPer1000 = med(func(r *benchRow) float64 { return r.CPUPer1000 })
-	m.BytesPerDelivery = med(func(r *benchRow) float64 { return r.BytesPerDelivery })
-	return m
-}
-
-// groups splits rows into Centrifugo's and the hub's per GOMAXPROCS (in
-// the order they first appear).
-func groups(rows []*benchRow) (cf []*benchRow, hub [][]*benchRow) {
-	idx := map[int]int{}
-	for _, r := range rows {
-		if r.Target == "centrifugo" {
-			cf = append(cf, r)
-			continue
-		}
-		i, ok := idx[r.Procs]
-		if !ok {
-			i = len(hub)
-			idx[r.Procs] = i
-			hub = append(hub, nil)
-		}
-		hub[i] = append(hub[i], r)
-	}
-	return cf, hub
-}
-
-// ratios is hub ÷ Centrifugo for each hub GOMAXPROCS.
-func ratios(rows []*benchRow) []ratio {
-	cfRows, hubs := groups(rows)
-	c := medianRow(cfRows)
-	div := func(a, b float64) float64 {
-		if c == nil || b == 0 {
-			return math.NaN()
-		}
-		return a / b
-	}
-	var out []ratio
-	for _, hr := range hubs {
-		h := medianRow(hr)
-		var cd, cp, c50, c99, ccpu float64
-		if c != nil {
-			cd, cp, c50, c99, ccpu = c.DeliveredPerS, c.pctOffered(), c.Latency.P50, c.Latency.P99, c.CPUPer1000
-		}
-		out = append(out, ratio{Procs: h.Procs, Rounds: len(hr), Delivered: div(h.DeliveredPerS, cd), PctOffered: div(h.pctOffered(), cp),
-			P50: div(h.Latency.P50, c50), P99: div(h.Latency.P99, c99), CPUPer1000: div(h.CPUPer1000, ccpu)})
-	}
-	return out
+// floorConfig is the floor's run in a comparison, as -scenario centrifugo
+// -floor runs it: bin (floorhub) with raw writes, no journal, none of the
+// hub's environment (so GOMAXPROCS is the runtime's default), and no
+// report files.
+func floorConfig(cfg config, bin string) config {
+	fc := cfg
+	fc.Floor, fc.FloorWrite, fc.FloorJournal = true, "raw", false
+	fc.HubBin, fc.HubEnv = bin, nil
+	fc.JSONOut, fc.CPUProfile, fc.HeapProfile = "", "", ""
+	return fc
 }
 
 // checkCompare refuses -compare with a workload the Centrifugo side cannot
 // mirror: each socket follows one stream from its first message.
 func (c *config) checkCompare() error {
+	switch {
+	case c.CompareFloor && c.Compare == "":
+		return fmt.Errorf("-compare-floor needs -compare")
+	case c.FloorBin != "" && !c.CompareFloor:
+		return fmt.Errorf("-floor-bin needs -compare-floor")
+	case c.CompareFloor && c.FloorWrite != "raw":
+		return fmt.Errorf("-compare-floor measures the floor with -floor-write raw")
+	}
 	if c.Compare == "" {
 		return nil
 	}
@@ -434,7 +385,7 @@ func (c *config) checkCompare() error {
 // skipped for want of a Centrifugo binary), 1 on errors, 3 when any run saw
 // a duplicate or a gap.
 func mainCompare(cfg config) int {
-	runs := cfg.Rounds * (1 + strings.Count(cfg.HubProcs, ",") + 1)
+	runs := compareRuns(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(runs)*(cfg.Warmup+cfg.Duration+3*time.Minute)+15*time.Minute)
@@ -453,6 +404,16 @@ func mainCompare(cfg config) int {
 		}
 	}
 	return 0
+}
+
+// compareRuns is the number of runs -compare makes: each round,
+// Centrifugo, the floor with -compare-floor, and the hub at each -hub-procs.
+func compareRuns(cfg config) int {
+	per := 1 + strings.Count(cfg.HubProcs, ",") + 1
+	if cfg.CompareFloor {
+		per++
+	}
+	return cfg.Rounds * per
 }
 
 // fsyncPolicy describes the embedded journal's fsync policy the hub runs

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,31 @@ func TestRatios(t *testing.T) {
 			t.Errorf("%s = %v, want %v", tc.what, tc.got, tc.want)
 		}
 	}
+	// No floor rows: no ratio to the floor.
+	for _, r := range rs {
+		if !math.IsNaN(r.CPUPerFloor) {
+			t.Errorf("hub@%d CPU ÷ floor's without floor rows = %v, want NaN", r.Procs, r.CPUPerFloor)
+		}
+	}
+
+	// With the floor in each round (its median CPU 8), the hub ÷ Centrifugo
+	// ratios stay as they were and the hub's CPU is divided by the floor's.
+	withFloor := append(slices.Clone(rows), row("floor", 0, 1, 50000, 1, 5, 6), row("floor", 0, 2, 50000, 1, 5, 8), row("floor", 0, 3, 49000, 2, 6, 13))
+	fr := ratios(withFloor)
+	if len(fr) != 2 || fr[0].Procs != 1 || fr[1].Procs != 2 || fr[0].Rounds != 3 || !near(fr[0].CPUPer1000, 2.5) || !near(fr[1].Delivered, 35000.0/45000) {
+		t.Fatalf("floor rows changed the hub ÷ Centrifugo ratios: %+v", fr)
+	}
+	if !near(fr[0].CPUPerFloor, 30.0/8) || !near(fr[1].CPUPerFloor, 33.0/8) {
+		t.Errorf("CPU ÷ floor's = %v, %v; want %v, %v", fr[0].CPUPerFloor, fr[1].CPUPerFloor, 30.0/8, 33.0/8)
+	}
+	// A floor whose median CPU is 0: NaN, and -1 in JSON.
+	fr = ratios([]*benchRow{row("centrifugo", 0, 1, 100, 1, 2, 3), row("floor", 0, 1, 100, 1, 2, 0), row("hub", 1, 1, 100, 1, 2, 3)})
+	if len(fr) != 1 || !math.IsNaN(fr[0].CPUPerFloor) || !near(fr[0].CPUPer1000, 1) {
+		t.Errorf("zero floor CPU: %+v", fr)
+	}
+	if b, err := fr[0].MarshalJSON(); err != nil || !bytes.Contains(b, []byte(`"cpu_per_1000_vs_floor":-1`)) {
+		t.Errorf("JSON of NaN CPU ÷ floor's: %s %v", b, err)
+	}
 
 	// An even count takes the mean of the middle two.
 	m := medianRow([]*benchRow{row("hub", 1, 1, 10, 1, 1, 1), row("hub", 1, 2, 30, 3, 3, 3)})
@@ -60,6 +86,73 @@ func TestRatios(t *testing.T) {
 	}
 	if b, err := rs[0].MarshalJSON(); err != nil || !bytes.Contains(b, []byte(`"p50":-1`)) {
 		t.Errorf("JSON of NaN ratio: %s %v", b, err)
+	}
+}
+
+// The floor's run: floorhub as -floor spawns it, with none of the hub's
+// environment or report files.
+func TestFloorConfig(t *testing.T) {
+	cfg, err := parseFlags([]string{"-compare", "centrifugo", "-compare-floor", "-hub-env", "RUNHUB_JOURNAL_SYNC_EVERY=100ms",
+		"-hub-bin", "/bin/hub", "-json", "out.json", "-cpuprofile", "cpu.pprof", "-heapprofile", "heap.pprof", "-data", "/dev/shm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HubEnv = append(cfg.HubEnv, "GOMAXPROCS=2")
+	cfg.FloorWrite, cfg.FloorJournal = "lib", true // not the comparison's floor, whatever the config says
+	fc := floorConfig(cfg, "/tmp/floorhub")
+	if !fc.Floor || fc.FloorWrite != "raw" || fc.FloorJournal || fc.HubBin != "/tmp/floorhub" || fc.HubEnv != nil ||
+		fc.JSONOut != "" || fc.CPUProfile != "" || fc.HeapProfile != "" {
+		t.Errorf("floor config %+v", fc)
+	}
+	if fc.Tabs != cfg.Tabs || fc.Runs != cfg.Runs || fc.TokenMS != cfg.TokenMS || fc.Tokens != cfg.Tokens || fc.DataDir != "/dev/shm" || fc.Duration != cfg.Duration {
+		t.Errorf("the floor's workload differs from the comparison's: %+v", fc)
+	}
+	if cfg.Floor || cfg.HubBin != "/bin/hub" || len(cfg.HubEnv) != 2 || cfg.JSONOut != "out.json" {
+		t.Errorf("floorConfig changed the comparison's config: %+v", cfg)
+	}
+}
+
+func TestCompareRuns(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"-compare", "centrifugo"}, 2},
+		{[]string{"-compare", "centrifugo", "-rounds", "3", "-hub-procs", "1,2"}, 9},
+		{[]string{"-compare", "centrifugo", "-rounds", "3", "-hub-procs", "1,2", "-compare-floor"}, 12},
+	} {
+		cfg, err := parseFlags(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := compareRuns(cfg); got != tc.want {
+			t.Errorf("%v: %d runs, want %d", tc.args, got, tc.want)
+		}
+	}
+}
+
+// groups keeps the floor's rows apart from the hub's and Centrifugo's.
+func TestGroupsFloor(t *testing.T) {
+	rows := []*benchRow{
+		row("centrifugo", 0, 1, 1, 1, 1, 1), row("floor", 0, 1, 1, 1, 1, 1), row("hub", 1, 1, 1, 1, 1, 1), row("hub", 0, 1, 1, 1, 1, 1),
+		row("centrifugo", 0, 2, 1, 1, 1, 1), row("floor", 0, 2, 1, 1, 1, 1), row("hub", 1, 2, 1, 1, 1, 1), row("hub", 0, 2, 1, 1, 1, 1),
+	}
+	cf, hubs, floor := groups(rows)
+	if len(cf) != 2 || cf[0] != rows[0] || cf[1] != rows[4] {
+		t.Errorf("centrifugo rows %v", cf)
+	}
+	if len(floor) != 2 || floor[0] != rows[1] || floor[1] != rows[5] {
+		t.Errorf("floor rows %v", floor)
+	}
+	if len(hubs) != 2 || len(hubs[0]) != 2 || len(hubs[1]) != 2 || hubs[0][0] != rows[2] || hubs[0][1] != rows[6] || hubs[1][0] != rows[3] || hubs[1][1] != rows[7] {
+		t.Errorf("hub rows %v", hubs)
+	}
+	for _, g := range hubs {
+		for _, r := range g {
+			if r.Target != "hub" {
+				t.Errorf("a %s row among the hub's", r.Target)
+			}
+		}
 	}
 }
 
@@ -86,16 +179,56 @@ func TestWriteMarkdown(t *testing.T) {
 		"v0.9-3-gabc", "fsync on every journal commit", "Centrifugo v6.9.1",
 		"| 1 | Centrifugo | default (", "| 3.10 → 4.25 | 49,812 | 99.6% | 1.2 | 4.6 |",
 		"| 1 | hub | 1 |", "| 1 | hub | 2 |",
-		"| 1 | 0.60× | 0.60× | 16.26× | 13.16× | 2.00× |",
+		"| 1 | 0.60× | 0.60× | 16.26× | 13.16× | 2.00× | – |",
 		"| 2 | 0.80× |",
-		"no duplicate and no gap",
+		"| CPU per 1,000 deliveries | CPU ÷ floor's |\n|---|---|---|---|---|---|---|\n",
+		"no duplicate and no gap, on both servers;",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, out)
 		}
 	}
+	for _, not := range []string{"- Floor:", "| floor |", "Centrifugo, floor", "every server", "floor's, from"} {
+		if strings.Contains(out, not) {
+			t.Errorf("markdown without floor rows has %q:\n%s", not, out)
+		}
+	}
 	if n := strings.Count(out, "\n| 1 | "); n != 4 { // three runs of round 1, and hub@1's ratio row
 		t.Errorf("%d lines starting with round 1:\n%s", n, out)
+	}
+
+	// The floor as a third server (-compare-floor), after Centrifugo.
+	fl := row("floor", 0, 1, 49000, 0.5, 2, 7)
+	fl.LoadStart, fl.LoadEnd = 4.25, 4.5
+	withFloor := []*benchRow{rows[0], fl, rows[1], rows[2]}
+	b.Reset()
+	writeMarkdown(&b, h, withFloor)
+	fout := b.String()
+	for _, want := range []string{
+		"each in the order Centrifugo, floor, hub GOMAXPROCS 1, hub GOMAXPROCS 2.",
+		"- Floor: loadtest/floorhub, which encodes each event once and writes it to each focusing socket with one write system call: " +
+			"no journal, no queue, no statuses; what one write per delivery costs on this machine in this window.\n",
+		"| 1 | floor | default (", "| 4.25 → 4.50 | 49,000 | 98.0% | 0.5 | 2.0 |",
+		"| floor | default (", ") | 1 | 49,000 | 98.0% | 0.5 | 2.0 | 0% | 7.0 |",
+		"| 1 | 0.60× | 0.60× | 16.26× | 13.16× | 2.00× | 4.00× |",
+		"| 2 | 0.80× | 0.80× | 8.13× | 8.77× | 1.50× | 3.00× |",
+		"no duplicate and no gap, on every server;",
+	} {
+		if !strings.Contains(fout, want) {
+			t.Errorf("markdown with the floor lacks %q:\n%s", want, fout)
+		}
+	}
+	if strings.Contains(fout, "both servers") {
+		t.Errorf("three servers called both:\n%s", fout)
+	}
+	if n := strings.Count(fout, "\n| 1 | "); n != 5 { // four runs of round 1, and hub@1's ratio row
+		t.Errorf("%d lines starting with round 1:\n%s", n, fout)
+	}
+	if i, j := strings.Index(fout, "| 1 | Centrifugo |"), strings.Index(fout, "| 1 | floor |"); i < 0 || j < i || strings.Index(fout, "| 1 | hub | 1 |") < j {
+		t.Errorf("runs not in the order Centrifugo, floor, hub:\n%s", fout)
+	}
+	if i, j := strings.Index(fout, "\n| Centrifugo | "), strings.Index(fout, "\n| floor | "); i < 0 || j < i || strings.Index(fout, "\n| hub | 1 | ") < j {
+		t.Errorf("medians not in the order Centrifugo, floor, hub:\n%s", fout)
 	}
 	rows[0].PublishedPerS = 2670
 	rows[2].Gaps = 3
@@ -127,6 +260,11 @@ func TestHubRow(t *testing.T) {
 		r.BytesPerDelivery != 300 || r.LoadStart != 2 || r.LoadEnd != 3 || r.ConnsHeld != 999 || r.Gaps != 2 || r.Latency.P99 != 50 {
 		t.Errorf("hub row %+v", r)
 	}
+	// The floor's row: the same figures, its own target, the default GOMAXPROCS.
+	f := floorRow(rep)
+	if f.Target != "floor" || f.Procs != 0 || f.CPUPer1000 != 22.5 || f.pctOffered() != 80 || f.BytesPerDelivery != 300 || f.Gaps != 2 || serverLabel(f) != "floor" {
+		t.Errorf("floor row %+v", f)
+	}
 }
 
 func TestParseFlagsCompare(t *testing.T) {
@@ -140,6 +278,27 @@ func TestParseFlagsCompare(t *testing.T) {
 	if p, err := parseProcs(cfg.HubProcs); err != nil || len(p) != 2 || p[0] != 1 || p[1] != 2 {
 		t.Errorf("hub procs %v %v", p, err)
 	}
+	if cfg.CompareFloor || cfg.FloorBin != "" {
+		t.Errorf("the floor without -compare-floor: %v %q", cfg.CompareFloor, cfg.FloorBin)
+	}
+	cfg, err = parseFlags([]string{"-compare", "centrifugo", "-compare-floor", "-floor-bin", "/bin/floorhub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.CompareFloor || cfg.FloorBin != "/bin/floorhub" || cfg.Floor {
+		t.Errorf("-compare-floor -floor-bin: %v %q floor %v", cfg.CompareFloor, cfg.FloorBin, cfg.Floor)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-compare-floor"}, "-compare-floor needs -compare"},
+		{[]string{"-compare", "centrifugo", "-floor-bin", "x"}, "-floor-bin needs -compare-floor"},
+	} {
+		if _, err := parseFlags(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
 	for _, args := range [][]string{
 		{"-compare", "nats"},
 		{"-compare", "centrifugo", "-watch", "2", "-sessions", "200"},
@@ -151,6 +310,12 @@ func TestParseFlagsCompare(t *testing.T) {
 		{"-compare", "centrifugo", "-hub-procs", ","},
 		{"-compare", "centrifugo", "-centrifugo-publishers", "0"},
 		{"-compare", "centrifugo", "-centrifugo-publishers", "201"},
+		{"-compare-floor"},
+		{"-scenario", "centrifugo", "-compare-floor"},
+		{"-compare", "centrifugo", "-floor-bin", "/bin/floorhub"},
+		{"-scenario", "centrifugo", "-floor", "-floor-bin", "/bin/floorhub"},
+		{"-compare", "centrifugo", "-compare-floor", "-floor-write", "lib"},
+		{"-compare", "centrifugo", "-compare-floor", "-floor"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("%v accepted", args)

@@ -44,18 +44,25 @@ func fmtRatio(v float64) string {
 }
 
 func serverLabel(r *benchRow) string {
-	if r.Target == "centrifugo" {
+	switch r.Target {
+	case "centrifugo":
 		return "Centrifugo"
+	case "floor":
+		return "floor"
 	}
 	return "hub"
 }
 
 // writeMarkdown writes the comparison ready to paste into
 // docs/benchmarks.md: how it was run, one row per run, the medians, and
-// hub ÷ Centrifugo.
+// hub ÷ Centrifugo (and hub CPU ÷ the floor's, with floor rows).
 func writeMarkdown(out io.Writer, h compareHeader, rows []*benchRow) {
 	c := h.Cfg
+	cfRows, hubs, floorRows := groups(rows)
 	order := []string{"Centrifugo"}
+	if len(floorRows) > 0 {
+		order = append(order, "floor")
+	}
 	for _, p := range h.Procs {
 		order = append(order, "hub GOMAXPROCS "+procsLabel(p))
 	}
@@ -74,6 +81,10 @@ func writeMarkdown(out io.Writer, h compareHeader, rows []*benchRow) {
 		"socket *t* subscribes to channel *t* mod %d; %d publishers each send one `/api/batch` request (one publish per stream it owns) every %d ms; "+
 		"the data is an event envelope shaped like the hub's `token.delta` (same fields, ids of the same length).\n",
 		h.Centrifugo, procsLabel(c.CFProcs), c.CFHistory, c.CFHistoryTTL, c.Runs, c.CFPublishers, c.TokenMS)
+	if len(floorRows) > 0 {
+		w("- Floor: loadtest/floorhub, which encodes each event once and writes it to each focusing socket with one write system call: " +
+			"no journal, no queue, no statuses; what one write per delivery costs on this machine in this window.\n")
+	}
 	w("- *delivered/s*: publications (events) the sockets received per second while measuring; *p50/p99*: received − the `created_at` in the data " +
 		"(hub: stamped by the executor before the journal append; Centrifugo: stamped by the publisher before its HTTP request); " +
 		"*server CPU*: user+system time of the server process from /proc; *CPU per 1,000 deliveries*: that time over the deliveries, in ms; " +
@@ -87,11 +98,10 @@ func writeMarkdown(out io.Writer, h compareHeader, rows []*benchRow) {
 			r.Latency.P50, r.Latency.P99, r.ServerCPUPct, r.CPUPer1000, r.BytesPerDelivery, r.ConnsHeld, r.Sockets, r.Dups, r.Gaps)
 	}
 
-	cfRows, hubs := groups(rows)
 	w("\nMedians over the rounds:\n\n")
 	w("| server | GOMAXPROCS | runs | delivered/s | %% of offered | p50 ms | p99 ms | server CPU | CPU ms per 1,000 deliveries |\n")
 	w("|---|---|---|---|---|---|---|---|---|\n")
-	for _, g := range append([][]*benchRow{cfRows}, hubs...) {
+	for _, g := range append([][]*benchRow{cfRows, floorRows}, hubs...) {
 		if m := medianRow(g); m != nil {
 			w("| %s | %s | %d | %s | %.1f%% | %.1f | %.1f | %.0f%% | %.1f |\n", serverLabel(m), procsLabel(m.Procs), len(g),
 				thousands(m.DeliveredPerS), m.pctOffered(), m.Latency.P50, m.Latency.P99, m.ServerCPUPct, m.CPUPer1000)
@@ -99,11 +109,14 @@ func writeMarkdown(out io.Writer, h compareHeader, rows []*benchRow) {
 	}
 
 	w("\n**hub ÷ Centrifugo** (of the medians; delivered: above 1 is better for the hub; latency and CPU: below 1 is better for the hub):\n\n")
-	w("| hub GOMAXPROCS | delivered/s | %% of offered | p50 | p99 | CPU per 1,000 deliveries |\n")
-	w("|---|---|---|---|---|---|\n")
+	w("| hub GOMAXPROCS | delivered/s | %% of offered | p50 | p99 | CPU per 1,000 deliveries | CPU ÷ floor's |\n")
+	w("|---|---|---|---|---|---|---|\n")
 	for _, r := range ratios(rows) {
-		w("| %s | %s | %s | %s | %s | %s |\n", procsLabel(r.Procs), fmtRatio(r.Delivered), fmtRatio(r.PctOffered),
-			fmtRatio(r.P50), fmtRatio(r.P99), fmtRatio(r.CPUPer1000))
+		w("| %s | %s | %s | %s | %s | %s | %s |\n", procsLabel(r.Procs), fmtRatio(r.Delivered), fmtRatio(r.PctOffered),
+			fmtRatio(r.P50), fmtRatio(r.P99), fmtRatio(r.CPUPer1000), fmtRatio(r.CPUPerFloor))
+	}
+	if len(floorRows) > 0 {
+		w("\n*CPU ÷ floor's*: the hub's median CPU per 1,000 deliveries ÷ the floor's, from the same rounds.\n")
 	}
 	msgs := float64(c.Runs) * 1000 / float64(max(c.TokenMS, 1))
 	for _, r := range rows {
@@ -121,7 +134,11 @@ func writeMarkdown(out io.Writer, h compareHeader, rows []*benchRow) {
 		}
 	}
 	if len(problems) == 0 {
-		w("\nCorrectness: every socket received every stream's messages in order, no duplicate and no gap, on both servers; no socket dropped.\n")
+		servers := "both servers"
+		if len(floorRows) > 0 {
+			servers = "every server"
+		}
+		w("\nCorrectness: every socket received every stream's messages in order, no duplicate and no gap, on %s; no socket dropped.\n", servers)
 	} else {
 		w("\nProblems:\n\n")
 		for _, p := range problems {

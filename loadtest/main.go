@@ -66,6 +66,8 @@ type config struct {
 	CentrifugoBin string        `json:"-"`
 	Rounds        int           `json:"rounds,omitempty"`
 	HubProcs      string        `json:"hub_procs,omitempty"`
+	CompareFloor  bool          `json:"compare_floor,omitempty"`
+	FloorBin      string        `json:"-"`
 	CFProcs       int           `json:"centrifugo_procs,omitempty"`
 	CFPublishers  int           `json:"centrifugo_publishers,omitempty"`
 	CFHistory     int           `json:"centrifugo_history_size,omitempty"`
@@ -117,8 +119,10 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Scenario, "scenario", "", "preset: 'centrifugo' (1,000 tabs each focusing one of 200 runs, 50 tokens/s, no switching, -spawn); flags given explicitly override it")
 	fs.StringVar(&c.Compare, "compare", "", "'centrifugo': run the workload (-scenario centrifugo unless another is given) against Centrifugo and the spawned hub, alternating, and print a markdown table with hub/Centrifugo ratios")
 	fs.StringVar(&c.CentrifugoBin, "centrifugo", "", "with -compare: the Centrifugo binary (default $CENTRIFUGO, else centrifugo on PATH, else $GOPATH/bin; none: skipped)")
-	fs.IntVar(&c.Rounds, "rounds", 1, "with -compare: rounds, each Centrifugo then the hub at each -hub-procs")
+	fs.IntVar(&c.Rounds, "rounds", 1, "with -compare: rounds, each Centrifugo (then the floor with -compare-floor) then the hub at each -hub-procs")
 	fs.StringVar(&c.HubProcs, "hub-procs", "0", "with -compare: GOMAXPROCS of the hub, comma-separated (e.g. 1,2; 0: the runtime's default)")
+	fs.BoolVar(&c.CompareFloor, "compare-floor", false, "with -compare: each round also runs the floor (loadtest/floorhub as -floor spawns it: raw writes, no journal, default GOMAXPROCS) after Centrifugo, and the table gives hub CPU per delivery ÷ the floor's")
+	fs.StringVar(&c.FloorBin, "floor-bin", "", "with -compare-floor: the floorhub binary (default: go build ./loadtest/floorhub, once)")
 	fs.IntVar(&c.CFProcs, "centrifugo-procs", 0, "with -compare: GOMAXPROCS of Centrifugo (0: its default)")
 	fs.IntVar(&c.CFPublishers, "centrifugo-publishers", 4, "with -compare: goroutines publishing to Centrifugo over /api/batch, each owning every n-th channel")
 	fs.IntVar(&c.CFHistory, "centrifugo-history", 3000, "with -compare: history_size of Centrifugo's channels")
