@@ -33,7 +33,8 @@
 // queued while a commit ran (writers other than the batch's, which were
 // waiting for it), the next commit starts Interval after the previous one
 // started, taking what queued meanwhile. Many runs streaming at once then
-// cost at most one fdatasync per Interval; writers that each wait for
+// cost about one fdatasync per Interval (a commit after one that left
+// nothing queued starts at once); writers that each wait for
 // their write leave nothing queued and are not held back.
 //
 // A batch that also changes bbolt — a session or run registered, a run's

@@ -71,8 +71,9 @@ type GroupCommit struct {
 	// (up to MaxBatch, which commits at once). Each commit of the event log
 	// is one fdatasync, whose CPU (~100µs on a virtual disk) is paid per
 	// commit, not per event; under a steady stream of appends from many
-	// runs, an interval bounds the fdatasyncs to 1/Interval a second and
-	// adds at most Interval to an append's wait. Only a batch whose
+	// runs, an interval brings the fdatasyncs down to about 1/Interval a
+	// second (a commit that left nothing queued lets the next start at
+	// once) and adds at most Interval to an append's wait. Only a batch whose
 	// first writes queued while the previous commit ran waits: writers
 	// that each wait for their append before the next (one run streaming
 	// as fast as it can, or a few) are all in the batch being committed,
