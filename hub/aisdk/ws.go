@@ -1,4 +1,4 @@
-package hub
+package aisdk
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/labstack/echo/v4"
-	"github.com/runhub/runhub/hub/aisdk"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpx"
+	"github.com/runhub/runhub/hub/interop"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -34,7 +36,7 @@ const maxAISDKRequests = 64
 // else the access_token query parameter, else a "bearer.<token>"
 // subprotocol (browsers cannot set handshake headers).
 func wsToken(r *http.Request) string {
-	if tok, ok := bearer(r); ok {
+	if tok, ok := httpx.Bearer(r); ok {
 		return tok
 	}
 	if tok := r.URL.Query().Get("access_token"); tok != "" {
@@ -51,15 +53,15 @@ func wsToken(r *http.Request) string {
 }
 
 // aisdkWS answers GET /v1/aisdk/ws.
-func (h *Hub) aisdkWS(c echo.Context) error {
+func (h *edge) aisdkWS(c echo.Context) error {
 	r, w := c.Request(), c.Response()
-	if h.Draining() {
+	if h.core.Draining() {
 		return protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down")
 	}
-	if err := originAllowed(r, h.cfg.OriginPatterns); err != nil {
+	if err := h.core.OriginAllowed(r); err != nil {
 		return err
 	}
-	p, err := h.authenticate(wsToken(r))
+	p, err := h.core.Authenticate(wsToken(r))
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="runhub"`)
 		return err
@@ -72,7 +74,7 @@ func (h *Hub) aisdkWS(c echo.Context) error {
 		return nil // Accept has answered
 	}
 	ws.SetReadLimit(h.cfg.MaxFrameBytes)
-	ctx, cancel := h.sseContext(context.Background(), p.Expires)
+	ctx, cancel := httpx.StreamContext(context.Background(), h.core.Context(), p.Expires)
 	s := &aisdkSocket{h: h, ws: ws, subject: p.Subject, p: p, ctx: ctx, cancel: cancel, reqs: map[string]*aisdkRequest{}}
 	s.serve()
 	return nil
@@ -80,10 +82,10 @@ func (h *Hub) aisdkWS(c echo.Context) error {
 
 // aisdkSocket is one AI SDK transport socket.
 type aisdkSocket struct {
-	h       *Hub
+	h       *edge
 	ws      *websocket.Conn
 	subject string
-	p       Principal
+	p       hub.Principal
 	ctx     context.Context // ends with the socket, the hub or the credentials
 	cancel  context.CancelFunc
 
@@ -123,7 +125,7 @@ func (s *aisdkSocket) serve() {
 		switch {
 		case errors.Is(s.ctx.Err(), context.DeadlineExceeded):
 			s.ws.Close(websocket.StatusCode(protocol.CloseUnauthorized), "the token has expired")
-		case s.h.ctx.Err() != nil:
+		case s.h.core.Context().Err() != nil:
 			s.ws.Close(websocket.StatusServiceRestart, "shutting down")
 		default:
 			s.ws.Close(websocket.StatusNormalClosure, "")
@@ -257,20 +259,20 @@ func isStringRecord(raw json.RawMessage) bool {
 func (s *aisdkSocket) start(reqID string, req *chatRequest) {
 	text, err := checkChat(req, "")
 	if err != nil {
-		s.sendError(reqID, safeMessage(err))
+		s.sendError(reqID, httpx.SafeMessage(err))
 		return
 	}
 	if !s.reserve(reqID) {
 		return
 	}
-	opts, err := decodeStartOptions(req.Runhub, "body.runhub")
+	opts, err := interop.DecodeStartOptions(req.Runhub, "body.runhub")
 	if err == nil {
-		_, err = s.h.chatSession(s.ctx, s.subject, "id", *req.ID)
+		_, err = interop.ChatSession(s.ctx, s.h.core, s.subject, "id", *req.ID)
 	}
 	var res protocol.ControlResult
 	if err == nil {
-		ctx, cancel := context.WithTimeout(s.ctx, controlTimeout)
-		res, err = s.h.startChatRun(ctx, s.subject, *req.ID, text, opts, nil)
+		ctx, cancel := context.WithTimeout(s.ctx, hub.ControlTimeout)
+		res, err = interop.StartChatRun(ctx, s.h.core, s.subject, *req.ID, text, opts, nil)
 		cancel()
 	}
 	if err == nil && res.Status != protocol.ResultAccepted {
@@ -291,13 +293,13 @@ func (s *aisdkSocket) start(reqID string, req *chatRequest) {
 
 // resume handles a resume: the chat's active run, after lastSequence.
 func (s *aisdkSocket) resume(reqID, chat string, after int64) {
-	meta, err := s.h.readSession(s.ctx, s.p, chat)
-	if err == errUnknown || (err == nil && meta.ActiveRun == "") {
+	meta, err := s.h.core.ReadSession(s.ctx, s.p, chat)
+	if err == hub.ErrUnknown || (err == nil && meta.ActiveRun == "") {
 		s.send(map[string]any{"type": "no-active", "requestId": reqID})
 		return
 	}
 	if err != nil {
-		s.sendError(reqID, safeMessage(s.h.publicError(err)))
+		s.sendError(reqID, httpx.SafeMessage(s.h.core.PublicError(err)))
 		return
 	}
 	if !s.reserve(reqID) {
@@ -342,7 +344,7 @@ func (s *aisdkSocket) stream(reqID, rid string, after int64) {
 		defer s.wg.Done()
 		defer cancel()
 		s.send(map[string]any{"type": "start", "requestId": reqID})
-		ended := s.h.aisdkPump(ctx, rid, after, func(seq int64, ch aisdk.Chunk) error {
+		ended := s.h.aisdkPump(ctx, rid, after, func(seq int64, ch Chunk) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -378,10 +380,10 @@ func (s *aisdkSocket) abort(reqID string) {
 	if r.run == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, controlTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, hub.ControlTimeout)
 	defer cancel()
 	m := protocol.Control{Type: protocol.MsgControl, ID: "aisdk", Op: protocol.OpCancel, RunID: r.run}
-	if _, err := s.h.Control(ctx, s.subject, &m, ""); err != nil {
-		s.h.log.Info("aisdk abort: cancel failed", "run_id", r.run, "err", err)
+	if _, err := s.h.core.Control(ctx, s.subject, &m, ""); err != nil {
+		s.h.core.Config().Logger.Info("aisdk abort: cancel failed", "run_id", r.run, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package hub_test
+package interop_test
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/aisdk"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -56,7 +58,7 @@ func TestAGUIRun_BadInput(t *testing.T) {
 		{"unknown profile", "/nope", aguiBody("t-bad", "r", "hi", ""), 404, "profile"},
 		{"unknown interrupt", "", aguiBody("t-bad", "r2", "hi", `,"resume":[{"interruptId":"a_nope","status":"resolved","payload":{"choice":"once"}}]`), 404, "resume[0].interruptId"},
 	} {
-		code, body := rawDo(t, "POST", url+c.path, c.body, nil)
+		code, body := hubtest.RawDo(t, "POST", url+c.path, c.body, nil)
 		if code != c.status {
 			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.status)
 			continue
@@ -65,13 +67,13 @@ func TestAGUIRun_BadInput(t *testing.T) {
 			t.Errorf("%s: field %q, want %q (%s)", c.name, e.Field, c.field, body)
 		}
 	}
-	if m, err := th.store.Session(context.Background(), "t-bad"); err == nil && len(m.Runs) > 0 {
+	if m, err := th.Store.Session(context.Background(), "t-bad"); err == nil && len(m.Runs) > 0 {
 		t.Errorf("bad input started runs %v", m.Runs)
 	}
 
 	// A resume of a prompt already answered gets the control's own answer,
 	// and no second run.
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(aguiBody("t-hitl", "run-1", "go",
 		`,"forwardedProps":{"runhub":{"metadata":{"sim":{"tokens":3,"token_ms":1,"tools":1,"approval":true}}}}`)))
 	resp, err := http.DefaultClient.Do(req)
@@ -79,25 +81,25 @@ func TestAGUIRun_BadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	interrupt := readUntilInterrupt(t, resp)
-	rid := sessionMeta(t, th, "t-hitl").Runs[0]
+	rid := hubtest.SessionMeta(t, th, "t-hitl").Runs[0]
 	resume := aguiBody("t-hitl", "run-2", "go", `,"resume":[{"interruptId":"`+interrupt+`","status":"resolved","payload":{"choice":"once"}}]`)
 	ctl := th.URL + "/v1/runs/" + rid + "/approvals/" + interrupt
-	postOK(t, ctl, `{"choice":"once"}`)
-	waitTerminal(t, th, rid)
-	wantCode, wantBody := rawDo(t, "POST", ctl, `{"choice":"once"}`, nil)
-	code, body := rawDo(t, "POST", url, resume, nil)
+	hubtest.PostOK(t, ctl, `{"choice":"once"}`)
+	hubtest.WaitTerminal(t, th, rid)
+	wantCode, wantBody := hubtest.RawDo(t, "POST", ctl, `{"choice":"once"}`, nil)
+	code, body := hubtest.RawDo(t, "POST", url, resume, nil)
 	if code != wantCode || body != wantBody || code/100 == 2 {
 		t.Errorf("resume of an answered prompt: %d %s; the control answers %d %s", code, body, wantCode, wantBody)
 	}
-	if runs := sessionMeta(t, th, "t-hitl").Runs; len(runs) != 1 {
+	if runs := hubtest.SessionMeta(t, th, "t-hitl").Runs; len(runs) != 1 {
 		t.Errorf("runs %v after the resume, want one", runs)
 	}
 	// The runId of the first POST answers its stream again: no second run.
-	code, body = rawDo(t, "POST", url, aguiBody("t-hitl", "run-1", "go", ""), map[string]string{"Accept": "text/event-stream"})
+	code, body = hubtest.RawDo(t, "POST", url, aguiBody("t-hitl", "run-1", "go", ""), map[string]string{"Accept": "text/event-stream"})
 	if code != 200 || !strings.Contains(body, `"RUN_FINISHED"`) || !strings.Contains(body, `"run-1"`) {
 		t.Errorf("retry of run-1: %d %.300s", code, body)
 	}
-	if runs := sessionMeta(t, th, "t-hitl").Runs; len(runs) != 1 {
+	if runs := hubtest.SessionMeta(t, th, "t-hitl").Runs; len(runs) != 1 {
 		t.Errorf("runs %v after a retry, want one", runs)
 	}
 }
@@ -167,7 +169,7 @@ func TestAISDK_BadInput(t *testing.T) {
 		{"too large", chatBody("c-bad", "submit-message", `[{"id":"1","role":"user","parts":[{"type":"text","text":"`+strings.Repeat("x", 1<<20)+`"}]}]`, ""), 413, ""},
 		{"unknown profile", chatBody("c-bad", "submit-message", userMsg, `,"runhub":{"profile":"nope"}`), 404, "profile"},
 	} {
-		code, body := rawDo(t, "POST", url, c.body, nil)
+		code, body := hubtest.RawDo(t, "POST", url, c.body, nil)
 		if code != c.status {
 			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.status)
 			continue
@@ -176,10 +178,10 @@ func TestAISDK_BadInput(t *testing.T) {
 			t.Errorf("%s: field %q, want %q (%s)", c.name, e.Field, c.field, body)
 		}
 	}
-	if m, err := th.store.Session(context.Background(), "c-bad"); err == nil && len(m.Runs) > 0 {
+	if m, err := th.Store.Session(context.Background(), "c-bad"); err == nil && len(m.Runs) > 0 {
 		t.Errorf("bad input started runs %v", m.Runs)
 	}
-	if code, body := rawDo(t, "GET", url+"/a.b%20c/stream", "", nil); code != 400 || errorOf(t, body).Field != "id" {
+	if code, body := hubtest.RawDo(t, "GET", url+"/a.b%20c/stream", "", nil); code != 400 || errorOf(t, body).Field != "id" {
 		t.Errorf("GET a malformed chat id: %d %s", code, body)
 	}
 }
@@ -190,13 +192,13 @@ type wsFrames struct {
 	ws *websocket.Conn
 }
 
-func dialAISDK(t *testing.T, th *testHub, tok string, subprotocols ...string) (*wsFrames, *http.Response, error) {
+func dialAISDK(t *testing.T, th *hubtest.Hub, tok string, subprotocols ...string) (*wsFrames, *http.Response, error) {
 	t.Helper()
 	url := "ws" + strings.TrimPrefix(th.URL, "http") + "/v1/aisdk/ws"
 	if tok != "" {
 		url += "?access_token=" + tok
 	}
-	ws, resp, err := websocket.Dial(ctxT(t, 10*time.Second), url, &websocket.DialOptions{Subprotocols: subprotocols})
+	ws, resp, err := websocket.Dial(hubtest.Ctx(t, 10*time.Second), url, &websocket.DialOptions{Subprotocols: subprotocols})
 	if err != nil {
 		return nil, resp, err
 	}
@@ -206,7 +208,7 @@ func dialAISDK(t *testing.T, th *testHub, tok string, subprotocols ...string) (*
 
 func (f *wsFrames) send(frame string) {
 	f.t.Helper()
-	if err := f.ws.Write(ctxT(f.t, 5*time.Second), websocket.MessageText, []byte(frame)); err != nil {
+	if err := f.ws.Write(hubtest.Ctx(f.t, 5*time.Second), websocket.MessageText, []byte(frame)); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -221,7 +223,7 @@ type wsFrame struct {
 
 func (f *wsFrames) read() wsFrame {
 	f.t.Helper()
-	_, data, err := f.ws.Read(ctxT(f.t, 30*time.Second))
+	_, data, err := f.ws.Read(hubtest.Ctx(f.t, 30*time.Second))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -242,7 +244,7 @@ func sendFrame(reqID, chat, metadata string) string {
 // gap or repeat.
 func TestAISDKWS_MalformedFrames(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	f, _, err := dialAISDK(t, th, "", hub.AISDKSubprotocol)
+	f, _, err := dialAISDK(t, th, "", aisdk.AISDKSubprotocol)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +297,7 @@ func TestAISDKWS_MalformedFrames(t *testing.T) {
 			approval, _ = fr.Chunk["id"].(string)
 		}
 	}
-	g, _, err := dialAISDK(t, th, "", hub.AISDKSubprotocol)
+	g, _, err := dialAISDK(t, th, "", aisdk.AISDKSubprotocol)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,8 +316,8 @@ func TestAISDKWS_MalformedFrames(t *testing.T) {
 		}
 		next++
 		if d, _ := fr.Chunk["data"].(map[string]any); fr.Chunk["type"] == "data-runhub-approval" && d["status"] == "pending" {
-			m := sessionMeta(t, th, "chat-ws-seq")
-			postOK(t, th.URL+"/v1/runs/"+m.LatestRun()+"/approvals/"+approval, `{"choice":"once"}`)
+			m := hubtest.SessionMeta(t, th, "chat-ws-seq")
+			hubtest.PostOK(t, th.URL+"/v1/runs/"+m.LatestRun()+"/approvals/"+approval, `{"choice":"once"}`)
 		}
 	}
 	if next < 10 {
@@ -330,25 +332,25 @@ func TestAISDKWS_MalformedFrames(t *testing.T) {
 // Both endpoints take the API's bearer token; one subject cannot start,
 // resume or read another's thread or chat.
 func TestInterop_Auth(t *testing.T) {
-	th := newTestHub(t, withAuth(t, hub.Config{}))
-	alice := bearerOf(token(t, "alice", time.Hour, ""))
-	bob := bearerOf(token(t, "bob", time.Hour, ""))
-	bobTok := token(t, "bob", time.Hour, "")
+	th := newTestHub(t, hubtest.WithAuth(t, hub.Config{}))
+	alice := hubtest.BearerOf(hubtest.Token(t, "alice", time.Hour, ""))
+	bob := hubtest.BearerOf(hubtest.Token(t, "bob", time.Hour, ""))
+	bobTok := hubtest.Token(t, "bob", time.Hour, "")
 	for _, c := range []struct{ path, body string }{
 		{"/v1/agui", aguiBody("t-x", "r", "hi", "")},
 		{"/v1/aisdk/chat", chatBody("c-x", "submit-message", userMsg, "")},
 	} {
-		if code, body := rawDo(t, "POST", th.URL+c.path, c.body, nil); code != 401 {
+		if code, body := hubtest.RawDo(t, "POST", th.URL+c.path, c.body, nil); code != 401 {
 			t.Errorf("POST %s without a token: %d %s", c.path, code, body)
 		}
 	}
-	if _, resp, err := dialAISDK(t, th, "", hub.AISDKSubprotocol); err == nil || resp == nil || resp.StatusCode != 401 {
+	if _, resp, err := dialAISDK(t, th, "", aisdk.AISDKSubprotocol); err == nil || resp == nil || resp.StatusCode != 401 {
 		t.Errorf("WebSocket without a token: %v %v", resp, err)
 	}
 
 	// Alice's thread, waiting for an approval, and her chat, streaming.
 	slow := `{"sim":{"tokens":3,"token_ms":1,"tools":1,"approval":true}}`
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	req, _ := http.NewRequestWithContext(ctx, "POST", th.URL+"/v1/agui", strings.NewReader(aguiBody("t-alice", "a-1", "mine", `,"forwardedProps":{"runhub":{"metadata":`+slow+`}}`)))
 	req.Header.Set("Authorization", alice["Authorization"])
 	resp, err := http.DefaultClient.Do(req)
@@ -367,17 +369,17 @@ func TestInterop_Auth(t *testing.T) {
 		{"retry alice's run", "/v1/agui", aguiBody("t-alice", "a-1", "yours", "")},
 		{"start in alice's chat", "/v1/aisdk/chat", chatBody("c-alice", "submit-message", userMsg, "")},
 	} {
-		if code, body := rawDo(t, "POST", th.URL+c.path, c.body, bob); code != 403 {
+		if code, body := hubtest.RawDo(t, "POST", th.URL+c.path, c.body, bob); code != 403 {
 			t.Errorf("bob: %s: %d %s", c.name, code, body)
 		}
 	}
-	if code, body := rawDo(t, "GET", th.URL+"/v1/aisdk/chat/c-alice/stream", "", bob); code != 204 {
+	if code, body := hubtest.RawDo(t, "GET", th.URL+"/v1/aisdk/chat/c-alice/stream", "", bob); code != 204 {
 		t.Errorf("bob resumes alice's chat: %d %s", code, body)
 	}
 	if code := streamHead(t, "GET", th.URL+"/v1/aisdk/chat/c-alice/stream", "", alice); code != 200 {
 		t.Errorf("alice resumes her chat: %d", code)
 	}
-	fb, _, err := dialAISDK(t, th, bobTok, hub.AISDKSubprotocol)
+	fb, _, err := dialAISDK(t, th, bobTok, aisdk.AISDKSubprotocol)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,11 +392,11 @@ func TestInterop_Auth(t *testing.T) {
 		t.Errorf("bob sends in alice's chat over the socket: %+v", fr)
 	}
 	// Alice's token as a subprotocol, as a browser sends it.
-	fa, resp2, err := dialAISDK(t, th, "", hub.AISDKSubprotocol, "bearer."+token(t, "alice", time.Hour, ""))
+	fa, resp2, err := dialAISDK(t, th, "", aisdk.AISDKSubprotocol, "bearer."+hubtest.Token(t, "alice", time.Hour, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp2.Header.Get("Sec-WebSocket-Protocol") != hub.AISDKSubprotocol {
+	if resp2.Header.Get("Sec-WebSocket-Protocol") != aisdk.AISDKSubprotocol {
 		t.Errorf("subprotocol %q", resp2.Header.Get("Sec-WebSocket-Protocol"))
 	}
 	fa.send(`{"type":"resume","requestId":"z","id":"c-alice","headers":{},"body":{}}`)
@@ -402,8 +404,8 @@ func TestInterop_Auth(t *testing.T) {
 		t.Errorf("alice resumes her chat over the socket: %+v", fr)
 	}
 	// Nothing bob did touched alice's run.
-	rid := sessionMeta(t, th, "t-alice").Runs[0]
-	for _, e := range journalEvents(t, th, rid) {
+	rid := hubtest.SessionMeta(t, th, "t-alice").Runs[0]
+	for _, e := range hubtest.JournalEvents(t, th, rid) {
 		if e.Type == protocol.EventApprovalRes {
 			t.Errorf("bob resolved alice's approval: %s", e.Payload)
 		}
@@ -444,8 +446,8 @@ func TestSSE_KeepAlive(t *testing.T) {
 		{"POST", "/v1/aisdk/chat", chatBody("c-ka2", "submit-message", userMsg, `,"runhub":{"metadata":{"sim":{"tokens":2,"token_ms":60000,"tools":0}}}`)},
 	} {
 		if rid == "" && c.method == "GET" {
-			rid = sessionMeta(t, th, "c-ka").Runs[0]
-			waitEvent(t, th, rid, "approval", isType(protocol.EventApprovalReq))
+			rid = hubtest.SessionMeta(t, th, "c-ka").Runs[0]
+			hubtest.WaitEvent(t, th, rid, "approval", hubtest.IsType(protocol.EventApprovalReq))
 		}
 		path := strings.Replace(c.path, "{rid}", rid, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -473,22 +475,22 @@ func TestSSE_KeepAlive(t *testing.T) {
 		}
 	}
 	for _, sid := range []string{"c-ka", "t-ka", "c-ka2"} {
-		m := sessionMeta(t, th, sid)
-		postOK(t, th.URL+"/v1/runs/"+m.LatestRun()+"/cancel", "")
+		m := hubtest.SessionMeta(t, th, sid)
+		hubtest.PostOK(t, th.URL+"/v1/runs/"+m.LatestRun()+"/cancel", "")
 	}
 }
 
 // The AI SDK socket closes with 4401 when its token expires, like the tab
 // socket; the chat's run goes on.
 func TestAISDKWS_EndsWhenTokenExpires(t *testing.T) {
-	th := newTestHub(t, withAuth(t, hub.Config{}))
-	f, _, err := dialAISDK(t, th, token(t, "alice", 2*time.Second, ""), hub.AISDKSubprotocol)
+	th := newTestHub(t, hubtest.WithAuth(t, hub.Config{}))
+	f, _, err := dialAISDK(t, th, hubtest.Token(t, "alice", 2*time.Second, ""), aisdk.AISDKSubprotocol)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.send(sendFrame("s", "c-exp", `{"sim":{"tokens":3,"token_ms":1,"tools":1,"approval":true}}`))
 	for {
-		_, _, err := f.ws.Read(ctxT(t, 20*time.Second))
+		_, _, err := f.ws.Read(hubtest.Ctx(t, 20*time.Second))
 		if err == nil {
 			continue
 		}
@@ -497,11 +499,11 @@ func TestAISDKWS_EndsWhenTokenExpires(t *testing.T) {
 		}
 		break
 	}
-	m := sessionMeta(t, th, "c-exp")
+	m := hubtest.SessionMeta(t, th, "c-exp")
 	if m.ActiveRun == "" {
 		t.Errorf("the run ended with the socket")
 	}
-	if code, body := rawDo(t, "POST", th.URL+"/v1/runs/"+m.ActiveRun+"/cancel", "", bearerOf(token(t, "alice", time.Hour, ""))); code != 200 {
+	if code, body := hubtest.RawDo(t, "POST", th.URL+"/v1/runs/"+m.ActiveRun+"/cancel", "", hubtest.BearerOf(hubtest.Token(t, "alice", time.Hour, ""))); code != 200 {
 		t.Errorf("cancel: %d %s", code, body)
 	}
 }
@@ -516,7 +518,7 @@ func TestAISDK_StreamFraming(t *testing.T) {
 		{"frame-ok", `{"tokens":3,"token_ms":0,"tools":1}`, `"finishReason":"stop"`},
 		{"frame-fail", `{"tokens":6,"token_ms":0,"tools":0,"fail":"error"}`, `{"errorText":"simulated provider failure","type":"error"}`},
 	} {
-		req, _ := http.NewRequestWithContext(ctxT(t, 20*time.Second), "POST", th.URL+"/v1/aisdk/chat",
+		req, _ := http.NewRequestWithContext(hubtest.Ctx(t, 20*time.Second), "POST", th.URL+"/v1/aisdk/chat",
 			strings.NewReader(chatBody(c.chat, "submit-message", userMsg, `,"runhub":{"metadata":{"sim":`+c.sim+`}}`)))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -1,4 +1,4 @@
-package hub
+package httpapi
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -16,41 +17,41 @@ const (
 	maxPage     = 1000
 )
 
-func (h *Hub) now() time.Time { return time.Now() }
+func (h *api) now() time.Time { return time.Now() }
 
 // events answers GET /v1/runs/{rid}/events: a JSON page, or with
 // Accept: text/event-stream an SSE stream (id = event_id, event = type)
 // that honours Last-Event-ID and ends after the terminal event.
-func (h *Hub) events(c echo.Context) error {
+func (h *api) events(c echo.Context) error {
 	ctx := c.Request().Context()
 	rid := c.Param("rid")
-	p := h.principal(c)
-	meta, err := h.readRun(ctx, p, rid)
+	p := h.core.Caller(c)
+	meta, err := h.core.ReadRun(ctx, p, rid)
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
-	after, err := parseUint(c, "after_seq", 0)
+	after, err := httpx.ParseUint(c, "after_seq", 0)
 	if err != nil {
 		return err
 	}
 	if strings.Contains(c.Request().Header.Get("Accept"), "text/event-stream") {
-		if last := lastEventID(c); last != "" {
+		if last := httpx.LastEventID(c); last != "" {
 			if after, err = protocol.ParseLastEventID(last, rid); err != nil {
 				return err
 			}
 		}
 		return h.streamSSE(c, rid, after, p.Expires)
 	}
-	limit, err := parseUint(c, "limit", defaultPage)
+	limit, err := httpx.ParseUint(c, "limit", defaultPage)
 	if err != nil {
 		return err
 	}
 	if limit == 0 || limit > maxPage {
 		return &protocol.Error{Code: protocol.CodeBadRequest, Field: "limit", Message: "limit: must be 1..1000"}
 	}
-	events, err := h.store.Read(ctx, rid, after, int(limit))
+	events, err := h.core.Journal().Read(ctx, rid, after, int(limit))
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
 	page := protocol.EventPage{Events: events, NextCursor: protocol.EventID(rid, after), Terminal: meta.Terminal}
 	if n := len(events); n > 0 {
@@ -65,13 +66,13 @@ func (h *Hub) events(c echo.Context) error {
 // streamSSE writes the run's events after `after`, then live ones, until the
 // terminal event, the client leaving, the hub stopping or the caller's
 // credentials expiring (expires; zero: never), whichever comes first.
-func (h *Hub) streamSSE(c echo.Context, rid string, after uint64, expires time.Time) error {
-	ctx, cancel := h.sseContext(c.Request().Context(), expires)
+func (h *api) streamSSE(c echo.Context, rid string, after uint64, expires time.Time) error {
+	ctx, cancel := httpx.StreamContext(c.Request().Context(), h.core.Context(), expires)
 	defer cancel()
-	w := h.startSSE(ctx, c, nil)
-	defer w.close()
+	w := httpx.StartSSE(ctx, c, h.core.Config().SSEKeepAlive, nil)
+	defer w.Close()
 	buf := make([]byte, 0, 1024)
-	for e, err := range h.runtime.ObserveRun(ctx, rid, after) {
+	for e, err := range h.core.Observe(ctx, rid, after) {
 		if err != nil {
 			return nil // the client left or the hub stops; the stream just ends
 		}
@@ -79,7 +80,7 @@ func (h *Hub) streamSSE(c echo.Context, rid string, after uint64, expires time.T
 		if err != nil {
 			return nil
 		}
-		buf = appendSSE(buf[:0], e.EventID, string(e.Type), data)
+		buf = httpx.AppendSSE(buf[:0], e.EventID, string(e.Type), data)
 		if err := w.Write(buf); err != nil {
 			return nil
 		}

@@ -1,4 +1,4 @@
-package hub
+package aisdk
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/runhub/runhub/hub/aisdk"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpx"
+	"github.com/runhub/runhub/hub/interop"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -51,28 +53,28 @@ type uiMessage struct {
 func checkChat(r *chatRequest, prefix string) (string, error) {
 	switch {
 	case r.ID == nil || *r.ID == "":
-		return "", fieldErr(protocol.CodeBadRequest, prefix+"id", "is required")
+		return "", httpx.FieldErr(protocol.CodeBadRequest, prefix+"id", "is required")
 	case r.Trigger == nil:
-		return "", fieldErr(protocol.CodeBadRequest, prefix+"trigger", "is required")
+		return "", httpx.FieldErr(protocol.CodeBadRequest, prefix+"trigger", "is required")
 	case *r.Trigger != "submit-message" && *r.Trigger != "regenerate-message":
-		return "", fieldErr(protocol.CodeBadRequest, prefix+"trigger", `must be "submit-message" or "regenerate-message"`)
+		return "", httpx.FieldErr(protocol.CodeBadRequest, prefix+"trigger", `must be "submit-message" or "regenerate-message"`)
 	case len(r.Messages) == 0:
-		return "", fieldErr(protocol.CodeBadRequest, prefix+"messages", "must be a non-empty array of UI messages")
+		return "", httpx.FieldErr(protocol.CodeBadRequest, prefix+"messages", "must be a non-empty array of UI messages")
 	}
 	var last uiMessage
 	for i, raw := range r.Messages {
 		var m uiMessage
 		f := fmt.Sprintf("%smessages[%d]", prefix, i)
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return "", fieldErr(protocol.CodeBadRequest, f, "must be a UI message {id, role, parts}")
+			return "", httpx.FieldErr(protocol.CodeBadRequest, f, "must be a UI message {id, role, parts}")
 		}
 		switch {
 		case m.ID == nil:
-			return "", fieldErr(protocol.CodeBadRequest, f+".id", "is required")
+			return "", httpx.FieldErr(protocol.CodeBadRequest, f+".id", "is required")
 		case m.Role != "system" && m.Role != "user" && m.Role != "assistant":
-			return "", fieldErr(protocol.CodeBadRequest, f+".role", `must be "system", "user" or "assistant"`)
+			return "", httpx.FieldErr(protocol.CodeBadRequest, f+".role", `must be "system", "user" or "assistant"`)
 		case m.Parts == nil:
-			return "", fieldErr(protocol.CodeBadRequest, f+".parts", "is required")
+			return "", httpx.FieldErr(protocol.CodeBadRequest, f+".parts", "is required")
 		}
 		last = m
 	}
@@ -86,70 +88,70 @@ func checkChat(r *chatRequest, prefix string) (string, error) {
 		}
 	}
 	if last.Role != "user" || strings.TrimSpace(b.String()) == "" {
-		return "", fieldErr(protocol.CodeBadRequest, prefix+"messages", "the last message must be a user message with a text part")
+		return "", httpx.FieldErr(protocol.CodeBadRequest, prefix+"messages", "the last message must be a user message with a text part")
 	}
 	return b.String(), nil
 }
 
 // aisdkChat answers POST /v1/aisdk/chat.
-func (h *Hub) aisdkChat(c echo.Context) error {
+func (h *edge) aisdkChat(c echo.Context) error {
 	ctx := c.Request().Context()
-	p := h.principal(c)
+	p := h.core.Caller(c)
 	var req chatRequest
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	text, err := checkChat(&req, "")
 	if err != nil {
 		return err
 	}
-	opts, err := decodeStartOptions(req.Runhub, "runhub")
+	opts, err := interop.DecodeStartOptions(req.Runhub, "runhub")
 	if err != nil {
 		return err
 	}
-	if _, err := h.chatSession(ctx, p.Subject, "id", *req.ID); err != nil {
+	if _, err := interop.ChatSession(ctx, h.core, p.Subject, "id", *req.ID); err != nil {
 		return err
 	}
-	res, err := h.startChatRun(ctx, p.Subject, *req.ID, text, opts, nil)
+	res, err := interop.StartChatRun(ctx, h.core, p.Subject, *req.ID, text, opts, nil)
 	if err != nil {
 		return err
 	}
 	if res.Status != protocol.ResultAccepted {
-		return controlResult(c, res, nil, http.StatusOK)
+		return httpx.ControlResult(c, res, nil, http.StatusOK)
 	}
 	return h.aisdkStream(c, p, res.RunID)
 }
 
 // aisdkResume answers GET /v1/aisdk/chat/{id}/stream.
-func (h *Hub) aisdkResume(c echo.Context) error {
+func (h *edge) aisdkResume(c echo.Context) error {
 	ctx := c.Request().Context()
-	p := h.principal(c)
+	p := h.core.Caller(c)
 	id := c.Param("id")
 	if err := protocol.ValidID(id); err != nil {
-		return fieldErr(protocol.CodeOf(err), "id", "%s", err.(*protocol.Error).Message)
+		return httpx.FieldErr(protocol.CodeOf(err), "id", "%s", err.(*protocol.Error).Message)
 	}
-	meta, err := h.readSession(ctx, p, id)
-	if err == errUnknown || (err == nil && meta.ActiveRun == "") {
+	meta, err := h.core.ReadSession(ctx, p, id)
+	if err == hub.ErrUnknown || (err == nil && meta.ActiveRun == "") {
 		return c.NoContent(http.StatusNoContent) // no stream to resume (an unknown or foreign chat has none either)
 	}
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
 	return h.aisdkStream(c, p, meta.ActiveRun)
 }
 
 // aisdkStream answers run rid as a UI message stream from its start.
-func (h *Hub) aisdkStream(c echo.Context, p Principal, rid string) error {
-	ctx, cancel := h.sseContext(c.Request().Context(), p.Expires)
+func (h *edge) aisdkStream(c echo.Context, p hub.Principal, rid string) error {
+	ctx, cancel := httpx.StreamContext(c.Request().Context(), h.core.Context(), p.Expires)
 	defer cancel()
-	w := h.startSSE(ctx, c, map[string]string{uiMessageStreamHeader: "v1"})
-	defer w.close()
-	ended := h.aisdkPump(ctx, rid, -1, func(_ int64, ch aisdk.Chunk) error {
+	w := httpx.StartSSE(ctx, c, h.core.Config().SSEKeepAlive, map[string]string{uiMessageStreamHeader: "v1"})
+	defer w.Close()
+	ended := h.aisdkPump(ctx, rid, -1, func(_ int64, ch Chunk) error {
 		data, err := json.Marshal(ch)
 		if err != nil {
 			return err
 		}
-		return w.Write(appendSSE(nil, "", "", data))
+		return w.Write(httpx.AppendSSE(nil, "", "", data))
 	})
 	switch {
 	case ended:
@@ -164,10 +166,10 @@ func (h *Hub) aisdkStream(c echo.Context, p Principal, rid string) error {
 // aisdkPump calls emit with every chunk of run rid after sequence after
 // (-1: all), numbered from 0 in the run's fold, live until the run's last
 // event. It reports whether the run's end was reached.
-func (h *Hub) aisdkPump(ctx context.Context, rid string, after int64, emit func(int64, aisdk.Chunk) error) bool {
-	var m aisdk.Mapper
+func (h *edge) aisdkPump(ctx context.Context, rid string, after int64, emit func(int64, Chunk) error) bool {
+	var m Mapper
 	var seq int64
-	for e, err := range h.runtime.ObserveRun(ctx, rid, 0) {
+	for e, err := range h.core.Observe(ctx, rid, 0) {
 		if err != nil {
 			return false
 		}

@@ -1,4 +1,4 @@
-package hub
+package httpx
 
 import (
 	"net/http"

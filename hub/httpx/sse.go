@@ -1,4 +1,4 @@
-package hub
+package httpx
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 // The SSE plumbing every SSE stream shares: GET /v1/runs/{rid}/events, the
 // AG-UI export and run endpoint, the AI SDK chat stream.
 
-// sseContext bounds a stream by ctx (the request's), the hub's life and
-// the caller's credentials (expires; zero: never), whichever ends first.
-func (h *Hub) sseContext(ctx context.Context, expires time.Time) (context.Context, context.CancelFunc) {
+// StreamContext bounds a stream by ctx (the request's), life (the hub's)
+// and the caller's credentials (expires; zero: never), whichever ends
+// first.
+func StreamContext(ctx, life context.Context, expires time.Time) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(h.ctx, cancel)
+	stop := context.AfterFunc(life, cancel)
 	if !expires.IsZero() {
 		var cancelExp context.CancelFunc
 		ctx, cancelExp = context.WithDeadline(ctx, expires)
@@ -25,9 +26,9 @@ func (h *Hub) sseContext(ctx context.Context, expires time.Time) (context.Contex
 	return ctx, func() { stop(); cancel() }
 }
 
-// sseStream is one SSE response: the handler's writes and the keep-alive
+// Stream is one SSE response: the handler's writes and the keep-alive
 // comments go through its lock.
-type sseStream struct {
+type Stream struct {
 	mu   sync.Mutex
 	w    *echo.Response
 	err  error // the first write error; every later write fails with it
@@ -35,14 +36,15 @@ type sseStream struct {
 }
 
 // keepAliveComment is the SSE comment a stream sends when it has been
-// quiet for Config.SSEKeepAlive: every SSE parser skips it, and it keeps
+// quiet for its keep-alive interval: every SSE parser skips it, and it keeps
 // proxies and load balancers from closing an idle stream.
 const keepAliveComment = ": keep-alive\n\n"
 
-// startSSE commits the SSE response headers (with extra ones, if any) and
-// starts the stream's keep-alive comments, which run until ctx ends or
-// close is called. The caller must call close before it returns.
-func (h *Hub) startSSE(ctx context.Context, c echo.Context, extra map[string]string) *sseStream {
+// StartSSE commits the SSE response headers (with extra ones, if any) and
+// starts the stream's keep-alive comments every keepAlive (0: none), which
+// run until ctx ends or Close is called. The caller must call Close before
+// it returns.
+func StartSSE(ctx context.Context, c echo.Context, keepAlive time.Duration, extra map[string]string) *Stream {
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -52,8 +54,8 @@ func (h *Hub) startSSE(ctx context.Context, c echo.Context, extra map[string]str
 	}
 	w.WriteHeader(http.StatusOK)
 	w.Flush()
-	s := &sseStream{w: w, stop: func() {}}
-	if every := h.cfg.SSEKeepAlive; every > 0 {
+	s := &Stream{w: w, stop: func() {}}
+	if every := keepAlive; every > 0 {
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -77,7 +79,7 @@ func (h *Hub) startSSE(ctx context.Context, c echo.Context, extra map[string]str
 }
 
 // Write writes and flushes b (whole SSE frames).
-func (s *sseStream) Write(b []byte) error {
+func (s *Stream) Write(b []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -91,16 +93,16 @@ func (s *sseStream) Write(b []byte) error {
 	return nil
 }
 
-// close stops the keep-alive comments and waits for them.
-func (s *sseStream) close() { s.stop() }
+// Close stops the keep-alive comments and waits for them.
+func (s *Stream) Close() { s.stop() }
 
-// lastEventID is the request's Last-Event-ID ("": none, start over).
-func lastEventID(c echo.Context) string { return c.Request().Header.Get("Last-Event-ID") }
+// LastEventID is the request's Last-Event-ID ("": none, start over).
+func LastEventID(c echo.Context) string { return c.Request().Header.Get("Last-Event-ID") }
 
-// appendSSE appends one SSE frame to buf: id, event, data. An empty event
+// AppendSSE appends one SSE frame to buf: id, event, data. An empty event
 // is left out: an SSE client takes "message" for it either way. An empty
 // id is left out too.
-func appendSSE(buf []byte, id, event string, data []byte) []byte {
+func AppendSSE(buf []byte, id, event string, data []byte) []byte {
 	if id != "" {
 		buf = append(buf, "id: "...)
 		buf = append(buf, id...)

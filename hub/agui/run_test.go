@@ -1,16 +1,13 @@
-package hub_test
+package agui_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/agui"
+	"github.com/runhub/runhub/hub/hubtest"
+	"github.com/runhub/runhub/internal/npmtest"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -41,35 +38,19 @@ type aguiRunSummary struct {
 // runAGUIRun runs run.mjs and returns its summary.
 func runAGUIRun(t *testing.T, node, dir string, env []string, args ...string) aguiRunSummary {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"run.mjs"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		errText := stderr.String()
-		if len(errText) > 3000 {
-			errText = "…" + errText[len(errText)-3000:]
-		}
-		t.Fatalf("node run.mjs %v: %v\nstderr: %s\nstdout: %s", args, err, errText, stdout.String())
-	}
 	var s aguiRunSummary
-	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
-		t.Fatalf("run.mjs output %q: %v", stdout.String(), err)
-	}
+	npmtest.RunJSON(t, node, dir, env, &s, "run.mjs", args...)
 	return s
 }
 
 // journalText is the text of a run's token deltas, by AG-UI message id.
-func journalText(t *testing.T, th *testHub, rid string) (map[string]string, int) {
+func journalText(t *testing.T, th *hubtest.Hub, rid string) (map[string]string, int) {
 	t.Helper()
 	texts := map[string]string{}
 	n := 0
-	for _, e := range journalEvents(t, th, rid) {
+	for _, e := range hubtest.JournalEvents(t, th, rid) {
 		if e.Type == protocol.EventTokenDelta {
-			p := pl[protocol.TokenDeltaPayload](t, e)
+			p := hubtest.Payload[protocol.TokenDeltaPayload](t, e)
 			texts[agui.ID(rid, p.MessageID)] += p.Text
 			if p.Text != "" {
 				n++
@@ -92,7 +73,7 @@ func TestAGUIRun_NPMClient(t *testing.T) {
 
 	// A text run in a new thread.
 	s := runAGUIRun(t, node, dir, nil, "agent", url, "thread-text", "hello there", `{"runhub":{"metadata":{"sim":{"tokens":20,"token_ms":1,"tools":1}}}}`)
-	meta := sessionMeta(t, th, "thread-text")
+	meta := hubtest.SessionMeta(t, th, "thread-text")
 	if len(meta.Runs) != 1 || len(s.Runs) != 1 || s.Runs[0].End != "RUN_FINISHED:success" || s.Runs[0].RunID != s.RunIDs[0] || s.Runs[0].ThreadID != "thread-text" {
 		t.Fatalf("runs %+v (runhub runs %v)", s.Runs, meta.Runs)
 	}
@@ -108,12 +89,12 @@ func TestAGUIRun_NPMClient(t *testing.T) {
 	// An approval and a clarification: three AG-UI runs of one runhub run.
 	s = runAGUIRun(t, node, dir, nil, "agent", url, "thread-hitl", "ask me",
 		`{"runhub":{"metadata":{"sim":{"tokens":12,"token_ms":1,"tools":2,"approval":true,"clarify":true}}}}`)
-	meta = sessionMeta(t, th, "thread-hitl")
+	meta = hubtest.SessionMeta(t, th, "thread-hitl")
 	if len(meta.Runs) != 1 {
 		t.Fatalf("runhub runs %v, want one", meta.Runs)
 	}
 	rid = meta.Runs[0]
-	waitTerminal(t, th, rid)
+	hubtest.WaitTerminal(t, th, rid)
 	if len(s.Runs) != 3 {
 		t.Fatalf("AG-UI runs %+v, want 3 (approval, clarify, end)", s.Runs)
 	}
@@ -141,20 +122,20 @@ func TestAGUIRun_NPMClient(t *testing.T) {
 		t.Fatalf("text %q, journal %q", s.Texts, want)
 	}
 	var results int
-	for _, e := range journalEvents(t, th, rid) {
+	for _, e := range hubtest.JournalEvents(t, th, rid) {
 		switch e.Type {
 		case protocol.EventToolDone:
-			p := pl[protocol.ToolDonePayload](t, e)
+			p := hubtest.Payload[protocol.ToolDonePayload](t, e)
 			if _, ok := s.Results[agui.ID(rid, p.ToolCallID)]; !ok {
 				t.Errorf("no TOOL_CALL_RESULT for %s in %v", p.ToolCallID, s.Results)
 			}
 			results++
 		case protocol.EventApprovalRes:
-			if p := pl[protocol.ApprovalResolvedPayload](t, e); p.Choice != "once" || p.Status != "resolved" {
+			if p := hubtest.Payload[protocol.ApprovalResolvedPayload](t, e); p.Choice != "once" || p.Status != "resolved" {
 				t.Errorf("approval resolved %+v", p)
 			}
 		case protocol.EventClarifyRes:
-			if p := pl[protocol.ClarifyResolvedPayload](t, e); p.Response != "short" {
+			if p := hubtest.Payload[protocol.ClarifyResolvedPayload](t, e); p.Response != "short" {
 				t.Errorf("clarify resolved %+v", p)
 			}
 		}
@@ -165,7 +146,7 @@ func TestAGUIRun_NPMClient(t *testing.T) {
 
 	// A stream cut mid-run and resumed with Last-Event-ID.
 	s = runAGUIRun(t, node, dir, []string{"CUT=7"}, "cut", url, "thread-cut", "cut me", `{"runhub":{"metadata":{"sim":{"tokens":40,"token_ms":5,"tools":0}}}}`)
-	meta = sessionMeta(t, th, "thread-cut")
+	meta = hubtest.SessionMeta(t, th, "thread-cut")
 	if len(meta.Runs) != 1 {
 		t.Fatalf("runhub runs %v, want one (the retry is no second run)", meta.Runs)
 	}

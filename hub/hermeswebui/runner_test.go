@@ -1,52 +1,36 @@
-package hub_test
+package hermeswebui_test
 
 import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-	"github.com/runhub/runhub/adapter"
-	"github.com/runhub/runhub/adapter/driver"
-	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hermeswebui"
+	"github.com/runhub/runhub/hub/httpapi"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/internal/webuiclient"
-	"github.com/runhub/runhub/journal/bolt"
 )
 
 const webuiBase = "/compat/hermes-webui"
 
 // webuiHub is a test hub that also serves hermes-webui's runner API.
 type webuiHub struct {
-	*testHub
+	*hubtest.Hub
 	runner string // HERMES_WEBUI_RUNNER_BASE_URL
 }
 
-func newWebUIHub(t testing.TB, cfg hub.Config, o hub.WebUIOptions) *webuiHub {
+func newWebUIHub(t testing.TB, cfg hub.Config, o hermeswebui.RunnerOptions) *webuiHub {
 	t.Helper()
-	store, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"sim": &sim.Driver{}}})
-	h := hub.New(cfg, store, adapter.NewRouter(store, rt, nil))
-	e := echo.New()
-	e.HTTPErrorHandler = hub.ErrorHandler
-	h.Routes(e)
 	o.Base = webuiBase
-	h.RouteHermesWebUI(e, o)
-	srv := httptest.NewServer(e)
-	th := &testHub{t: t, hub: h, rt: rt, store: store, srv: srv, URL: srv.URL, WSURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws"}
-	t.Cleanup(th.close)
-	return &webuiHub{testHub: th, runner: srv.URL + webuiBase}
+	th := hubtest.Serve(t, cfg, hubtest.Options{Bolt: true, Edges: []hub.Edge{httpapi.New(nil), hermeswebui.Runner(o)}})
+	return &webuiHub{Hub: th, runner: th.URL + webuiBase}
 }
 
 // simMeta is a start's metadata: a simulator script.
@@ -174,9 +158,9 @@ func (l *lockedBuffer) String() string {
 // relayed like /api/chat/stream relays it, in WebUI's legacy names and
 // payloads, ending with done then stream_end, with no 5-s stall.
 func TestWebUIText(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
 	c := webuiclient.New(th.runner, "")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "a1b2c3d4e5f6", Message: "Why does test_io fail?",
 		Workspace: ptr("/home/ann/proj"), Profile: ptr("default"), Model: ptr("sim-1"), Provider: ptr("openai"),
 		Attachments: []map[string]any{{"name": "log.txt", "path": "/tmp/log.txt", "mime": "text/plain", "size": 12}},
@@ -230,7 +214,7 @@ func TestWebUIText(t *testing.T) {
 		SessionID string `json:"session_id"`
 		Status    string `json:"status"`
 	}
-	do(t, "GET", th.URL+"/v1/sessions/a1b2c3d4e5f6", "", nil, &ss)
+	hubtest.Do(t, "GET", th.URL+"/v1/sessions/a1b2c3d4e5f6", "", nil, &ss)
 	if ss.SessionID != "a1b2c3d4e5f6" || ss.Status != "completed" {
 		t.Fatalf("session: %+v", ss)
 	}
@@ -239,9 +223,9 @@ func TestWebUIText(t *testing.T) {
 // An approval and a clarify: the relay shows each prompt, get_run names it
 // pending, and the client's answers resume the run.
 func TestWebUIApprovalClarify(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
 	c := webuiclient.New(th.runner, "")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-approve", Message: "go",
 		Metadata: simMeta(map[string]any{"tokens": 3, "token_ms": 1, "approval": true, "clarify": true})})
 	if err != nil {
@@ -290,9 +274,9 @@ func TestWebUIApprovalClarify(t *testing.T) {
 // Cancel while the run streams: the relay ends on cancel (type
 // cancelled); a second cancel is not active.
 func TestWebUICancel(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
 	c := webuiclient.New(th.runner, "")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-cancel", Message: "long",
 		Metadata: simMeta(map[string]any{"tokens": 100000, "token_ms": 5, "tools": 0})})
 	if err != nil {
@@ -330,9 +314,9 @@ func TestWebUICancel(t *testing.T) {
 // Queue and goal: a message queued while the run streams starts the next
 // run when it ends; a goal is set, reported and cleared.
 func TestWebUIQueueGoal(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
 	c := webuiclient.New(th.runner, "")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-queue", Message: "first",
 		Metadata: simMeta(map[string]any{"tokens": 40, "token_ms": 10, "tools": 0})})
 	if err != nil {
@@ -353,7 +337,7 @@ func TestWebUIQueueGoal(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(runs.Runs) < 2 && time.Now().Before(deadline) {
-		do(t, "GET", th.URL+"/v1/sessions/s-queue/runs", "", nil, &runs)
+		hubtest.Do(t, "GET", th.URL+"/v1/sessions/s-queue/runs", "", nil, &runs)
 		time.Sleep(20 * time.Millisecond)
 	}
 	if len(runs.Runs) != 2 {
@@ -378,10 +362,10 @@ func TestWebUIQueueGoal(t *testing.T) {
 // repeat, the same terminal; and cancel still works on the re-attached
 // run.
 func TestWebUIResumeAndRestart(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
 	for _, form := range []string{"bare", "run:seq"} {
 		t.Run(form, func(t *testing.T) {
-			ctx := ctxT(t, 60*time.Second)
+			ctx := hubtest.Ctx(t, 60*time.Second)
 			first := webuiclient.New(th.runner, "")
 			sid := "s-resume-" + strings.ReplaceAll(form, ":", "-")
 			st, err := first.StartRun(ctx, webuiclient.StartRunRequest{SessionID: sid, Message: "long",
@@ -437,7 +421,7 @@ func TestWebUIResumeAndRestart(t *testing.T) {
 		})
 	}
 	t.Run("cancel after re-attach", func(t *testing.T) {
-		ctx := ctxT(t, 30*time.Second)
+		ctx := hubtest.Ctx(t, 30*time.Second)
 		st, err := webuiclient.New(th.runner, "").StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-reattach", Message: "long",
 			Metadata: simMeta(map[string]any{"tokens": 100000, "token_ms": 5, "tools": 0})})
 		if err != nil {
@@ -465,9 +449,9 @@ func TestWebUIResumeAndRestart(t *testing.T) {
 // The events poll of a live run with nothing new holds until the next
 // event instead of answering empty (WebUI would sleep 5 s).
 func TestWebUIEventsLongPoll(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
 	c := webuiclient.New(th.runner, "")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-poll", Message: "go",
 		Metadata: simMeta(map[string]any{"tokens": 2, "token_ms": 1, "approval": true})})
 	if err != nil {
@@ -534,9 +518,9 @@ func TestWebUIEventsLongPoll(t *testing.T) {
 // fields are ignored and a newer WebUI's owner fence is echoed accepted.
 func TestWebUIBadInput(t *testing.T) {
 	var logs lockedBuffer
-	th := newWebUIHub(t, hub.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, hermeswebui.RunnerOptions{})
 	c := webuiclient.New(th.runner, "")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	status := func(err error) (int, string) {
 		var e *webuiclient.Error
 		if !errors.As(err, &e) {
@@ -623,10 +607,10 @@ func TestWebUIBadInput(t *testing.T) {
 // no key reads or drives another subject's sessions or runs, and a
 // request without a valid key is 401.
 func TestWebUISubjects(t *testing.T) {
-	th := newWebUIHub(t, withAuth(t, hub.Config{}), hub.WebUIOptions{Keys: map[string]string{"alice-runner-key": "alice"}})
+	th := newWebUIHub(t, hubtest.WithAuth(t, hub.Config{}), hermeswebui.RunnerOptions{Keys: map[string]string{"alice-runner-key": "alice"}})
 	alice := webuiclient.New(th.runner, "alice-runner-key")
-	bob := webuiclient.New(th.runner, token(t, "bob", time.Hour, ""))
-	ctx := ctxT(t, 30*time.Second)
+	bob := webuiclient.New(th.runner, hubtest.Token(t, "bob", time.Hour, ""))
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	st, err := alice.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-alice", Message: "mine",
 		Metadata: simMeta(map[string]any{"tokens": 100000, "token_ms": 5, "approval": true})})
 	if err != nil {
@@ -683,9 +667,9 @@ func TestWebUISubjects(t *testing.T) {
 // A run that fails ends the relay on apperror (no stream_end follows, as
 // in WebUI), and its status is failed.
 func TestWebUIFailure(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
 	c := webuiclient.New(th.runner, "")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-fail", Message: "fail",
 		Metadata: simMeta(map[string]any{"tokens": 4, "token_ms": 1, "tools": 0, "fail": "error"})})
 	if err != nil {

@@ -1,4 +1,4 @@
-package hub
+package httpapi
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/session"
@@ -24,13 +25,13 @@ const (
 // session's runs newest first, those before the run named by before (all
 // of them without it), at most limit. Whoever may read the session may
 // list its runs; anyone else gets not_found.
-func (h *Hub) listRuns(c echo.Context) error {
+func (h *api) listRuns(c echo.Context) error {
 	ctx := c.Request().Context()
-	meta, err := h.readSession(ctx, h.principal(c), c.Param("sid"))
+	meta, err := h.core.ReadSession(ctx, h.core.Caller(c), c.Param("sid"))
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
-	limit, err := parseUint(c, "limit", defaultRunPage)
+	limit, err := httpx.ParseUint(c, "limit", defaultRunPage)
 	if err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ func (h *Hub) listRuns(c echo.Context) error {
 			continue // trimmed since the session was read
 		}
 		if err != nil {
-			return h.publicError(err)
+			return h.core.PublicError(err)
 		}
 		out.Runs = append(out.Runs, sum)
 	}
@@ -62,8 +63,8 @@ func (h *Hub) listRuns(c echo.Context) error {
 
 // runSummary describes one run: from its meta and its terminal event when
 // it has ended (one read), else from the fold of its events.
-func (h *Hub) runSummary(ctx context.Context, sid, rid string) (protocol.RunSummary, error) {
-	m, err := h.store.Run(ctx, rid)
+func (h *api) runSummary(ctx context.Context, sid, rid string) (protocol.RunSummary, error) {
+	m, err := h.core.Journal().Run(ctx, rid)
 	if err != nil {
 		return protocol.RunSummary{}, err
 	}
@@ -77,7 +78,7 @@ func (h *Hub) runSummary(ctx context.Context, sid, rid string) (protocol.RunSumm
 		sum.Message, sum.Source = protocol.Truncate(req.Message, protocol.RunSummaryMessageBytes), req.Source
 	}
 	if m.Terminal && m.LastSeq > 0 {
-		page, err := h.store.Read(ctx, rid, m.LastSeq-1, 1)
+		page, err := h.core.Journal().Read(ctx, rid, m.LastSeq-1, 1)
 		if err != nil {
 			return sum, err
 		}
@@ -88,7 +89,7 @@ func (h *Hub) runSummary(ctx context.Context, sid, rid string) (protocol.RunSumm
 			}
 		}
 	}
-	r, err := journal.FoldRun(ctx, h.store, rid, sid)
+	r, err := journal.FoldRun(ctx, h.core.Journal(), rid, sid)
 	if err != nil {
 		return sum, err
 	}
@@ -103,9 +104,9 @@ const maxTitleBytes = 512
 // the session. The title is journaled in the session's record (every
 // replica's watchers see it through the status feed), and no run renames
 // the session afterwards.
-func (h *Hub) renameSession(c echo.Context) error {
+func (h *api) renameSession(c echo.Context) error {
 	var req protocol.RenameSessionRequest
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	if req.Title == nil {
@@ -120,59 +121,39 @@ func (h *Hub) renameSession(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	sid := c.Param("sid")
-	if _, err := h.ownSession(ctx, h.subject(c), sid); err != nil {
-		return h.publicError(err)
+	if _, err := h.core.ReadSession(ctx, h.own(c), sid); err != nil {
+		return h.core.PublicError(err)
 	}
-	meta, err := h.store.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
+	meta, err := h.core.Journal().UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		m.Title = title
 		return nil
 	})
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
-	st, err := journal.FoldSessionMeta(ctx, h.store, meta)
+	st, err := journal.FoldSessionMeta(ctx, h.core.Journal(), meta)
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
-	return c.JSON(http.StatusOK, h.statusOf(&st))
+	return c.JSON(http.StatusOK, h.core.StatusOf(&st))
 }
 
 // deleteSession answers DELETE /v1/sessions/{sid}: the owner deletes the
 // session with its runs. A session with an active run is refused (409
 // conflict: stop the run first), atomically with the start of a run.
 // Every watching tab gets a last status with deleted: true.
-func (h *Hub) deleteSession(c echo.Context) error {
+func (h *api) deleteSession(c echo.Context) error {
 	ctx := c.Request().Context()
 	sid := c.Param("sid")
-	if _, err := h.ownSession(ctx, h.subject(c), sid); err != nil {
-		return h.publicError(err)
+	if _, err := h.core.ReadSession(ctx, h.own(c), sid); err != nil {
+		return h.core.PublicError(err)
 	}
-	err := h.store.DeleteSession(ctx, sid)
+	err := h.core.Journal().DeleteSession(ctx, sid)
 	if errors.Is(err, journal.ErrConflict) {
 		return protocol.Errorf(protocol.CodeConflict, "the session has an active run; stop it first")
 	}
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
 	return c.JSON(http.StatusOK, protocol.DeleteSessionResult{SessionID: sid, Deleted: true})
-}
-
-// gone tells the watchers of a session the journal no longer has (it was
-// deleted) with a last status, deleted: true, and stops tracking it.
-// Called with t.mu held.
-func (t *tracker) gone(s *tracked) {
-	st := protocol.SessionStatus{SessionID: s.id, ActiveControls: []string{}, Deleted: true}
-	frame, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
-	if err == nil {
-		for c := range s.watchers {
-			c.offerStatus(s.id, frame)
-		}
-		for c := range t.owners[s.owner] {
-			if _, dup := s.watchers[c]; !dup {
-				c.offerStatus(s.id, frame)
-			}
-		}
-	}
-	delete(t.sessions, s.id)
-	delete(t.dirty, s.id)
 }

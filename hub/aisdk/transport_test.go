@@ -1,13 +1,11 @@
-package hub_test
+package aisdk_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"github.com/runhub/runhub/internal/npmtest"
-	"os/exec"
 	"testing"
-	"time"
+
+	"github.com/runhub/runhub/hub/hubtest"
+	"github.com/runhub/runhub/internal/npmtest"
 
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/protocol"
@@ -17,7 +15,7 @@ import (
 // with npm ci into a temporary directory and returns it, with chat.mjs
 // beside them. A missing node or npm fails the test.
 func installAISDK(t *testing.T) (node, dir string) {
-	return npmtest.Install(t, "the AI SDK", "../web/aisdk-test", "package.json", "package-lock.json", "chat.mjs")
+	return npmtest.Install(t, "the AI SDK", "../../web/aisdk-test", "package.json", "package-lock.json", "chat.mjs")
 }
 
 // uiSummary is one assistant message as chat.mjs assembled it.
@@ -43,24 +41,8 @@ type uiSummary struct {
 // runChat runs chat.mjs and returns its output object.
 func runChat(t *testing.T, node, dir string, env []string, args ...string) map[string]json.RawMessage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"chat.mjs"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		errText := stderr.String()
-		if len(errText) > 3000 {
-			errText = "…" + errText[len(errText)-3000:]
-		}
-		t.Fatalf("node chat.mjs %v: %v\nstderr: %s\nstdout: %s", args, err, errText, stdout.String())
-	}
 	var out map[string]json.RawMessage
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("chat.mjs output %q: %v", stdout.String(), err)
-	}
+	npmtest.RunJSON(t, node, dir, env, &out, "chat.mjs", args...)
 	return out
 }
 
@@ -76,24 +58,24 @@ func uiMessage(t *testing.T, out map[string]json.RawMessage, chat string) uiSumm
 // expectUIMessage checks an assembled message against its run's journal:
 // the message is the run (its id), its text and reasoning are the
 // journal's, once, and every tool has its output.
-func expectUIMessage(t *testing.T, th *testHub, chat string, s uiSummary) string {
+func expectUIMessage(t *testing.T, th *hubtest.Hub, chat string, s uiSummary) string {
 	t.Helper()
-	meta := sessionMeta(t, th, chat)
+	meta := hubtest.SessionMeta(t, th, chat)
 	if len(meta.Runs) == 0 || s.ID != meta.LatestRun() {
 		t.Fatalf("chat %s: message %s, runs %v", chat, s.ID, meta.Runs)
 	}
 	rid := s.ID
-	waitTerminal(t, th, rid)
+	hubtest.WaitTerminal(t, th, rid)
 	var text, reasoning string
 	tools := map[string]bool{}
-	for _, e := range journalEvents(t, th, rid) {
+	for _, e := range hubtest.JournalEvents(t, th, rid) {
 		switch e.Type {
 		case protocol.EventTokenDelta:
-			text += pl[protocol.TokenDeltaPayload](t, e).Text
+			text += hubtest.Payload[protocol.TokenDeltaPayload](t, e).Text
 		case protocol.EventReasoningDelta, protocol.EventReasoningDone:
-			reasoning += pl[protocol.ReasoningPayload](t, e).Text
+			reasoning += hubtest.Payload[protocol.ReasoningPayload](t, e).Text
 		case protocol.EventToolDone:
-			tools[pl[protocol.ToolDonePayload](t, e).ToolCallID] = true
+			tools[hubtest.Payload[protocol.ToolDonePayload](t, e).ToolCallID] = true
 		}
 	}
 	if text == "" || s.Text != text || s.Reasoning != reasoning {
@@ -128,10 +110,10 @@ func approvalResolved(s uiSummary) bool {
 	return n == 1
 }
 
-func terminalType(t *testing.T, th *testHub, rid string) protocol.EventType {
+func terminalType(t *testing.T, th *hubtest.Hub, rid string) protocol.EventType {
 	t.Helper()
-	waitTerminal(t, th, rid)
-	ev := journalEvents(t, th, rid)
+	hubtest.WaitTerminal(t, th, rid)
+	ev := hubtest.JournalEvents(t, th, rid)
 	return ev[len(ev)-1].Type
 }
 
@@ -189,7 +171,7 @@ func TestAISDK_NPMWebSocketChatTransport(t *testing.T) {
 	}
 
 	runChat(t, node, dir, []string{"CUT=3"}, "ws-stop", th.URL, "ws-stop", `{"sim":{"tokens":5000,"token_ms":10,"tools":0}}`)
-	meta := sessionMeta(t, th, "ws-stop")
+	meta := hubtest.SessionMeta(t, th, "ws-stop")
 	if typ := terminalType(t, th, meta.LatestRun()); typ != protocol.EventCancelled {
 		t.Errorf("stop(): the run ended %s, want cancelled", typ)
 	}

@@ -1,4 +1,4 @@
-package hub_test
+package agui_test
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/runhub/runhub/internal/npmtest"
 	"net/http"
 	"os/exec"
 	"reflect"
@@ -14,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/internal/npmtest"
+
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/agui"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -45,7 +47,7 @@ type aguiSummary struct {
 // ci into a temporary directory and returns it, with the check script
 // beside them. A missing node or npm fails the test.
 func installAGUI(t *testing.T) (node, dir string) {
-	return npmtest.Install(t, "the AG-UI client", "../web/agui-test", "package.json", "package-lock.json", "check.mjs", "run.mjs")
+	return npmtest.Install(t, "the AG-UI client", "../../web/agui-test", "package.json", "package-lock.json", "check.mjs", "run.mjs")
 }
 
 // runAGUICheck starts check.mjs on url; wait returns its summary.
@@ -85,28 +87,28 @@ func runAGUICheck(t *testing.T, node, dir, url string, runs int, lastID string) 
 
 // expectAGUI is what the journal of a run says its AG-UI stream must
 // reassemble to.
-func expectAGUI(t *testing.T, th *testHub, rid string, s *aguiSummary) {
+func expectAGUI(t *testing.T, th *hubtest.Hub, rid string, s *aguiSummary) {
 	t.Helper()
-	events := journalEvents(t, th, rid)
+	events := hubtest.JournalEvents(t, th, rid)
 	texts, reasoning, results := map[string]string{}, map[string]string{}, map[string]string{}
 	var custom []string
 	for _, e := range events {
 		switch e.Type {
 		case protocol.EventTokenDelta:
-			p := pl[protocol.TokenDeltaPayload](t, e)
+			p := hubtest.Payload[protocol.TokenDeltaPayload](t, e)
 			texts[agui.ID(rid, p.MessageID)] += p.Text
 		case protocol.EventReasoningDelta, protocol.EventReasoningDone:
-			p := pl[protocol.ReasoningPayload](t, e)
+			p := hubtest.Payload[protocol.ReasoningPayload](t, e)
 			reasoning[agui.ID(rid, p.BlockID)] += p.Text
 		case protocol.EventToolStarted:
-			p := pl[protocol.ToolStartedPayload](t, e)
+			p := hubtest.Payload[protocol.ToolStartedPayload](t, e)
 			got, ok := s.Tools[agui.ID(rid, p.ToolCallID)]
 			var a, b any
 			if !ok || got.Name != p.Name || json.Unmarshal([]byte(got.Args), &a) != nil || json.Unmarshal(p.Args, &b) != nil || !reflect.DeepEqual(a, b) {
 				t.Errorf("tool %s: got %+v, journal %s %s", p.ToolCallID, got, p.Name, p.Args)
 			}
 		case protocol.EventToolDone:
-			p := pl[protocol.ToolDonePayload](t, e)
+			p := hubtest.Payload[protocol.ToolDonePayload](t, e)
 			var str string
 			if json.Unmarshal(p.Result, &str) != nil {
 				str = string(p.Result)
@@ -155,13 +157,6 @@ func expectAGUI(t *testing.T, th *testHub, rid string, s *aguiSummary) {
 	}
 }
 
-func postOK(t *testing.T, url, body string) {
-	t.Helper()
-	if code, b := rawDo(t, "POST", url, body, nil); code/100 != 2 {
-		t.Fatalf("POST %s: %d %s", url, code, b)
-	}
-}
-
 // The official AG-UI client (npm @ag-ui/client's SSE transport and event
 // verifier, @ag-ui/core's zod schemas, run by node) reads a run live
 // through an approval and a clarification, and then a session stream of
@@ -172,16 +167,16 @@ func TestAGUI_NPMClient(t *testing.T) {
 	node, dir := installAGUI(t)
 	th := newTestHub(t, hub.Config{})
 	var sess protocol.CreateSessionResult
-	do(t, "POST", th.URL+"/v1/sessions", `{"title":"agui"}`, nil, &sess)
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions", `{"title":"agui"}`, nil, &sess)
 	sid := sess.SessionID
 	var r1 protocol.RunStartResult
-	do(t, "POST", th.URL+"/v1/sessions/"+sid+"/runs",
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sid+"/runs",
 		`{"message":"first","metadata":{"sim":{"tokens":30,"token_ms":5,"reasoning":4,"tools":2,"approval":true,"clarify":true}}}`, nil, &r1)
 	wait := runAGUICheck(t, node, dir, th.URL+"/v1/runs/"+r1.RunID+"/agui", 1, "")
-	ap := pl[protocol.ApprovalRequestedPayload](t, waitEvent(t, th, r1.RunID, "approval", isType(protocol.EventApprovalReq)))
-	postOK(t, th.URL+"/v1/runs/"+r1.RunID+"/approvals/"+ap.ApprovalID, `{"choice":"once"}`)
-	cq := pl[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, r1.RunID, "clarify", isType(protocol.EventClarifyReq)))
-	postOK(t, th.URL+"/v1/runs/"+r1.RunID+"/clarifications/"+cq.ClarifyID, `{"response":"short"}`)
+	ap := hubtest.Payload[protocol.ApprovalRequestedPayload](t, hubtest.WaitEvent(t, th, r1.RunID, "approval", hubtest.IsType(protocol.EventApprovalReq)))
+	hubtest.PostOK(t, th.URL+"/v1/runs/"+r1.RunID+"/approvals/"+ap.ApprovalID, `{"choice":"once"}`)
+	cq := hubtest.Payload[protocol.ClarifyRequestedPayload](t, hubtest.WaitEvent(t, th, r1.RunID, "clarify", hubtest.IsType(protocol.EventClarifyReq)))
+	hubtest.PostOK(t, th.URL+"/v1/runs/"+r1.RunID+"/clarifications/"+cq.ClarifyID, `{"response":"short"}`)
 	s := wait()
 	if len(s.Runs) != 1 || s.Runs[0].RunID != r1.RunID || s.Runs[0].ThreadID != sid || s.Runs[0].Message != "first" || s.Runs[0].End != "RUN_FINISHED:success" {
 		t.Fatalf("runs %+v", s.Runs)
@@ -197,11 +192,11 @@ func TestAGUI_NPMClient(t *testing.T) {
 	// one that is cancelled mid-text.
 	wait = runAGUICheck(t, node, dir, th.URL+"/v1/sessions/"+sid+"/agui", 3, protocol.EventID(r1.RunID, 0))
 	var r2, r3 protocol.RunStartResult
-	do(t, "POST", th.URL+"/v1/sessions/"+sid+"/runs", `{"message":"second","metadata":{"sim":{"tokens":10,"token_ms":1,"tools":1,"fail":"error"}}}`, nil, &r2)
-	waitTerminal(t, th, r2.RunID)
-	do(t, "POST", th.URL+"/v1/sessions/"+sid+"/runs", `{"message":"third","metadata":{"sim":{"tokens":5000,"token_ms":10,"tools":0}}}`, nil, &r3)
-	waitEvent(t, th, r3.RunID, "a token", isType(protocol.EventTokenDelta))
-	postOK(t, th.URL+"/v1/runs/"+r3.RunID+"/cancel", "")
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sid+"/runs", `{"message":"second","metadata":{"sim":{"tokens":10,"token_ms":1,"tools":1,"fail":"error"}}}`, nil, &r2)
+	hubtest.WaitTerminal(t, th, r2.RunID)
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sid+"/runs", `{"message":"third","metadata":{"sim":{"tokens":5000,"token_ms":10,"tools":0}}}`, nil, &r3)
+	hubtest.WaitEvent(t, th, r3.RunID, "a token", hubtest.IsType(protocol.EventTokenDelta))
+	hubtest.PostOK(t, th.URL+"/v1/runs/"+r3.RunID+"/cancel", "")
 	s = wait()
 	ends := []string{"RUN_FINISHED:success", "RUN_ERROR:provider_error", "RUN_FINISHED:cancelled"}
 	if len(s.Runs) != 3 {
@@ -283,10 +278,10 @@ func aguiType(e sseEvent) string {
 func TestAGUI_ResumeFromEveryID(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
 	var sess protocol.CreateSessionResult
-	do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &sess)
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &sess)
 	var r protocol.RunStartResult
-	do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", `{"message":"resume","metadata":{"sim":{"tokens":12,"token_ms":0,"reasoning":3,"tools":2}}}`, nil, &r)
-	waitTerminal(t, th, r.RunID)
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", `{"message":"resume","metadata":{"sim":{"tokens":12,"token_ms":0,"reasoning":3,"tools":2}}}`, nil, &r)
+	hubtest.WaitTerminal(t, th, r.RunID)
 	url := th.URL + "/v1/runs/" + r.RunID + "/agui"
 	all := readAGUI(t, url, "", nil)
 	if len(all) < 30 || aguiType(all[0]) != agui.RunStarted || aguiType(all[len(all)-1]) != agui.RunFinished {
@@ -330,14 +325,14 @@ func TestAGUI_ResumeFromEveryID(t *testing.T) {
 		}
 	}
 	// Bad ids are refused before the stream starts.
-	meta := runMeta(t, th, r.RunID)
+	meta := hubtest.RunMeta(t, th, r.RunID)
 	for _, bad := range []string{"junk", "r_other:3.0", r.RunID + ":2.x", r.RunID + ":2.01", fmt.Sprintf("%s:%d.0", r.RunID, meta.LastSeq+1)} {
-		code, body := rawDo(t, "GET", url, "", map[string]string{"Last-Event-ID": bad})
+		code, body := hubtest.RawDo(t, "GET", url, "", map[string]string{"Last-Event-ID": bad})
 		if code != 400 || !strings.Contains(body, "bad_cursor") {
 			t.Errorf("Last-Event-ID %q: %d %s", bad, code, body)
 		}
 	}
-	if code, body := rawDo(t, "GET", th.URL+"/v1/runs/r_nope/agui", "", nil); code != 404 || !strings.Contains(body, "not_found") {
+	if code, body := hubtest.RawDo(t, "GET", th.URL+"/v1/runs/r_nope/agui", "", nil); code != 404 || !strings.Contains(body, "not_found") {
 		t.Errorf("unknown run: %d %s", code, body)
 	}
 }
@@ -348,13 +343,13 @@ func TestAGUI_ResumeFromEveryID(t *testing.T) {
 func TestAGUI_SessionFollowsRuns(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
 	var sess protocol.CreateSessionResult
-	do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &sess)
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &sess)
 	sid := sess.SessionID
 	url := th.URL + "/v1/sessions/" + sid + "/agui"
 	runOnce := func(msg string) string {
 		var r protocol.RunStartResult
-		do(t, "POST", th.URL+"/v1/sessions/"+sid+"/runs", `{"message":"`+msg+`","metadata":{"sim":{"tokens":4,"token_ms":0,"tools":0}}}`, nil, &r)
-		waitTerminal(t, th, r.RunID)
+		hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sid+"/runs", `{"message":"`+msg+`","metadata":{"sim":{"tokens":4,"token_ms":0,"tools":0}}}`, nil, &r)
+		hubtest.WaitTerminal(t, th, r.RunID)
 		return r.RunID
 	}
 	// No run yet: the stream waits for the first one.
@@ -401,27 +396,27 @@ func TestAGUI_SessionFollowsRuns(t *testing.T) {
 	}
 	// An id of another session's run is refused.
 	var other protocol.CreateSessionResult
-	do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &other)
-	if code, body := rawDo(t, "GET", th.URL+"/v1/sessions/"+other.SessionID+"/agui", "", map[string]string{"Last-Event-ID": r3 + ":1.0"}); code != 400 || !strings.Contains(body, "bad_cursor") {
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &other)
+	if code, body := hubtest.RawDo(t, "GET", th.URL+"/v1/sessions/"+other.SessionID+"/agui", "", map[string]string{"Last-Event-ID": r3 + ":1.0"}); code != 400 || !strings.Contains(body, "bad_cursor") {
 		t.Errorf("foreign run id: %d %s", code, body)
 	}
 }
 
 // Another subject's run and session answer exactly as unknown ones.
 func TestAGUI_ForeignIsNotFound(t *testing.T) {
-	th := newTestHub(t, withAuth(t, hub.Config{}))
-	alice := th.dialToken(t, token(t, "alice", time.Hour, ""))
-	run := startAliceRun(t, th, alice)
-	bob := bearerOf(token(t, "bob", time.Hour, ""))
-	_, unknown := rawDo(t, "GET", th.URL+"/v1/runs/r_unknown/agui", "", bob)
-	for _, path := range []string{"/v1/runs/" + run.rid + "/agui", "/v1/sessions/" + run.sid + "/agui"} {
-		code, body := rawDo(t, "GET", th.URL+path, "", bob)
+	th := newTestHub(t, hubtest.WithAuth(t, hub.Config{}))
+	alice := th.DialToken(t, hubtest.Token(t, "alice", time.Hour, ""))
+	run := hubtest.StartAliceRun(t, th, alice)
+	bob := hubtest.BearerOf(hubtest.Token(t, "bob", time.Hour, ""))
+	_, unknown := hubtest.RawDo(t, "GET", th.URL+"/v1/runs/r_unknown/agui", "", bob)
+	for _, path := range []string{"/v1/runs/" + run.RID + "/agui", "/v1/sessions/" + run.SID + "/agui"} {
+		code, body := hubtest.RawDo(t, "GET", th.URL+path, "", bob)
 		if code != 404 || body != unknown {
 			t.Errorf("bob GET %s: %d %s (unknown: %s)", path, code, body, unknown)
 		}
 	}
 	// Alice herself gets the stream.
-	ev := readAGUIAuth(t, th.URL+"/v1/runs/"+run.rid+"/agui", bearerOf(token(t, "alice", time.Hour, "")))
+	ev := readAGUIAuth(t, th.URL+"/v1/runs/"+run.RID+"/agui", hubtest.BearerOf(hubtest.Token(t, "alice", time.Hour, "")))
 	if aguiType(ev) != agui.RunStarted {
 		t.Fatalf("alice's first event %+v", ev)
 	}
@@ -456,13 +451,13 @@ func readAGUIAuth(t *testing.T, url string, hdr map[string]string) sseEvent {
 
 // A stream ends when the caller's token expires, like the native SSE.
 func TestAGUI_EndsWhenTokenExpires(t *testing.T) {
-	th := newTestHub(t, withAuth(t, hub.Config{}))
-	alice := th.dialToken(t, token(t, "alice", time.Hour, ""))
-	run := startAliceRun(t, th, alice) // waits for an approval: the stream stays open
-	for _, path := range []string{"/v1/runs/" + run.rid + "/agui", "/v1/sessions/" + run.sid + "/agui"} {
+	th := newTestHub(t, hubtest.WithAuth(t, hub.Config{}))
+	alice := th.DialToken(t, hubtest.Token(t, "alice", time.Hour, ""))
+	run := hubtest.StartAliceRun(t, th, alice) // waits for an approval: the stream stays open
+	for _, path := range []string{"/v1/runs/" + run.RID + "/agui", "/v1/sessions/" + run.SID + "/agui"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, "GET", th.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+token(t, "alice", 2*time.Second, ""))
+		req.Header.Set("Authorization", "Bearer "+hubtest.Token(t, "alice", 2*time.Second, ""))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			cancel()

@@ -1,4 +1,4 @@
-package hub
+package hermeswebui
 
 import (
 	"context"
@@ -6,14 +6,17 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/profile"
-	"github.com/runhub/runhub/hub/hermeswebui"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -24,8 +27,8 @@ import (
 // Every start and control goes through Hub.Control, the hub's single
 // authorizing entry point; reads check ownership like the rest of the API.
 
-// WebUIOptions configures RouteHermesWebUI.
-type WebUIOptions struct {
+// RunnerOptions configures the runner API's edge (Runner).
+type RunnerOptions struct {
 	// Base is the path the API is mounted under (HERMES_WEBUI_RUNNER_BASE_URL
 	// is the hub's URL plus Base), e.g. "/compat/hermes-webui".
 	Base string
@@ -42,9 +45,11 @@ type WebUIOptions struct {
 	PollHold time.Duration
 }
 
-// webui serves the runner API.
+// webui serves the runner API over one core.
 type webui struct {
-	h        *Hub
+	core     hub.API
+	log      *slog.Logger
+	caps     adapter.Capabilities
 	keys     []webuiKey
 	profiles map[string]bool
 	hold     time.Duration
@@ -75,9 +80,9 @@ func (w *webui) errors(next echo.HandlerFunc) echo.HandlerFunc {
 		if pe.Field != "" {
 			body["field"] = pe.Field
 		}
-		status := HTTPStatus(pe.Code)
+		status := httpx.HTTPStatus(pe.Code)
 		if status == http.StatusServiceUnavailable {
-			c.Response().Header().Set("Retry-After", retryAfter)
+			c.Response().Header().Set("Retry-After", httpx.RetryAfter)
 		}
 		return c.JSON(status, body)
 	}
@@ -86,7 +91,7 @@ func (w *webui) errors(next echo.HandlerFunc) echo.HandlerFunc {
 // auth admits a static runner key as its subject, else any API token.
 func (w *webui) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		token, _ := bearer(c.Request())
+		token, _ := httpx.Bearer(c.Request())
 		if token != "" && len(w.keys) > 0 {
 			sum := sha256.Sum256([]byte(token))
 			subject := ""
@@ -96,11 +101,11 @@ func (w *webui) auth(next echo.HandlerFunc) echo.HandlerFunc {
 				}
 			}
 			if subject != "" {
-				c.Set(principalKey, Principal{Subject: subject})
+				hub.SetCaller(c, hub.Principal{Subject: subject})
 				return next(c)
 			}
 		}
-		return w.h.requireAuth(next)(c)
+		return w.core.RequireAuth(next)(c)
 	}
 }
 
@@ -132,14 +137,14 @@ func str(p *string) string {
 // WebUI shows its browser only a bare 500.
 func (w *webui) start(c echo.Context) (err error) {
 	ctx := c.Request().Context()
-	subject := w.h.subject(c)
+	subject := w.core.Caller(c).Subject
 	defer func() {
 		if err != nil {
-			w.h.log.Warn("hermes-webui start refused", "subject", subject, "code", protocol.CodeOf(err), "err", safeMessage(err))
+			w.log.Warn("hermes-webui start refused", "subject", subject, "code", protocol.CodeOf(err), "err", httpx.SafeMessage(err))
 		}
 	}()
 	var req webuiStart
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	sid := str(req.SessionID)
@@ -150,7 +155,7 @@ func (w *webui) start(c echo.Context) (err error) {
 		return &protocol.Error{Code: protocol.CodeBadRequest, Field: "message", Message: "message: is required"}
 	}
 	if err := protocol.ValidID(sid); err != nil {
-		return &protocol.Error{Code: protocol.CodeOf(err), Field: "session_id", Message: "session_id: " + safeMessage(err)}
+		return &protocol.Error{Code: protocol.CodeOf(err), Field: "session_id", Message: "session_id: " + httpx.SafeMessage(err)}
 	}
 	prof := str(req.Profile)
 	if prof != "" && !w.profiles[prof] {
@@ -175,7 +180,7 @@ func (w *webui) start(c echo.Context) (err error) {
 	// Refused before the WebUI session is made: a profile whose driver
 	// takes no attachments (the executor answers the same, later).
 	if len(m.Attachments) > 0 {
-		if caps := w.h.cfg.Capabilities.Resolve(prof, ""); caps.Lacks(protocol.CapAttachments) {
+		if caps := w.caps.Resolve(prof, ""); caps.Lacks(protocol.CapAttachments) {
 			res := caps.Unsupported(protocol.CapAttachments, "", sid)
 			return &protocol.Error{Code: protocol.CodeUnsupported, Field: "attachments", Message: res.Message}
 		}
@@ -184,16 +189,16 @@ func (w *webui) start(c echo.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	res, err := w.h.Control(ctx, subject, &m, "")
+	res, err := w.core.Control(ctx, subject, &m, "")
 	if err != nil {
 		return err
 	}
 	if !res.Accepted {
 		if res.Status == protocol.ResultConflict {
-			if cur, err := w.h.store.Session(ctx, sid); err == nil {
+			if cur, err := w.core.Journal().Session(ctx, sid); err == nil {
 				meta = cur
 			}
-			w.h.log.Warn("hermes-webui start refused", "subject", subject, "session_id", sid, "status", res.Status, "active_run", meta.ActiveRun)
+			w.log.Warn("hermes-webui start refused", "subject", subject, "session_id", sid, "status", res.Status, "active_run", meta.ActiveRun)
 			return c.JSON(http.StatusConflict, map[string]any{"error": "session already has an active stream",
 				"active_stream_id": meta.ActiveRun, "code": protocol.CodeConflict})
 		}
@@ -202,7 +207,7 @@ func (w *webui) start(c echo.Context) (err error) {
 		}
 		return protocol.Errorf(protocol.CodeNotActive, "%s", res.Message)
 	}
-	now := protocol.Timestamp(w.h.now())
+	now := protocol.Timestamp(time.Now())
 	out := map[string]any{"run_id": res.RunID, "stream_id": res.RunID, "session_id": sid, "status": "started",
 		"started_at": now, "pending_started_at": now, "turn_id": res.RunID, "cursor": protocol.EventID(res.RunID, 0),
 		"active_controls": []string{"cancel", "queue", "goal"}, "title": meta.Title}
@@ -266,23 +271,12 @@ func attachments(in []json.RawMessage) []protocol.Attachment {
 // session loads the WebUI session sid of subject, creating it on first use
 // under the same id. A session of another subject reads as unknown.
 func (w *webui) session(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
-	meta, err := w.h.store.Session(ctx, sid)
-	if errors.Is(err, journal.ErrNotFound) {
-		meta = journal.SessionMeta{ID: sid, Owner: subject, CreatedAt: protocol.Timestamp(w.h.now())}
-		err = w.h.store.CreateSession(ctx, meta)
-		switch {
-		case err == nil:
-			w.h.tracker.sessionCreated(meta)
-			return meta, nil
-		case errors.Is(err, journal.ErrExists):
-			meta, err = w.h.store.Session(ctx, sid)
-		}
-	}
+	meta, err := w.core.OpenSession(ctx, subject, sid)
 	if err != nil {
-		return meta, w.h.publicError(err)
+		return meta, err
 	}
 	if meta.Owner != subject {
-		return meta, errUnknown
+		return meta, hub.ErrUnknown
 	}
 	return meta, nil
 }
@@ -320,16 +314,16 @@ const webuiPage = 256
 func (w *webui) events(c echo.Context) error {
 	ctx := c.Request().Context()
 	rid := c.Param("rid")
-	meta, err := w.h.readRun(ctx, w.h.principal(c), rid)
+	meta, err := w.core.ReadRun(ctx, w.core.Caller(c), rid)
 	if err != nil {
-		return w.h.publicError(err)
+		return w.core.PublicError(err)
 	}
 	after, err := parseWebUICursor(c.QueryParam("cursor"), rid)
 	if err != nil {
 		return err
 	}
 	wake := make(chan struct{}, 1)
-	unsubscribe := w.h.store.SubscribeRun(rid, func(protocol.Envelope) {
+	unsubscribe := w.core.Journal().SubscribeRun(rid, func(protocol.Envelope) {
 		select {
 		case wake <- struct{}{}:
 		default:
@@ -338,21 +332,21 @@ func (w *webui) events(c echo.Context) error {
 	defer unsubscribe()
 	hold := time.NewTimer(w.hold)
 	defer hold.Stop()
-	m := &hermeswebui.Mapper{Session: func(sid string) any { return w.transcript(ctx, sid) }}
+	m := &Mapper{Session: func(sid string) any { return w.transcript(ctx, sid) }}
 	primed := after == 0
-	out := []hermeswebui.Event{}
+	out := []Event{}
 	terminal := meta.Terminal && meta.LastSeq <= after
 	lastID := ""
 	for !terminal {
-		page, err := w.h.store.Read(ctx, rid, after, webuiPage)
+		page, err := w.core.Journal().Read(ctx, rid, after, webuiPage)
 		if err != nil {
-			return w.h.publicError(err)
+			return w.core.PublicError(err)
 		}
 		for i := range page {
 			e := &page[i]
 			if !primed && m.NeedsHistory(e) {
 				if err := w.prime(ctx, m, rid, after); err != nil {
-					return w.h.publicError(err)
+					return w.core.PublicError(err)
 				}
 				primed = true
 			}
@@ -367,9 +361,9 @@ func (w *webui) events(c echo.Context) error {
 			continue // only events WebUI has no name for: read on
 		}
 		if len(page) == 0 {
-			cur, err := w.h.store.Run(ctx, rid)
+			cur, err := w.core.Journal().Run(ctx, rid)
 			if err != nil {
-				return w.h.publicError(err)
+				return w.core.PublicError(err)
 			}
 			if cur.Terminal && cur.LastSeq <= after {
 				break
@@ -380,7 +374,7 @@ func (w *webui) events(c echo.Context) error {
 			continue
 		case <-hold.C:
 		case <-ctx.Done():
-		case <-w.h.ctx.Done():
+		case <-w.core.Context().Done():
 		}
 		break
 	}
@@ -405,8 +399,8 @@ var errPrimed = errors.New("primed")
 
 // prime feeds m the run's events up to seq upto (a poll that starts
 // mid-run and meets a tool's end whose start came before the cursor).
-func (w *webui) prime(ctx context.Context, m *hermeswebui.Mapper, rid string, upto uint64) error {
-	err := journal.ReadAll(ctx, w.h.store, rid, 0, func(e protocol.Envelope) error {
+func (w *webui) prime(ctx context.Context, m *Mapper, rid string, upto uint64) error {
+	err := journal.ReadAll(ctx, w.core.Journal(), rid, 0, func(e protocol.Envelope) error {
 		if e.Seq > upto {
 			return errPrimed
 		}
@@ -425,13 +419,13 @@ func (w *webui) prime(ctx context.Context, m *hermeswebui.Mapper, rid string, up
 func (w *webui) run(c echo.Context) error {
 	ctx := c.Request().Context()
 	rid := c.Param("rid")
-	meta, err := w.h.readRun(ctx, w.h.principal(c), rid)
+	meta, err := w.core.ReadRun(ctx, w.core.Caller(c), rid)
 	if err != nil {
-		return w.h.publicError(err)
+		return w.core.PublicError(err)
 	}
-	r, err := journal.FoldRun(ctx, w.h.store, rid, meta.SessionID)
+	r, err := journal.FoldRun(ctx, w.core.Journal(), rid, meta.SessionID)
 	if err != nil {
-		return w.h.publicError(err)
+		return w.core.PublicError(err)
 	}
 	st := r.RunStatus()
 	body := map[string]any{"run_id": rid, "session_id": meta.SessionID, "status": string(st.Status),
@@ -475,7 +469,7 @@ const maxTranscriptRuns = 200
 // tool_calls, message_count}), a user and an assistant message per run.
 func (w *webui) transcript(ctx context.Context, sid string) any {
 	out := map[string]any{"session_id": sid}
-	meta, err := w.h.store.Session(ctx, sid)
+	meta, err := w.core.Journal().Session(ctx, sid)
 	if err != nil {
 		return out
 	}
@@ -486,7 +480,7 @@ func (w *webui) transcript(ctx context.Context, sid string) any {
 	}
 	msgs := []map[string]any{}
 	for _, rid := range runs {
-		t, err := hermeswebui.ReadTurn(ctx, w.h.store, rid)
+		t, err := ReadTurn(ctx, w.core.Journal(), rid)
 		if err != nil {
 			continue
 		}

@@ -1,4 +1,4 @@
-package hub
+package httpapi
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -31,7 +32,7 @@ var errQueueChanged = protocol.Errorf(protocol.CodeConflict, "the queue has chan
 var errNoQueued = protocol.Errorf(protocol.CodeNotFound, "no such queued message (it may have started or been removed)")
 
 // routeQueueEdits registers the queue routes on the /v1 group.
-func (h *Hub) routeQueueEdits(g *echo.Group) {
+func (h *api) routeQueueEdits(g *echo.Group) {
 	g.GET("/sessions/:sid/queue", h.getQueue)
 	g.PATCH("/sessions/:sid/queue/:qid", h.editQueued)
 	g.DELETE("/sessions/:sid/queue/:qid", h.removeQueued)
@@ -54,17 +55,17 @@ func queueState(meta journal.SessionMeta) protocol.QueueState {
 	return st
 }
 
-func (h *Hub) getQueue(c echo.Context) error {
-	meta, err := h.readSession(c.Request().Context(), h.principal(c), c.Param("sid"))
+func (h *api) getQueue(c echo.Context) error {
+	meta, err := h.core.ReadSession(c.Request().Context(), h.core.Caller(c), c.Param("sid"))
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
 	return c.JSON(http.StatusOK, queueState(meta))
 }
 
-func (h *Hub) editQueued(c echo.Context) error {
+func (h *api) editQueued(c echo.Context) error {
 	var req protocol.QueueEditRequest
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	switch {
@@ -87,7 +88,7 @@ func (h *Hub) editQueued(c echo.Context) error {
 	})
 }
 
-func (h *Hub) removeQueued(c echo.Context) error {
+func (h *api) removeQueued(c echo.Context) error {
 	qid := c.Param("qid")
 	return h.updateQueue(c, func(q []journal.QueuedMessage) ([]journal.QueuedMessage, error) {
 		i := slices.IndexFunc(q, func(m journal.QueuedMessage) bool { return m.ID == qid })
@@ -98,9 +99,9 @@ func (h *Hub) removeQueued(c echo.Context) error {
 	})
 }
 
-func (h *Hub) reorderQueue(c echo.Context) error {
+func (h *api) reorderQueue(c echo.Context) error {
 	var req protocol.QueueOrderRequest
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	if req.IDs == nil {
@@ -125,7 +126,7 @@ func (h *Hub) reorderQueue(c echo.Context) error {
 // clearQueue empties the queue; with ?stop=true it then cancels the
 // session's active run ("Stop & clear queue"): cleared first, so the end
 // of the run starts nothing.
-func (h *Hub) clearQueue(c echo.Context) error {
+func (h *api) clearQueue(c echo.Context) error {
 	stop := false
 	switch c.QueryParam("stop") {
 	case "", "false", "0":
@@ -143,7 +144,7 @@ func (h *Hub) clearQueue(c echo.Context) error {
 		if key != "" {
 			key = "stop:" + key
 		}
-		res, err := h.Control(ctx, h.subject(c), &m, key)
+		res, err := h.core.Control(ctx, h.subject(c), &m, key)
 		if err != nil {
 			return err
 		}
@@ -153,14 +154,14 @@ func (h *Hub) clearQueue(c echo.Context) error {
 	return h.updateQueueThen(c, func([]journal.QueuedMessage) ([]journal.QueuedMessage, error) { return nil, nil }, after, &stopRes)
 }
 
-func (h *Hub) updateQueue(c echo.Context, change func([]journal.QueuedMessage) ([]journal.QueuedMessage, error)) error {
+func (h *api) updateQueue(c echo.Context, change func([]journal.QueuedMessage) ([]journal.QueuedMessage, error)) error {
 	return h.updateQueueThen(c, change, nil, nil)
 }
 
 // updateQueueThen applies change to the owner's session queue under the
 // Idempotency-Key, journals queue.updated on the active run, runs after
 // (if any) and answers the queue as it is.
-func (h *Hub) updateQueueThen(c echo.Context, change func([]journal.QueuedMessage) ([]journal.QueuedMessage, error),
+func (h *api) updateQueueThen(c echo.Context, change func([]journal.QueuedMessage) ([]journal.QueuedMessage, error),
 	after func(context.Context, journal.SessionMeta, string) error, stop **protocol.ControlResult) error {
 	ctx := c.Request().Context()
 	sid := c.Param("sid")
@@ -168,13 +169,10 @@ func (h *Hub) updateQueueThen(c echo.Context, change func([]journal.QueuedMessag
 	if len(key) > protocol.MaxShortBytes {
 		return &protocol.Error{Code: protocol.CodeTooLarge, Field: "Idempotency-Key", Message: "Idempotency-Key: is too long"}
 	}
-	if _, err := h.ownSession(ctx, h.subject(c), sid); err != nil {
-		return h.publicError(err)
+	if _, err := h.core.ReadSession(ctx, h.own(c), sid); err != nil {
+		return h.core.PublicError(err)
 	}
-	u, ok := h.store.(journal.SessionUpdater)
-	if !ok {
-		return protocol.Errorf(protocol.CodeUnsupported, "this journal cannot hold a queue")
-	}
+	u := h.core.Journal()
 	duplicate := false
 	meta, err := u.UpdateSession(ctx, sid, func(m *journal.SessionMeta) error {
 		duplicate = false
@@ -194,15 +192,15 @@ func (h *Hub) updateQueueThen(c echo.Context, change func([]journal.QueuedMessag
 		return nil
 	})
 	if duplicate {
-		if meta, err = h.store.Session(ctx, sid); err != nil {
-			return h.publicError(err)
+		if meta, err = h.core.Journal().Session(ctx, sid); err != nil {
+			return h.core.PublicError(err)
 		}
 		st := queueState(meta)
 		st.Duplicate = true
 		return c.JSON(http.StatusOK, st)
 	}
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
 	st := queueState(meta)
 	if meta.ActiveRun != "" {
@@ -210,7 +208,7 @@ func (h *Hub) updateQueueThen(c echo.Context, change func([]journal.QueuedMessag
 	}
 	if after != nil {
 		if err := after(ctx, meta, key); err != nil {
-			return h.publicError(err)
+			return h.core.PublicError(err)
 		}
 		st.Stop = *stop
 	}
@@ -220,8 +218,8 @@ func (h *Hub) updateQueueThen(c echo.Context, change func([]journal.QueuedMessag
 // journalQueue appends queue.updated (the queue's previews) to the
 // session's active run, unless the run has not started (its first event
 // must be run.started) or ended meanwhile; it returns the event id or "".
-func (h *Hub) journalQueue(ctx context.Context, meta journal.SessionMeta) string {
-	rm, err := h.store.Run(ctx, meta.ActiveRun)
+func (h *api) journalQueue(ctx context.Context, meta journal.SessionMeta) string {
+	rm, err := h.core.Journal().Run(ctx, meta.ActiveRun)
 	if err != nil || rm.LastSeq == 0 || rm.Terminal {
 		return ""
 	}
@@ -233,10 +231,10 @@ func (h *Hub) journalQueue(ctx context.Context, meta journal.SessionMeta) string
 	if err != nil {
 		return ""
 	}
-	out, err := h.store.Append(ctx, e, "")
+	out, err := h.core.Journal().Append(ctx, e, "")
 	if err != nil {
 		if !errors.Is(err, journal.ErrTerminal) {
-			h.log.Warn("journal queue.updated", "run_id", meta.ActiveRun, "err", err)
+			h.core.Config().Logger.Warn("journal queue.updated", "run_id", meta.ActiveRun, "err", err)
 		}
 		return ""
 	}

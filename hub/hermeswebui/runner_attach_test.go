@@ -1,4 +1,4 @@
-package hub_test
+package hermeswebui_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hermeswebui"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/internal/webuiclient"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
@@ -21,9 +23,9 @@ func TestWebUIStart_AttachmentsUnsupported(t *testing.T) {
 	noAttachments := func(profile, provider string) ([]string, bool) {
 		return []string{protocol.CapCancel, protocol.CapQueue, protocol.CapUsage}, true
 	}
-	th := newWebUIHub(t, hub.Config{Capabilities: noAttachments}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{Capabilities: noAttachments}, hermeswebui.RunnerOptions{})
 	c := webuiclient.New(th.runner, "")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	req := webuiclient.StartRunRequest{SessionID: "f00dfeed0001", Message: "read this", Profile: ptr("default"),
 		Attachments: []map[string]any{{"name": "log.txt", "path": "/tmp/log.txt", "mime": "text/plain", "size": 12}},
 		Metadata:    simMeta(map[string]any{"tokens": 1, "token_ms": 1})}
@@ -32,7 +34,7 @@ func TestWebUIStart_AttachmentsUnsupported(t *testing.T) {
 	if !errors.As(err, &we) || we.Status != http.StatusNotImplemented || !strings.Contains(we.Msg, "attachments") {
 		t.Fatalf("start with attachments: %v, want 501 naming attachments", err)
 	}
-	if _, err := th.store.Session(context.Background(), req.SessionID); !errors.Is(err, journal.ErrNotFound) {
+	if _, err := th.Store.Session(context.Background(), req.SessionID); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("the refused start made the session: %v", err)
 	}
 	req.Attachments = nil
@@ -40,5 +42,5 @@ func TestWebUIStart_AttachmentsUnsupported(t *testing.T) {
 	if err != nil || st.RunID == "" {
 		t.Fatalf("start without attachments: %+v %v", st, err)
 	}
-	terminal(t, th.testHub, st.RunID)
+	hubtest.Terminal(t, th.Hub, st.RunID)
 }

@@ -1,4 +1,4 @@
-package hub
+package agui
 
 import (
 	"context"
@@ -8,17 +8,19 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/runhub/runhub/hub/agui"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpx"
+	"github.com/runhub/runhub/hub/interop"
 	"github.com/runhub/runhub/protocol"
 )
 
-// The AG-UI run endpoint (docs/agui.md, "Run endpoint"): POST /v1/agui and
+// The AG-UI run endpoint (docs/md, "Run endpoint"): POST /v1/agui and
 // POST /v1/agui/{profile} take an AG-UI RunAgentInput and answer the AG-UI
 // run as SSE. threadId is a runhub session, the last user message starts a
 // runhub run; an approval or a clarification ends the AG-UI run with the
 // interrupt outcome, and the next POST's resume[] answers it through the
 // ordinary approval or clarify control, continuing the same runhub run (an
-// AG-UI run is one turn of a runhub run: agui.Turns).
+// AG-UI run is one turn of a runhub run: Turns).
 
 // aguiInput is the part of a RunAgentInput runhub reads.
 type aguiInput struct {
@@ -52,39 +54,39 @@ const maxAGUIRuns = 4096
 // POST finds the run its first attempt started.
 const aguiMetaKey = "agui"
 
-func (h *Hub) aguiPost(c echo.Context) error {
+func (h *edge) aguiPost(c echo.Context) error {
 	ctx := c.Request().Context()
-	p := h.principal(c)
+	p := h.core.Caller(c)
 	var in aguiInput
-	if err := bind(c, &in); err != nil {
+	if err := httpx.Bind(c, &in); err != nil {
 		return err
 	}
 	switch {
 	case in.ThreadID == nil || *in.ThreadID == "":
-		return fieldErr(protocol.CodeBadRequest, "threadId", "is required")
+		return httpx.FieldErr(protocol.CodeBadRequest, "threadId", "is required")
 	case in.RunID == nil || *in.RunID == "":
-		return fieldErr(protocol.CodeBadRequest, "runId", "is required")
+		return httpx.FieldErr(protocol.CodeBadRequest, "runId", "is required")
 	case len(*in.RunID) > protocol.MaxShortBytes:
-		return fieldErr(protocol.CodeTooLarge, "runId", "is over %d bytes", protocol.MaxShortBytes)
+		return httpx.FieldErr(protocol.CodeTooLarge, "runId", "is over %d bytes", protocol.MaxShortBytes)
 	case in.Messages == nil:
-		return fieldErr(protocol.CodeBadRequest, "messages", "is required")
+		return httpx.FieldErr(protocol.CodeBadRequest, "messages", "is required")
 	}
 	msgs := make([]aguiMessage, len(in.Messages))
 	for i, raw := range in.Messages {
 		if err := json.Unmarshal(raw, &msgs[i]); err != nil || msgs[i].Role == "" {
-			return fieldErr(protocol.CodeBadRequest, fmt.Sprintf("messages[%d]", i), "must be a message object with a role")
+			return httpx.FieldErr(protocol.CodeBadRequest, fmt.Sprintf("messages[%d]", i), "must be a message object with a role")
 		}
 	}
 	for i, r := range in.Resume {
 		f := fmt.Sprintf("resume[%d].", i)
 		if r.InterruptID == "" {
-			return fieldErr(protocol.CodeBadRequest, f+"interruptId", "is required")
+			return httpx.FieldErr(protocol.CodeBadRequest, f+"interruptId", "is required")
 		}
 		if r.Status != "resolved" && r.Status != "cancelled" {
-			return fieldErr(protocol.CodeBadRequest, f+"status", `must be "resolved" or "cancelled"`)
+			return httpx.FieldErr(protocol.CodeBadRequest, f+"status", `must be "resolved" or "cancelled"`)
 		}
 	}
-	opts, err := parseStartOptions(in.ForwardedProps, "forwardedProps")
+	opts, err := interop.ParseStartOptions(in.ForwardedProps, "forwardedProps")
 	if err != nil {
 		return err
 	}
@@ -92,19 +94,19 @@ func (h *Hub) aguiPost(c echo.Context) error {
 		opts.Profile = prof
 	}
 	thread, runID := *in.ThreadID, *in.RunID
-	var pos agui.Position
-	if last := lastEventID(c); last != "" {
-		if pos, err = agui.ParseEventID(last); err != nil {
+	var pos Position
+	if last := httpx.LastEventID(c); last != "" {
+		if pos, err = ParseEventID(last); err != nil {
 			return err
 		}
 	}
-	sess, err := h.chatSession(ctx, p.Subject, "threadId", thread)
+	sess, err := interop.ChatSession(ctx, h.core, p.Subject, "threadId", thread)
 	if err != nil {
 		return err
 	}
 	key := p.Subject + "\x00" + thread + "\x00" + runID
 	// A runId already used answers that AG-UI run again (a retry).
-	if t, ok := h.aguiRuns.get(key); ok {
+	if t, ok := h.runs.Get(key); ok {
 		return h.aguiStream(c, p, thread, runID, t, pos)
 	}
 	if t, ok := h.aguiFirstTurn(ctx, sess.Runs, runID); ok {
@@ -117,11 +119,11 @@ func (h *Hub) aguiPost(c echo.Context) error {
 		t, err := h.aguiAnswer(ctx, p.Subject, sess.ActiveRun, sess.LatestRun(), in.Resume)
 		if err != nil {
 			if res, ok := err.(controlAnswer); ok {
-				return controlResult(c, res.ControlResult, nil, http.StatusOK)
+				return httpx.ControlResult(c, res.ControlResult, nil, http.StatusOK)
 			}
 			return err
 		}
-		h.aguiRuns.put(key, t)
+		h.runs.Put(key, t)
 		return h.aguiStream(c, p, thread, runID, t, pos)
 	}
 	var text string
@@ -129,23 +131,23 @@ func (h *Hub) aguiPost(c echo.Context) error {
 		text = aguiText(msgs[n-1].Content)
 	}
 	if strings.TrimSpace(text) == "" {
-		return fieldErr(protocol.CodeBadRequest, "messages", "the last message must be a user message with text (or send resume[])")
+		return httpx.FieldErr(protocol.CodeBadRequest, "messages", "the last message must be a user message with text (or send resume[])")
 	}
-	res, err := h.startChatRun(ctx, p.Subject, thread, text, opts, map[string]any{aguiMetaKey: map[string]any{"run_id": runID}})
+	res, err := interop.StartChatRun(ctx, h.core, p.Subject, thread, text, opts, map[string]any{aguiMetaKey: map[string]any{"run_id": runID}})
 	if err != nil {
 		return err
 	}
 	if res.Status != protocol.ResultAccepted {
 		// A concurrent POST of the same runId may have started it.
-		if meta, err := h.store.Session(ctx, thread); err == nil {
+		if meta, err := h.core.Journal().Session(ctx, thread); err == nil {
 			if t, ok := h.aguiFirstTurn(ctx, meta.Runs, runID); ok {
 				return h.aguiStream(c, p, thread, runID, t, pos)
 			}
 		}
-		return controlResult(c, res, nil, http.StatusOK)
+		return httpx.ControlResult(c, res, nil, http.StatusOK)
 	}
 	t := aguiTurn{Run: res.RunID}
-	h.aguiRuns.put(key, t)
+	h.runs.Put(key, t)
 	return h.aguiStream(c, p, thread, runID, t, pos)
 }
 
@@ -157,9 +159,9 @@ func (a controlAnswer) Error() string { return a.Message }
 
 // aguiFirstTurn finds, among the session's runs (newest first, the last
 // 64), the one an AG-UI run runID started.
-func (h *Hub) aguiFirstTurn(ctx context.Context, runs []string, runID string) (aguiTurn, bool) {
+func (h *edge) aguiFirstTurn(ctx context.Context, runs []string, runID string) (aguiTurn, bool) {
 	for i, n := len(runs)-1, 0; i >= 0 && n < 64; i, n = i-1, n+1 {
-		meta, err := h.store.Run(ctx, runs[i])
+		meta, err := h.core.Journal().Run(ctx, runs[i])
 		if err != nil {
 			continue
 		}
@@ -181,7 +183,7 @@ func (h *Hub) aguiFirstTurn(ctx context.Context, runs []string, runID string) (a
 // controls. Each interruptId must be a prompt of the session's active run
 // (or its latest one); the AG-UI run that follows is the turn after the
 // last prompt answered.
-func (h *Hub) aguiAnswer(ctx context.Context, subject, active, latest string, entries []aguiResume) (aguiTurn, error) {
+func (h *edge) aguiAnswer(ctx context.Context, subject, active, latest string, entries []aguiResume) (aguiTurn, error) {
 	rid := active
 	if rid == "" {
 		rid = latest
@@ -193,8 +195,8 @@ func (h *Hub) aguiAnswer(ctx context.Context, subject, active, latest string, en
 	prompts := map[string]prompt{}
 	if rid != "" {
 		n := 0
-		err := h.scanRun(ctx, rid, func(e *protocol.Envelope) bool {
-			if !agui.IsPrompt(e.Type) {
+		err := interop.ScanRun(ctx, h.core, rid, func(e *protocol.Envelope) bool {
+			if !IsPrompt(e.Type) {
 				return true
 			}
 			n++
@@ -216,7 +218,7 @@ func (h *Hub) aguiAnswer(ctx context.Context, subject, active, latest string, en
 		f := fmt.Sprintf("resume[%d].", i)
 		pr, ok := prompts[r.InterruptID]
 		if !ok {
-			return t, fieldErr(protocol.CodeNotFound, f+"interruptId", "no such interrupt in the thread's current run")
+			return t, httpx.FieldErr(protocol.CodeNotFound, f+"interruptId", "no such interrupt in the thread's current run")
 		}
 		m := protocol.Control{Type: protocol.MsgControl, ID: "agui", RunID: rid}
 		answer := payloadString(r.Payload, "choice")
@@ -226,21 +228,21 @@ func (h *Hub) aguiAnswer(ctx context.Context, subject, active, latest string, en
 				m.Choice = "deny"
 			}
 			if m.Choice == "" {
-				return t, fieldErr(protocol.CodeBadRequest, f+"payload", `must be {"choice": …} or a choice string`)
+				return t, httpx.FieldErr(protocol.CodeBadRequest, f+"payload", `must be {"choice": …} or a choice string`)
 			}
 		} else {
 			m.Op, m.ClarifyID, m.Response = protocol.OpClarify, r.InterruptID, payloadString(r.Payload, "response")
 			if r.Status == "cancelled" {
-				return t, fieldErr(protocol.CodeBadRequest, f+"status", "a clarification cannot be cancelled; answer it")
+				return t, httpx.FieldErr(protocol.CodeBadRequest, f+"status", "a clarification cannot be cancelled; answer it")
 			}
 			if m.Response == "" {
-				return t, fieldErr(protocol.CodeBadRequest, f+"payload", `must be {"response": …} or a response string`)
+				return t, httpx.FieldErr(protocol.CodeBadRequest, f+"payload", `must be {"response": …} or a response string`)
 			}
 		}
 		if err := protocol.ValidateControl(&m); err != nil {
 			return t, err
 		}
-		res, err := h.Control(ctx, subject, &m, "")
+		res, err := h.core.Control(ctx, subject, &m, "")
 		if err != nil {
 			return t, err
 		}
@@ -296,24 +298,24 @@ func aguiText(raw json.RawMessage) string {
 
 // aguiStream answers an AG-UI run: turn t of its runhub run as SSE, after
 // pos when a Last-Event-ID named one.
-func (h *Hub) aguiStream(c echo.Context, p Principal, thread, runID string, t aguiTurn, pos agui.Position) error {
+func (h *edge) aguiStream(c echo.Context, p hub.Principal, thread, runID string, t aguiTurn, pos Position) error {
 	ctx := c.Request().Context()
 	if pos.RunID != "" {
-		meta, err := h.store.Run(ctx, t.Run)
+		meta, err := h.core.Journal().Run(ctx, t.Run)
 		if err != nil {
-			return h.publicError(err)
+			return h.core.PublicError(err)
 		}
 		if pos.RunID != t.Run || pos.Seq > meta.LastSeq {
 			return protocol.Errorf(protocol.CodeBadCursor, "Last-Event-ID is not a position of this AG-UI run")
 		}
 	}
-	ctx, cancel := h.sseContext(ctx, p.Expires)
+	ctx, cancel := httpx.StreamContext(ctx, h.core.Context(), p.Expires)
 	defer cancel()
-	w := h.startSSE(ctx, c, nil)
-	defer w.close()
-	var m agui.Turns
+	w := httpx.StartSSE(ctx, c, h.core.Config().SSEKeepAlive, nil)
+	defer w.Close()
+	var m Turns
 	buf := make([]byte, 0, 1024)
-	for e, err := range h.runtime.ObserveRun(ctx, t.Run, 0) {
+	for e, err := range h.core.Observe(ctx, t.Run, 0) {
 		if err != nil {
 			return nil
 		}
@@ -326,7 +328,7 @@ func (h *Hub) aguiStream(c echo.Context, p Principal, thread, runID string, t ag
 			}
 			ev := te.Event
 			switch ev.Type() {
-			case agui.RunStarted:
+			case RunStarted:
 				ev["runId"], ev["threadId"] = runID, thread
 				delete(ev, "input")
 				md, _ := ev["metadata"].(map[string]any)
@@ -340,10 +342,10 @@ func (h *Hub) aguiStream(c echo.Context, p Principal, thread, runID string, t ag
 					md["runhub"] = rh
 				}
 				rh["run_id"] = t.Run
-			case agui.RunFinished:
+			case RunFinished:
 				ev["runId"], ev["threadId"] = runID, thread
 				end = true
-			case agui.RunError:
+			case RunError:
 				end = true
 			}
 			if pos.RunID != "" && pos.Skip(e.Seq, k) {
@@ -353,7 +355,7 @@ func (h *Hub) aguiStream(c echo.Context, p Principal, thread, runID string, t ag
 			if err != nil {
 				return nil
 			}
-			buf = appendSSE(buf, agui.EventID(t.Run, e.Seq, k), "", data)
+			buf = httpx.AppendSSE(buf, EventID(t.Run, e.Seq, k), "", data)
 		}
 		if len(buf) > 0 {
 			if err := w.Write(buf); err != nil {

@@ -1,4 +1,4 @@
-package hub
+package agui
 
 import (
 	"context"
@@ -8,29 +8,29 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/runhub/runhub/hub/agui"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
-// The AG-UI export (docs/agui.md): GET /v1/runs/{rid}/agui streams one run,
+// The AG-UI export (docs/md): GET /v1/runs/{rid}/agui streams one run,
 // GET /v1/sessions/{sid}/agui the session's latest run and then every later
 // one, as AG-UI events over SSE. Each SSE id is "<run>:<seq>.<k>", the k-th
 // AG-UI event made from journal event seq, and a Last-Event-ID resumes
 // right after it.
 
-// aguiRun answers GET /v1/runs/{rid}/agui.
-func (h *Hub) aguiRun(c echo.Context) error {
+// aguiRun answers GET /v1/runs/{rid}/
+func (h *edge) aguiRun(c echo.Context) error {
 	ctx := c.Request().Context()
 	rid := c.Param("rid")
-	p := h.principal(c)
-	meta, err := h.readRun(ctx, p, rid)
+	p := h.core.Caller(c)
+	meta, err := h.core.ReadRun(ctx, p, rid)
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
-	pos := agui.Position{RunID: rid}
-	if last := lastEventID(c); last != "" {
-		if pos, err = agui.ParseEventID(last); err != nil {
+	pos := Position{RunID: rid}
+	if last := httpx.LastEventID(c); last != "" {
+		if pos, err = ParseEventID(last); err != nil {
 			return err
 		}
 		if pos.RunID != rid {
@@ -40,10 +40,10 @@ func (h *Hub) aguiRun(c echo.Context) error {
 			return protocol.Errorf(protocol.CodeBadCursor, "Last-Event-ID %s is past the run's last event", protocol.Truncate(last, 80))
 		}
 	}
-	ctx, cancel := h.sseContext(ctx, p.Expires)
+	ctx, cancel := httpx.StreamContext(ctx, h.core.Context(), p.Expires)
 	defer cancel()
-	w := h.startSSE(ctx, c, nil)
-	defer w.close()
+	w := httpx.StartSSE(ctx, c, h.core.Config().SSEKeepAlive, nil)
+	defer w.Close()
 	h.aguiPump(ctx, w, rid, pos)
 	return nil
 }
@@ -53,34 +53,34 @@ func (h *Hub) aguiRun(c echo.Context) error {
 // session's latest run (the first run to come when it has none), then every
 // later run of the session as it starts, until the client leaves, the hub
 // stops or the caller's credentials expire.
-func (h *Hub) aguiSession(c echo.Context) error {
+func (h *edge) aguiSession(c echo.Context) error {
 	ctx := c.Request().Context()
 	sid := c.Param("sid")
-	p := h.principal(c)
-	meta, err := h.readSession(ctx, p, sid)
+	p := h.core.Caller(c)
+	meta, err := h.core.ReadSession(ctx, p, sid)
 	if err != nil {
-		return h.publicError(err)
+		return h.core.PublicError(err)
 	}
-	pos := agui.Position{RunID: meta.LatestRun()}
-	if last := lastEventID(c); last != "" {
-		if pos, err = agui.ParseEventID(last); err != nil {
+	pos := Position{RunID: meta.LatestRun()}
+	if last := httpx.LastEventID(c); last != "" {
+		if pos, err = ParseEventID(last); err != nil {
 			return err
 		}
 		if !slices.Contains(meta.Runs, pos.RunID) {
 			return protocol.Errorf(protocol.CodeBadCursor, "Last-Event-ID %s is not of session %s", protocol.Truncate(last, 80), sid)
 		}
-		run, err := h.store.Run(ctx, pos.RunID)
+		run, err := h.core.Journal().Run(ctx, pos.RunID)
 		if err != nil {
-			return h.publicError(err)
+			return h.core.PublicError(err)
 		}
 		if pos.Seq > run.LastSeq {
 			return protocol.Errorf(protocol.CodeBadCursor, "Last-Event-ID %s is past the run's last event", protocol.Truncate(last, 80))
 		}
 	}
-	ctx, cancel := h.sseContext(ctx, p.Expires)
+	ctx, cancel := httpx.StreamContext(ctx, h.core.Context(), p.Expires)
 	defer cancel()
-	w := h.startSSE(ctx, c, nil)
-	defer w.close()
+	w := httpx.StartSSE(ctx, c, h.core.Config().SSEKeepAlive, nil)
+	defer w.Close()
 	prev := ""
 	for {
 		if pos.RunID == "" {
@@ -91,7 +91,7 @@ func (h *Hub) aguiSession(c echo.Context) error {
 		if !h.aguiPump(ctx, w, pos.RunID, pos) {
 			return nil
 		}
-		prev, pos = pos.RunID, agui.Position{}
+		prev, pos = pos.RunID, Position{}
 	}
 }
 
@@ -100,10 +100,10 @@ func (h *Hub) aguiSession(c echo.Context) error {
 // stream from the start had after pos. It reports whether the run's last
 // event was reached (false: the client left, the hub stops, a write or a
 // journal read failed).
-func (h *Hub) aguiPump(ctx context.Context, w *sseStream, rid string, pos agui.Position) bool {
-	var m agui.Mapper
+func (h *edge) aguiPump(ctx context.Context, w *httpx.Stream, rid string, pos Position) bool {
+	var m Mapper
 	buf := make([]byte, 0, 1024)
-	for e, err := range h.runtime.ObserveRun(ctx, rid, 0) {
+	for e, err := range h.core.Observe(ctx, rid, 0) {
 		if err != nil {
 			return false
 		}
@@ -117,7 +117,7 @@ func (h *Hub) aguiPump(ctx context.Context, w *sseStream, rid string, pos agui.P
 			if err != nil {
 				return false
 			}
-			buf = appendSSE(buf, agui.EventID(rid, e.Seq, k), "", data)
+			buf = httpx.AppendSSE(buf, EventID(rid, e.Seq, k), "", data)
 		}
 		if len(buf) > 0 {
 			if err := w.Write(buf); err != nil {
@@ -138,9 +138,9 @@ const aguiRunWait = 5 * time.Second
 
 // nextRun returns the session's run after prev ("": its first run), waiting
 // for it to be registered.
-func (h *Hub) nextRun(ctx context.Context, sid, prev string) (string, error) {
+func (h *edge) nextRun(ctx context.Context, sid, prev string) (string, error) {
 	wake := make(chan struct{}, 1)
-	cancel := h.store.SubscribeFeed(func(e protocol.Envelope) {
+	cancel := h.core.Journal().SubscribeFeed(func(e protocol.Envelope) {
 		if e.SessionID == sid && (e.Type == journal.SessionChanged || e.Type == protocol.EventRunStarted) {
 			select {
 			case wake <- struct{}{}:
@@ -152,7 +152,7 @@ func (h *Hub) nextRun(ctx context.Context, sid, prev string) (string, error) {
 	t := time.NewTimer(aguiRunWait)
 	defer t.Stop()
 	for {
-		meta, err := h.store.Session(ctx, sid)
+		meta, err := h.core.Journal().Session(ctx, sid)
 		if err != nil {
 			if errors.Is(err, journal.ErrNotFound) {
 				return "", err

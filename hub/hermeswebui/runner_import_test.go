@@ -1,4 +1,4 @@
-package hub_test
+package hermeswebui_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/hermeswebui"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/internal/webuiclient"
 	"github.com/runhub/runhub/protocol"
 )
@@ -21,7 +22,7 @@ func importInto(t *testing.T, th *webuiHub, dir, owner string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &hermeswebui.Writer{Store: th.store, Owner: owner}
+	w := &hermeswebui.Writer{Store: th.Store, Owner: owner}
 	for _, f := range files {
 		s, err := hermeswebui.ReadSidecar(f, hermeswebui.Limits{})
 		if err != nil {
@@ -41,29 +42,29 @@ func importInto(t *testing.T, th *webuiHub, dir, owner string) {
 // itself; over the runner API its events are the source rows exactly; and
 // WebUI goes on with the session through the runner API.
 func TestWebUIImportedReplay(t *testing.T) {
-	th := newWebUIHub(t, hub.Config{}, hub.WebUIOptions{})
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
 	dir := t.TempDir()
 	conv := webuiclient.Conversation("a1b2c3d4e5f6", 1786000000)
 	if err := webuiclient.WriteSession(dir, conv); err != nil {
 		t.Fatal(err)
 	}
 	importInto(t, th, dir, hub.OpenSubject)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := hubtest.Ctx(t, 30*time.Second)
 	for _, run := range conv.Runs {
 		// Over the tab socket: the run replays from its start.
-		tab := th.dial(t)
+		tab := th.Dial(t)
 		if err := tab.Focus(ctx, conv.ID, protocol.EventID(run.ID, 0)); err != nil {
 			t.Fatal(err)
 		}
-		col := newCollector()
-		col.until(t, tab, 10*time.Second, "the imported run's terminal", func() bool { return col.terminalOf(run.ID) })
+		col := hubtest.NewCollector()
+		col.Until(t, tab, 10*time.Second, "the imported run's terminal", func() bool { return col.TerminalOf(run.ID) })
 		var got []protocol.Envelope
-		for _, e := range col.events {
+		for _, e := range col.Events {
 			if e.RunID == run.ID {
 				got = append(got, e)
 			}
 		}
-		checkRun(t, got, run.ID)
+		hubtest.CheckRun(t, got, run.ID)
 		if len(got) != len(run.Rows) {
 			t.Fatalf("run %s: %d events over the socket, %d rows", run.ID, len(got), len(run.Rows))
 		}

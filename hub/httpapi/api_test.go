@@ -1,4 +1,4 @@
-package hub_test
+package httpapi_test
 
 import (
 	"bufio"
@@ -12,73 +12,46 @@ import (
 
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 )
-
-func do(t testing.TB, method, url string, body string, hdr map[string]string, out any) int {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("%s %s: content type %q, body %s", method, url, ct, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s: %s: %v", method, url, data, err)
-		}
-	}
-	return resp.StatusCode
-}
 
 func TestAPI_SessionsRunsEvents(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
 	var sess protocol.CreateSessionResult
-	if code := do(t, "POST", th.URL+"/v1/sessions", `{"title":"api"}`, nil, &sess); code != 201 || sess.SessionID == "" {
+	if code := hubtest.Do(t, "POST", th.URL+"/v1/sessions", `{"title":"api"}`, nil, &sess); code != 201 || sess.SessionID == "" {
 		t.Fatalf("create: %d %+v", code, sess)
 	}
 	var start protocol.RunStartResult
 	body := `{"message":"hi","metadata":{"sim":{"tokens":200,"token_ms":5,"tools":0}}}`
-	if code := do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", body, nil, &start); code != 202 {
+	if code := hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", body, nil, &start); code != 202 {
 		t.Fatalf("start: %d", code)
 	}
 	if start.RunID == "" || start.SessionID != sess.SessionID || start.Cursor != protocol.EventID(start.RunID, 1) {
 		t.Fatalf("start result %+v", start)
 	}
 	var conflict protocol.ControlResult
-	if code := do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", body, nil, &conflict); code != 409 || conflict.Status != protocol.ResultConflict {
+	if code := hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", body, nil, &conflict); code != 409 || conflict.Status != protocol.ResultConflict {
 		t.Fatalf("second start while active: %d %+v", code, conflict)
 	}
 	var list protocol.SessionList
-	if code := do(t, "GET", th.URL+"/v1/sessions", "", nil, &list); code != 200 || len(list.Sessions) != 1 || list.Sessions[0].RunID != start.RunID {
+	if code := hubtest.Do(t, "GET", th.URL+"/v1/sessions", "", nil, &list); code != 200 || len(list.Sessions) != 1 || list.Sessions[0].RunID != start.RunID {
 		t.Fatalf("list: %d %+v", code, list)
 	}
-	waitTerminal(t, th, start.RunID)
+	hubtest.WaitTerminal(t, th, start.RunID)
 	var st protocol.RunStatus
-	if code := do(t, "GET", th.URL+"/v1/runs/"+start.RunID, "", nil, &st); code != 200 || st.Status != protocol.StatusCompleted || !st.Terminal {
+	if code := hubtest.Do(t, "GET", th.URL+"/v1/runs/"+start.RunID, "", nil, &st); code != 200 || st.Status != protocol.StatusCompleted || !st.Terminal {
 		t.Fatalf("run status: %d %+v", code, st)
 	}
 	var page protocol.EventPage
-	if code := do(t, "GET", th.URL+"/v1/runs/"+start.RunID+"/events?after_seq=5&limit=10", "", nil, &page); code != 200 {
+	if code := hubtest.Do(t, "GET", th.URL+"/v1/runs/"+start.RunID+"/events?after_seq=5&limit=10", "", nil, &page); code != 200 {
 		t.Fatalf("events: %d", code)
 	}
 	if len(page.Events) != 10 || page.Events[0].Seq != 6 || page.NextCursor != protocol.EventID(start.RunID, 15) || !page.Terminal {
 		t.Fatalf("page: %d events from %d, next %s", len(page.Events), page.Events[0].Seq, page.NextCursor)
 	}
 	var ss protocol.SessionStatus
-	if code := do(t, "GET", th.URL+"/v1/sessions/"+sess.SessionID, "", nil, &ss); code != 200 || ss.Status != protocol.StatusCompleted || ss.Tokens != 200 {
+	if code := hubtest.Do(t, "GET", th.URL+"/v1/sessions/"+sess.SessionID, "", nil, &ss); code != 200 || ss.Status != protocol.StatusCompleted || ss.Tokens != 200 {
 		t.Fatalf("session: %d %+v", code, ss)
 	}
 }
@@ -86,7 +59,7 @@ func TestAPI_SessionsRunsEvents(t *testing.T) {
 func TestAPI_Errors(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
 	var sess protocol.CreateSessionResult
-	do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &sess)
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &sess)
 	cases := []struct {
 		method, path, body string
 		status             int
@@ -105,7 +78,7 @@ func TestAPI_Errors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var body protocol.ErrorBody
-		code := do(t, tc.method, th.URL+tc.path, tc.body, nil, &body)
+		code := hubtest.Do(t, tc.method, th.URL+tc.path, tc.body, nil, &body)
 		if code != tc.status || body.Error == nil || body.Error.Code != tc.code || body.Error.Message == "" {
 			t.Errorf("%s %s %.40s: %d %+v, want %d %s", tc.method, tc.path, tc.body, code, body.Error, tc.status, tc.code)
 		}
@@ -117,9 +90,9 @@ func TestAPI_Errors(t *testing.T) {
 func TestAPI_SSE(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
 	var sess protocol.CreateSessionResult
-	do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &sess)
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions", `{}`, nil, &sess)
 	var start protocol.RunStartResult
-	do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", `{"message":"sse","metadata":{"sim":{"tokens":50,"token_ms":10,"tools":1}}}`, nil, &start)
+	hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", `{"message":"sse","metadata":{"sim":{"tokens":50,"token_ms":10,"tools":1}}}`, nil, &start)
 
 	read := func(lastID string) []protocol.Envelope {
 		req, _ := http.NewRequest("GET", th.URL+"/v1/runs/"+start.RunID+"/events", nil)
@@ -164,7 +137,7 @@ func TestAPI_SSE(t *testing.T) {
 		return out
 	}
 	all := read("")
-	if got := checkRun(t, all, start.RunID); got != sim.Text(50) {
+	if got := hubtest.CheckRun(t, all, start.RunID); got != sim.Text(50) {
 		t.Fatalf("sse text %q", got)
 	}
 	rest := read(all[9].EventID)

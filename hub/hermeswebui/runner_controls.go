@@ -1,4 +1,4 @@
-package hub
+package hermeswebui
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -19,7 +21,7 @@ func (w *webui) control(c echo.Context, m *protocol.Control) error {
 	if err := protocol.ValidateControl(m); err != nil {
 		return err
 	}
-	res, err := w.h.Control(c.Request().Context(), w.h.subject(c), m, "")
+	res, err := w.core.Control(c.Request().Context(), w.core.Caller(c).Subject, m, "")
 	if err != nil {
 		return err
 	}
@@ -45,7 +47,7 @@ func (w *webui) approval(c echo.Context) error {
 		Choice     string `json:"choice"`
 		ApprovalID string `json:"approval_id"`
 	}
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	return w.control(c, &protocol.Control{Op: protocol.OpApprove, RunID: c.Param("rid"), ApprovalID: req.ApprovalID, Choice: req.Choice})
@@ -55,7 +57,7 @@ func (w *webui) clarify(c echo.Context) error {
 	var req struct {
 		Response string `json:"response"`
 	}
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	return w.control(c, &protocol.Control{Op: protocol.OpClarify, RunID: c.Param("rid"), ClarifyID: c.Param("cid"), Response: req.Response})
@@ -68,15 +70,15 @@ func (w *webui) messages(c echo.Context) error {
 		Message string `json:"message"`
 		Mode    string `json:"mode"`
 	}
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	if req.Mode == "" {
 		req.Mode = protocol.ModeQueue
 	}
-	meta, err := w.h.ownRun(c.Request().Context(), w.h.subject(c), c.Param("rid"))
+	meta, err := w.core.ReadRun(c.Request().Context(), hub.Principal{Subject: w.core.Caller(c).Subject}, c.Param("rid"))
 	if err != nil {
-		return w.h.publicError(err)
+		return w.core.PublicError(err)
 	}
 	return w.control(c, &protocol.Control{Op: protocol.OpQueue, SessionID: meta.SessionID, Message: req.Message, Mode: req.Mode})
 }
@@ -87,15 +89,25 @@ func (w *webui) goal(c echo.Context) error {
 		Action string `json:"action"`
 		Text   string `json:"text"`
 	}
-	if err := bind(c, &req); err != nil {
+	if err := httpx.Bind(c, &req); err != nil {
 		return err
 	}
 	return w.control(c, &protocol.Control{Op: protocol.OpGoal, SessionID: c.Param("sid"), Action: req.Action, Text: req.Text})
 }
 
-// RouteHermesWebUI registers hermes-webui's runner API under o.Base on e.
-func (h *Hub) RouteHermesWebUI(e *echo.Echo, o WebUIOptions) {
-	w := &webui{h: h, profiles: map[string]bool{}, hold: o.PollHold}
+// RunnerEdge is hermes-webui's runner API over the hub's core.
+type RunnerEdge struct{ o RunnerOptions }
+
+// Runner is the runner API's edge, mounted under o.Base.
+func Runner(o RunnerOptions) *RunnerEdge { return &RunnerEdge{o: o} }
+
+// Mount registers the runner API under the edge's base on e, behind its
+// error rendering, the core's origin check and its runner keys (else the
+// core's authentication).
+func (ed *RunnerEdge) Mount(e *echo.Echo, core hub.API) {
+	o := ed.o
+	cfg := core.Config()
+	w := &webui{core: core, log: cfg.Logger, caps: cfg.Capabilities, profiles: map[string]bool{}, hold: o.PollHold}
 	if w.hold <= 0 {
 		w.hold = 20 * time.Second
 	}
@@ -105,7 +117,7 @@ func (h *Hub) RouteHermesWebUI(e *echo.Echo, o WebUIOptions) {
 	for _, p := range o.Profiles {
 		w.profiles[p.Name] = true
 	}
-	g := e.Group(strings.TrimRight(o.Base, "/")+"/v1", w.errors, h.checkOrigin, w.auth)
+	g := e.Group(strings.TrimRight(o.Base, "/")+"/v1", w.errors, core.CheckOrigin, w.auth)
 	g.POST("/runs", w.start)
 	g.GET("/runs/:rid/events", w.events)
 	g.GET("/runs/:rid", w.run)
