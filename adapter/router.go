@@ -8,6 +8,7 @@ import (
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
+	"github.com/runhub/runhub/session"
 )
 
 // Router is the RuntimeAdapter the hub uses: starts and session changes go
@@ -19,6 +20,7 @@ type Router struct {
 	store  journal.Store
 	local  Local
 	remote Remote
+	caps   Capabilities // what each profile's runs can do (nil: not known)
 }
 
 // NewRouter routes over store to local, the executor of this process, and
@@ -26,6 +28,14 @@ type Router struct {
 // runs of this journal).
 func NewRouter(store journal.Store, local Local, remote Remote) *Router {
 	return &Router{store: store, local: local, remote: remote}
+}
+
+// WithCapabilities makes GetRun offer in active_controls only what the
+// run's driver can do (caps resolves its profile, else provider); call it
+// before the Router is used. It returns r.
+func (r *Router) WithCapabilities(caps Capabilities) *Router {
+	r.caps = caps
+	return r
 }
 
 // StartRun implements RuntimeAdapter: the local executor starts the run
@@ -59,7 +69,17 @@ func (r *Router) GetRun(ctx context.Context, runID string) (protocol.RunStatus, 
 	if err != nil {
 		return protocol.RunStatus{}, err
 	}
-	return f.RunStatus(), nil
+	return OfferedRunStatus(&f, r.caps), nil
+}
+
+// OfferedRunStatus is run's status with active_controls narrowed to what
+// caps says its driver can do (all of them when caps does not know it).
+func OfferedRunStatus(run *session.Run, caps Capabilities) protocol.RunStatus {
+	st := run.RunStatus()
+	if c := caps.Resolve(run.Profile, run.Provider); c.Known {
+		st.ActiveControls = protocol.OfferedControls(st.ActiveControls, c.Caps)
+	}
+	return st
 }
 
 // Control implements RuntimeAdapter. A control of a session (start,

@@ -127,3 +127,14 @@ func NewOrphan(meta journal.RunMeta, req protocol.StartRunRequest, log journal.L
 func (o Orphan) Events(ctx context.Context, fn func(protocol.Envelope) error) error {
 	return journal.ReadAll(ctx, o.log, o.RunID, 0, fn)
 }
+
+// CapabilityReporter is an optional Driver capability: the runtime it
+// drives says what it can do (Hermes' GET /v1/capabilities), and that
+// answer, not a table, narrows the profile's capabilities
+// (profile.Config.Capabilities). RuntimeCapabilities returns the
+// protocol.Cap* names the runtime allows now; known is false while the
+// driver has no answer and no fallback to give (nothing is narrowed then).
+// It must not block for long: it is asked for every status a tab gets.
+type CapabilityReporter interface {
+	RuntimeCapabilities() (caps []string, known bool)
+}

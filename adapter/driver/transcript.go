@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,8 +49,31 @@ func (x *Execution) AttachedTranscript(ctx context.Context) ([]AttachedTurn, err
 	if !ok {
 		return nil, errors.New("driver: the journal cannot list a session's runs")
 	}
-	return sessionTranscript(ctx, x.log, reg, x.SessionID, x.RunID)
+	turns, _, err := sessionTranscript(ctx, x.log, reg, x.SessionID, x.RunID, false)
+	return turns, err
 }
+
+// ToolTranscript is Transcript with each run's tool calls and their
+// results in the assistant's turn, as text where they happened
+// ("[tool terminal {…}]" when it started, "[tool terminal completed:
+// …]" when it ended), for a runtime whose history takes only roles and
+// text (Hermes' conversation_history). onlyImported reports that the
+// turns are exactly an importer's history (HistoryKey) with no runhub run
+// after it.
+func (x *Execution) ToolTranscript(ctx context.Context) (turns []Turn, onlyImported bool, err error) {
+	reg, ok := x.log.(interface {
+		Session(ctx context.Context, id string) (journal.SessionMeta, error)
+	})
+	if !ok {
+		return nil, false, errors.New("driver: the journal cannot list a session's runs")
+	}
+	at, onlyImported, err := sessionTranscript(ctx, x.log, reg, x.SessionID, x.RunID, true)
+	return plainTurns(at), onlyImported, err
+}
+
+// maxToolText bounds the text of one tool's arguments or result in a
+// ToolTranscript.
+const maxToolText = 2000
 
 func plainTurns(turns []AttachedTurn) []Turn {
 	if turns == nil {
@@ -74,18 +99,19 @@ const HistoryKey = "history"
 func SessionTranscript(ctx context.Context, l journal.Log, reg interface {
 	Session(ctx context.Context, id string) (journal.SessionMeta, error)
 }, sessionID, before string) ([]Turn, error) {
-	turns, err := sessionTranscript(ctx, l, reg, sessionID, before)
+	turns, _, err := sessionTranscript(ctx, l, reg, sessionID, before, false)
 	return plainTurns(turns), err
 }
 
 func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 	Session(ctx context.Context, id string) (journal.SessionMeta, error)
-}, sessionID, before string) ([]AttachedTurn, error) {
+}, sessionID, before string, tools bool) ([]AttachedTurn, bool, error) {
 	meta, err := reg.Session(ctx, sessionID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var turns []AttachedTurn
+	imported := false // turns are an importer's history, nothing after it
 	for _, rid := range meta.Runs {
 		if rid == before {
 			break
@@ -95,7 +121,7 @@ func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 			continue // trimmed by retention
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		var req struct {
 			Message     string                `json:"message"`
@@ -110,10 +136,13 @@ func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 			for _, t := range *req.History {
 				turns = append(turns, AttachedTurn{Turn: t})
 			}
+			imported = true
 			continue
 		}
+		imported = false
 		var user string
 		var answer strings.Builder
+		names := map[string]string{} // tool call id → name
 		err = journal.ReadAll(ctx, l, rid, 0, func(e protocol.Envelope) error {
 			switch e.Type {
 			case protocol.EventRunStarted:
@@ -126,6 +155,17 @@ func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 				if json.Unmarshal(e.Payload, &p) == nil {
 					answer.WriteString(p.Text)
 				}
+			case protocol.EventToolStarted:
+				var p protocol.ToolStartedPayload
+				if tools && json.Unmarshal(e.Payload, &p) == nil {
+					names[p.ToolCallID] = p.Name
+					toolLine(&answer, p.Name, "", p.Args)
+				}
+			case protocol.EventToolDone:
+				var p protocol.ToolDonePayload
+				if tools && json.Unmarshal(e.Payload, &p) == nil {
+					toolLine(&answer, names[p.ToolCallID], " "+p.Status, p.Result)
+				}
 			}
 			return nil
 		})
@@ -133,7 +173,7 @@ func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 			continue // trimmed by retention
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if user == "" {
 			user = req.Message
@@ -145,5 +185,36 @@ func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 			turns = append(turns, AttachedTurn{Turn: Turn{Role: "assistant", Content: answer.String()}})
 		}
 	}
-	return turns, nil
+	return turns, imported, nil
+}
+
+// toolLine writes one tool line of a ToolTranscript: "[tool name args]"
+// for a start, "[tool name status: result]" for an end (status begins
+// with a space), on a line of its own.
+func toolLine(b *strings.Builder, name, status string, data json.RawMessage) {
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString("[tool " + cmp.Or(name, "?") + status)
+	if text := compactJSON(data); text != "" && text != "null" && text != "{}" {
+		if status != "" {
+			b.WriteString(":")
+		}
+		b.WriteString(" " + protocol.Truncate(text, maxToolText))
+	}
+	b.WriteString("]\n")
+}
+
+// compactJSON is data as one line: a JSON string's own text, else the
+// compacted JSON.
+func compactJSON(data json.RawMessage) string {
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, data) != nil {
+		return ""
+	}
+	return buf.String()
 }

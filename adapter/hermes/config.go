@@ -75,6 +75,14 @@ type Config struct {
 	// MaxHistoryTurns bounds the conversation history sent on a start to the
 	// session's latest turns (default 200).
 	MaxHistoryTurns int
+	// CapabilitiesRefresh is how old the server's answer to GET
+	// /v1/capabilities may get before the next use of the profile asks
+	// again (default 1m).
+	CapabilitiesRefresh time.Duration
+	// CapabilitiesTimeout bounds how long the first use of the profile
+	// waits for that answer (default 3s); past it the use goes on with
+	// the profile's declared capabilities while the answer comes.
+	CapabilitiesTimeout time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -103,6 +111,8 @@ func (c Config) withDefaults() Config {
 	def(&c.EventIdleTimeout, DefaultEventIdleTimeout)
 	def(&c.PollInterval, time.Second)
 	def(&c.ClarifyTimeout, 120*time.Second)
+	def(&c.CapabilitiesRefresh, time.Minute)
+	def(&c.CapabilitiesTimeout, 3*time.Second)
 	if c.MaxReconnects <= 0 {
 		c.MaxReconnects = 5
 	}

@@ -40,6 +40,8 @@ const maxAnswer = 4 << 20
 type Driver struct {
 	cfg Config
 	c   *client
+
+	capsCache capsCache // what the server says it can do (capabilities.go)
 }
 
 // New returns a driver for the Hermes API server cfg describes.
@@ -148,7 +150,8 @@ type run struct {
 }
 
 func (r *run) execute(ctx context.Context) (*protocol.Usage, error) {
-	history, err := r.history(ctx)
+	st, _ := r.d.runtime(ctx) // the first use of the profile asks what the server can do
+	history, err := r.history(ctx, st)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -179,11 +182,25 @@ func (r *run) ended(ctx context.Context, usage *protocol.Usage, err error) (*pro
 	return nil, ctx.Err()
 }
 
-// history is the session's earlier turns, at most MaxHistoryTurns.
-func (r *run) history(ctx context.Context) ([]driver.Turn, error) {
-	turns, err := r.x.Transcript(ctx)
+// history is what the start sends as conversation_history: the session's
+// earlier turns, at most MaxHistoryTurns, with their tool calls and
+// results as text (the runs API keeps only each entry's role and its
+// content as a string). Hermes' /v1/runs keeps no history of its own in
+// 0.18.x — the session_id it is sent names the session the agent records
+// into, but the API never reads it back, previous_response_id reads only
+// what /v1/responses stored and X-Hermes-Session-Id only /v1/chat/completions
+// — so runhub's journal is the history. A server that loads a run's
+// session history itself (ownsHistory: managed_run_sessions with
+// managed_run_history_authority hermes_session_db) is sent none, but for
+// an imported session's first run, whose earlier turns (hermes-webui's
+// context_messages) only the journal holds.
+func (r *run) history(ctx context.Context, st runtimeState) ([]driver.Turn, error) {
+	turns, onlyImported, err := r.x.ToolTranscript(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if st.ownsHistory && !onlyImported {
+		return nil, nil
 	}
 	if n := len(turns) - r.cfg.MaxHistoryTurns; n > 0 {
 		turns = turns[n:]

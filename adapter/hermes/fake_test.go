@@ -30,6 +30,14 @@ import (
 //   - POST /v1/runs/{id}/stop (_handle_stop_run) answers {run_id, status:
 //     "stopping"} for an active run, which then ends cancelled, and 404
 //     run_not_found for a finished or unknown one.
+//   - GET /v1/capabilities (_handle_capabilities) answers
+//     {object: "hermes.api_server.capabilities", platform, model, auth,
+//     runtime, features, endpoints}; features are 0.18.x's (features018)
+//     unless the test sets its own, and a fake with noCapabilities is a
+//     Hermes older than the endpoint: 404, as aiohttp answers a route it
+//     does not have. The runs API has no clarify route in 0.18.x, nor a
+//     steer route: POST /steer is served only when the features say
+//     run_steer (later servers), else it is aiohttp's 404 too.
 //
 // What a run streams is the test's script.
 type fakeHermes struct {
@@ -57,6 +65,13 @@ type fakeHermes struct {
 	// controlStatus, when set, answers every control POST with this status
 	// (the body is still recorded).
 	controlStatus int
+
+	// features answer GET /v1/capabilities (nil: features018);
+	// noCapabilities answers it 404 (a Hermes older than the endpoint).
+	// setFeatures changes them while the server runs.
+	features       map[string]any
+	noCapabilities bool
+	capsCalls      int
 
 	mu       sync.Mutex
 	attempts int
@@ -128,11 +143,103 @@ func newFakeHermes(t *testing.T, key string) *fakeHermes {
 	mux.HandleFunc("GET /v1/runs/{id}/events", f.handleEvents)
 	mux.HandleFunc("POST /v1/runs/{id}/approval", f.control(func(fr *fakeRun) chan map[string]any { return fr.approvals }))
 	mux.HandleFunc("POST /v1/runs/{id}/clarify", f.control(func(fr *fakeRun) chan map[string]any { return fr.clarifies }))
-	mux.HandleFunc("POST /v1/runs/{id}/steer", f.control(func(fr *fakeRun) chan map[string]any { return fr.steers }))
+	steer := f.control(func(fr *fakeRun) chan map[string]any { return fr.steers })
+	mux.HandleFunc("POST /v1/runs/{id}/steer", func(w http.ResponseWriter, r *http.Request) {
+		if !f.feature("run_steer") {
+			aiohttpNotFound(w)
+			return
+		}
+		steer(w, r)
+	})
+	mux.HandleFunc("GET /v1/capabilities", f.handleCapabilities)
 	mux.HandleFunc("POST /v1/runs/{id}/stop", f.handleStop)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// features018 are the features Hermes Agent 0.18.x reports on GET
+// /v1/capabilities.
+func features018() map[string]any {
+	return map[string]any{
+		"chat_completions": true, "chat_completions_streaming": true, "responses_api": true, "responses_streaming": true,
+		"run_submission": true, "run_status": true, "run_events_sse": true, "run_stop": true,
+		"run_approval_response": true, "tool_progress_events": true, "approval_events": true,
+		"session_resources": true, "session_chat": true, "session_chat_streaming": true, "session_fork": true,
+		"admin_config_rw": false, "jobs_admin": false, "memory_write_api": false, "skills_api": true,
+		"audio_api": false, "realtime_voice": false,
+		"session_continuity_header": "X-Hermes-Session-Id", "session_key_header": "X-Hermes-Session-Key", "cors": false,
+	}
+}
+
+// setFeatures changes what GET /v1/capabilities reports: f applies to a
+// copy of the current features.
+func (f *fakeHermes) setFeatures(change func(map[string]any)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next := features018()
+	if f.features != nil {
+		next = map[string]any{}
+		for k, v := range f.features {
+			next[k] = v
+		}
+	}
+	change(next)
+	f.features = next
+}
+
+func (f *fakeHermes) feature(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	feats := f.features
+	if feats == nil {
+		feats = features018()
+	}
+	on, _ := feats[name].(bool)
+	return on
+}
+
+// aiohttpNotFound is aiohttp's answer to a route the server does not
+// have.
+func aiohttpNotFound(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	w.Write([]byte("404: Not Found"))
+}
+
+func (f *fakeHermes) handleCapabilities(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.capsCalls++
+	missing, feats := f.noCapabilities, f.features
+	f.mu.Unlock()
+	if missing {
+		aiohttpNotFound(w)
+		return
+	}
+	if !f.authorized(w, r) {
+		return
+	}
+	if feats == nil {
+		feats = features018()
+	}
+	ep := func(method, path string) map[string]string { return map[string]string{"method": method, "path": path} }
+	endpoints := map[string]any{"health": ep("GET", "/health"), "models": ep("GET", "/v1/models"),
+		"runs": ep("POST", "/v1/runs"), "run_status": ep("GET", "/v1/runs/{run_id}"),
+		"run_events": ep("GET", "/v1/runs/{run_id}/events"), "run_approval": ep("POST", "/v1/runs/{run_id}/approval"),
+		"run_stop": ep("POST", "/v1/runs/{run_id}/stop"), "sessions": ep("GET", "/api/sessions"),
+		"session_chat": ep("POST", "/api/sessions/{session_id}/chat")}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"object": "hermes.api_server.capabilities", "platform": "hermes-agent",
+		"model": "hermes-agent", "auth": map[string]any{"type": "bearer", "required": f.key != ""},
+		"runtime":  map[string]any{"mode": "server_agent", "tool_execution": "server", "split_runtime": false},
+		"features": feats, "endpoints": endpoints})
+}
+
+// capabilitiesCalls is how often GET /v1/capabilities was asked.
+func (f *fakeHermes) capabilitiesCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.capsCalls
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
@@ -494,4 +601,18 @@ func deltas(s *sseWriter, words ...string) {
 func completed(s *sseWriter, output string) {
 	s.event("run.completed", map[string]any{"output": output,
 		"usage": map[string]any{"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}})
+}
+
+// onlyRunN returns the fake's n-th run (1-based).
+func (f *fakeHermes) onlyRunN(t *testing.T, n int) *fakeRun {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fr := range f.runs {
+		if fr.n == n {
+			return fr
+		}
+	}
+	t.Fatalf("fake hermes has no run %d", n)
+	return nil
 }

@@ -429,6 +429,7 @@ func TestSteer(t *testing.T) {
 		deltas(s, "on tests")
 		completed(s, "working on tests")
 	}, nil)
+	h.fake.setFeatures(func(f map[string]any) { f["run_steer"] = true }) // a server after 0.18.x
 	res := h.start("", "go")
 	ch := h.watch(res.RunID)
 	h.until(ch, protocol.EventTokenDelta)

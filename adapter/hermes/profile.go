@@ -12,19 +12,25 @@ import (
 // Kind is the driver kind of Hermes Agent profiles.
 const Kind = "hermes"
 
-// Registration declares the driver to a profile.Registry. Hermes asks
-// approvals and questions (POST /approval, /clarify), takes guidance while
-// it runs (POST /steer), streams reasoning and tool activity, reports
-// usage and stops on a cancel (POST /stop). It judges no goal (a
-// profile naming a goal_judge has goal). It takes no attachments: POST /v1/runs reads its input as
-// text (a string, or of a message list the last message's content, not
+// Registration declares the driver to a profile.Registry with the most a
+// Hermes server can do through /v1/runs: stop a run (POST /stop), ask
+// approvals (approval.request, POST /approval), take guidance while it
+// runs (POST /steer), stream reasoning and tool activity and report
+// usage; runhub's queue starts its runs. What a profile's server can do
+// is what it answers to GET /v1/capabilities (capabilities.go): the
+// driver is a driver.CapabilityReporter, and the profile's capabilities
+// narrow to that answer. It has no clarify (the runs API has no clarify
+// endpoint, and Hermes' clarify tool answers the model that it is not
+// available there) and judges no goal (a profile naming a goal_judge has
+// goal). It takes no attachments: POST /v1/runs reads its input as text
+// (a string, or of a message list the last message's content, not
 // checked as content parts) and coerces conversation_history content to
 // strings; Hermes takes images only on /v1/chat/completions and
 // /v1/responses. A start with attachments on a hermes profile is
 // therefore answered unsupported.
 func Registration() profile.Registration {
 	return profile.NewRegistration(Kind, []string{
-		protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapSteer, protocol.CapQueue,
+		protocol.CapCancel, protocol.CapApproval, protocol.CapSteer, protocol.CapQueue,
 		protocol.CapReasoning, protocol.CapUsage, protocol.CapTools,
 	}, build)
 }
@@ -54,6 +60,9 @@ type Options struct {
 	// IdempotentStart: the server honours Idempotency-Key on POST /v1/runs
 	// (Config.IdempotentStart; Hermes Agent up to 0.18.x does not).
 	IdempotentStart bool `json:"idempotent_start,omitempty"`
+	// CapabilitiesRefresh: how often GET /v1/capabilities is asked again
+	// (Config.CapabilitiesRefresh).
+	CapabilitiesRefresh profile.Duration `json:"capabilities_refresh,omitempty"`
 }
 
 // UnmarshalJSON decodes the options object strictly: an option Hermes'
@@ -74,7 +83,8 @@ func (s *Settings) Validate(profile.Profile) error {
 	o := s.Options
 	return errors.Join(s.Key.Validate(), s.Timeout.Check("timeout"), s.IdleTimeout.Check("idle_timeout"),
 		s.CancelGrace.Check("cancel_grace"), o.RequestTimeout.Check("options: request_timeout"),
-		o.StreamIdleTimeout.Check("options: stream_idle_timeout"), o.PollInterval.Check("options: poll_interval"))
+		o.StreamIdleTimeout.Check("options: stream_idle_timeout"), o.PollInterval.Check("options: poll_interval"),
+		o.CapabilitiesRefresh.Check("options: capabilities_refresh"))
 }
 
 func build(p profile.Profile, s *Settings, env profile.Env) (driver.Driver, error) {
@@ -84,5 +94,5 @@ func build(p profile.Profile, s *Settings, env profile.Env) (driver.Driver, erro
 		StopTimeout: s.CancelGrace.D(), ClarifyTimeout: env.ClarifyTimeout, Logger: env.Logger,
 		RequestTimeout: o.RequestTimeout.D(), StreamIdleTimeout: o.StreamIdleTimeout.D(),
 		MaxReconnects: o.MaxReconnects, PollInterval: o.PollInterval.D(), MaxHistoryTurns: o.MaxHistoryTurns,
-		IdempotentStart: o.IdempotentStart})
+		IdempotentStart: o.IdempotentStart, CapabilitiesRefresh: o.CapabilitiesRefresh.D()})
 }

@@ -25,18 +25,22 @@ import (
 func TestStartRetriedWhenNeverSent(t *testing.T) {
 	refused := closedAddr(t)
 	var dials atomic.Int32
+	var armed atomic.Bool
 	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
 		deltas(s, "once")
 		completed(s, "once")
 	}, func(c *hermes.Config) {
 		var d net.Dialer
-		c.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if dials.Add(1) == 1 {
-				addr = refused // nothing listens there: connection refused
-			}
-			return d.DialContext(ctx, network, addr)
-		}}}
+		c.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if armed.Load() && dials.Add(1) == 1 {
+					addr = refused // nothing listens there: connection refused
+				}
+				return d.DialContext(ctx, network, addr)
+			}}}
 	})
+	h.drv.RuntimeCapabilities() // the first use reads GET /v1/capabilities; the start's dial is refused
+	armed.Store(true)
 	res := h.start("", "hello")
 	evs := h.finish(res.RunID)
 	if terminal(evs).Type != protocol.EventDone || text(evs) != "once" {

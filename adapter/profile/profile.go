@@ -46,9 +46,11 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/protocol"
 )
 
 // BuiltinSim is the profile every configuration has unless the file
@@ -99,6 +101,9 @@ type Config struct {
 	Profiles map[string]Profile
 
 	reg *Registry
+
+	mu   sync.RWMutex
+	live map[string]driver.CapabilityReporter // built drivers whose runtime says what it can do
 }
 
 // Builtin returns the configuration without a file: the sim profile only
@@ -221,7 +226,10 @@ func (c *Config) DefaultName() string {
 // kind a start names without a profile), can do: the profile's set, else
 // the kind's declared set. Both empty is a start's default: the Default
 // profile, else the built-in simulator's kind. ok is false for a name
-// this configuration does not know.
+// this configuration does not know. A profile whose built driver is a
+// driver.CapabilityReporter has its set narrowed to what the runtime
+// reports now (liveCaps); the goal capability stays, as runhub's goal
+// judge, not the runtime, pursues a goal.
 func (c *Config) Capabilities(profile, provider string) (caps []string, ok bool) {
 	if profile == "" && provider == "" {
 		if c.Default != "" {
@@ -232,18 +240,56 @@ func (c *Config) Capabilities(profile, provider string) (caps []string, ok bool)
 	}
 	if profile != "" {
 		p, ok := c.Profiles[profile]
-		return slices.Clone(p.Capabilities), ok
+		if !ok {
+			return nil, false
+		}
+		return c.liveCaps(p), true
 	}
 	return c.reg.Capabilities(provider)
 }
 
+// liveCaps is p's capabilities narrowed by what its runtime reports.
+func (c *Config) liveCaps(p Profile) []string {
+	c.mu.RLock()
+	rep := c.live[p.Name]
+	c.mu.RUnlock()
+	if rep == nil {
+		return slices.Clone(p.Capabilities)
+	}
+	reported, known := rep.RuntimeCapabilities()
+	if !known {
+		return slices.Clone(p.Capabilities)
+	}
+	out := make([]string, 0, len(p.Capabilities))
+	for _, cp := range p.Capabilities {
+		if cp == protocol.CapGoal || slices.Contains(reported, cp) {
+			out = append(out, cp)
+		}
+	}
+	return out
+}
+
 // Info is what a browser may know of a profile: its name, driver kind and
-// capabilities, never its settings.
+// capabilities, never its settings. The capabilities of a profile whose
+// runtime reports its own (driver.CapabilityReporter) are read again each
+// time an Info is encoded, so GET /v1/profiles follows the runtime.
 type Info struct {
 	Name         string   `json:"name"`
 	Driver       string   `json:"driver"`
 	Capabilities []string `json:"capabilities"`
 	Default      bool     `json:"default,omitempty"`
+
+	live func() []string // the profile's capabilities now (nil: Capabilities)
+}
+
+// MarshalJSON encodes i with its capabilities as they are now.
+func (i Info) MarshalJSON() ([]byte, error) {
+	type plain Info
+	p := plain(i)
+	if i.live != nil {
+		p.Capabilities = i.live()
+	}
+	return json.Marshal(p)
 }
 
 // Public lists every profile as Info, sorted by name.
@@ -252,7 +298,8 @@ func (c *Config) Public() []Info {
 	def := c.DefaultName()
 	for _, n := range c.Names() {
 		p := c.Profiles[n]
-		out = append(out, Info{Name: n, Driver: p.Driver, Capabilities: append([]string{}, p.Capabilities...), Default: n == def})
+		out = append(out, Info{Name: n, Driver: p.Driver, Capabilities: c.liveCaps(p), Default: n == def,
+			live: func() []string { return c.liveCaps(p) }})
 	}
 	return out
 }
@@ -292,6 +339,14 @@ func (c *Config) Build(env Env) (map[string]driver.Profile, error) {
 		}
 		out[name] = driver.Profile{Driver: d, Kind: p.Driver, Model: p.Model,
 			GoalMaxTurns: cmp.Or(p.GoalMaxTurns, DefaultGoalMaxTurns)}
+		if rep, ok := d.(driver.CapabilityReporter); ok {
+			c.mu.Lock()
+			if c.live == nil {
+				c.live = map[string]driver.CapabilityReporter{}
+			}
+			c.live[name] = rep
+			c.mu.Unlock()
+		}
 	}
 	if err := c.resolveGoalJudges(out); err != nil {
 		return nil, err

@@ -174,9 +174,9 @@ func TestParse_Capabilities(t *testing.T) {
 		"plain":  "cancel queue usage",
 		"mute":   "",
 		"agent":  "cancel approval clarify steer queue attachments reasoning usage tools",
-		"hermes": "cancel approval clarify steer queue reasoning usage tools",
+		"hermes": "cancel approval steer queue reasoning usage tools",
 		"sim":    "cancel approval clarify steer queue goal attachments reasoning usage tools",
-		"judged": "cancel approval clarify steer queue goal reasoning usage tools",
+		"judged": "cancel approval steer queue goal reasoning usage tools",
 		"narrow": "cancel goal",
 	}
 	for name, w := range want {

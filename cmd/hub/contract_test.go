@@ -30,6 +30,7 @@ var (
 type contractRequirement struct {
 	id, text, status, proof string
 	tests                   []string
+	paths                   []string // the tests named with a subtest path, as named (Test/Sub/…)
 }
 
 // parseContract returns the requirement rows of a contract document.
@@ -43,6 +44,9 @@ func parseContract(doc string) []contractRequirement {
 		r := contractRequirement{id: m[1], text: strings.TrimSpace(m[2]), status: m[3], proof: strings.TrimSpace(m[4])}
 		for _, t := range testName.FindAllStringSubmatch(m[4], -1) {
 			r.tests = append(r.tests, t[1])
+			if t[2] != "" {
+				r.paths = append(r.paths, t[1]+t[2])
+			}
 		}
 		out = append(out, r)
 	}
@@ -82,6 +86,51 @@ func repoTests(t *testing.T) map[string]bool {
 	return out
 }
 
+// repoGoSources returns the text of every Go file of the repository
+// (subtests are named by string literals, in a test's t.Run or a suite's
+// table outside *_test.go files).
+func repoGoSources(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == "node_modules" || (strings.HasPrefix(n, ".") && path != repoRoot) || n == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			b.Write(src)
+			b.WriteByte('\n')
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// missingSubtest returns the first element of path's subtest path (Test/A/B)
+// that no Go string literal of sources names ("A", or with spaces where go
+// test shows underscores), or "".
+func missingSubtest(path, sources string) string {
+	elems := strings.Split(path, "/")[1:]
+	for _, e := range elems {
+		if !strings.Contains(sources, `"`+e+`"`) && !strings.Contains(sources, `"`+strings.ReplaceAll(e, "_", " ")+`"`) {
+			return e
+		}
+	}
+	return ""
+}
+
 // docs/contract.md's requirement tables are sound: ids unique, a known
 // status on every row, a reason on every row that is not implemented+tested,
 // a test on every implemented+tested row, and every test named exists in
@@ -99,6 +148,7 @@ func TestContractTableNamesRealTests(t *testing.T) {
 		t.Fatalf("docs/contract.md has %d requirement rows; the parser or the page is broken", len(rows))
 	}
 	tests := repoTests(t)
+	sources := repoGoSources(t)
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if seen[r.id] {
@@ -120,6 +170,11 @@ func TestContractTableNamesRealTests(t *testing.T) {
 		for _, name := range r.tests {
 			if !tests[name] {
 				t.Errorf("%s names %s, which is no test of the repository (no func %s in a *_test.go)", r.id, name, name)
+			}
+		}
+		for _, path := range r.paths {
+			if sub := missingSubtest(path, sources); sub != "" {
+				t.Errorf("%s names %s, whose subtest %q is named by no string in the repository's Go files", r.id, path, sub)
 			}
 		}
 	}
@@ -164,6 +219,16 @@ func TestContractTableParser(t *testing.T) {
 	}
 	if r := rows[1]; r.id != "AT-9" || r.status != "not in scope" || len(r.tests) != 0 {
 		t.Errorf("row 1 %+v", r)
+	}
+	if r := rows[0]; len(r.paths) != 1 || r.paths[0] != "TestConformance/StartRun/NewSession" {
+		t.Errorf("row 0 paths %v", r.paths)
+	}
+	src := `t.Run("StartRun", f); {name: "new session"}`
+	if got := missingSubtest("TestConformance/StartRun/new_session", src); got != "" {
+		t.Errorf("missingSubtest found no %q", got)
+	}
+	if got := missingSubtest("TestConformance/StartRun/NoSuchSubtest", src); got != "NoSuchSubtest" {
+		t.Errorf("missingSubtest(NoSuchSubtest) = %q", got)
 	}
 	tests := repoTests(t)
 	if !tests["TestContractTableParser"] || !tests["TestNewEvent"] || tests["TestNoSuchTestAnywhere"] {

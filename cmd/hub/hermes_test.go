@@ -40,6 +40,7 @@ func fakeHermesServer(t *testing.T) (*httptest.Server, func() []map[string]any, 
 		return true
 	}
 	mux := http.NewServeMux()
+	serveHermesCapabilities(mux, hermesKey, nil)
 	mux.HandleFunc("POST /v1/runs", func(w http.ResponseWriter, r *http.Request) {
 		if !authed(w, r) {
 			return

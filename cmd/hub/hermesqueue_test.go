@@ -68,6 +68,7 @@ type qhRun struct {
 func newQueueHermes(t *testing.T, script func(r *qhRun)) *queueHermes {
 	h := &queueHermes{t: t, script: script, runs: map[string]*qhRun{}, done: make(chan struct{})}
 	mux := http.NewServeMux()
+	serveHermesCapabilities(mux, hermesKey, nil)
 	mux.HandleFunc("POST /v1/runs", h.start)
 	mux.HandleFunc("GET /v1/runs/{id}", h.get)
 	mux.HandleFunc("GET /v1/runs/{id}/events", h.events)

@@ -90,7 +90,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		// re-attached then.
 		opts.Detach = true
 		rt.exec = executor.New(rt.store, opts)
-		rt.router = adapter.NewRouter(rt.store, rt.exec, nil)
+		rt.router = adapter.NewRouter(rt.store, rt.exec, nil).WithCapabilities(profiles.Capabilities)
 		rt.gauges(m)
 		n, err := rt.exec.Recover(ctx)
 		if err != nil {
@@ -156,7 +156,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		return nil, fmt.Errorf("RUNHUB_RUNTIME %q: want inprocess or runners", mode)
 	}
 	rt.exec = executor.New(rt.store, opts)
-	rt.router = adapter.NewRouter(rt.store, rt.exec, runner.NewControls(rcfg))
+	rt.router = adapter.NewRouter(rt.store, rt.exec, runner.NewControls(rcfg)).WithCapabilities(rt.profiles.Capabilities)
 	rt.node.Start(rt.exec)
 	rt.gauges(m)
 	return rt, nil

@@ -210,11 +210,22 @@ func (w *webui) start(c echo.Context) (err error) {
 	now := protocol.Timestamp(time.Now())
 	out := map[string]any{"run_id": res.RunID, "stream_id": res.RunID, "session_id": sid, "status": "started",
 		"started_at": now, "pending_started_at": now, "turn_id": res.RunID, "cursor": protocol.EventID(res.RunID, 0),
-		"active_controls": []string{"cancel", "queue", "goal"}, "title": meta.Title}
+		"active_controls": startControls(w.caps, prof), "title": meta.Title}
 	if fence := acceptFence(req.OwnerFence); fence != nil {
 		out["owner_fence"] = fence
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// startControls are the controls a run just started offers, as WebUI's
+// start answer lists them: cancel, queue and goal, less what the profile's
+// driver cannot do.
+func startControls(caps adapter.Capabilities, prof string) []string {
+	controls := []string{protocol.OpCancel, protocol.OpQueue, protocol.OpGoal}
+	if c := caps.Resolve(prof, ""); c.Known {
+		controls = protocol.OfferedControls(controls, c.Caps)
+	}
+	return controls
 }
 
 // webuiMetadata is a start's metadata: WebUI's, with its model provider
@@ -427,7 +438,7 @@ func (w *webui) run(c echo.Context) error {
 	if err != nil {
 		return w.core.PublicError(err)
 	}
-	st := r.RunStatus()
+	st := adapter.OfferedRunStatus(&r, w.caps)
 	body := map[string]any{"run_id": rid, "session_id": meta.SessionID, "status": string(st.Status),
 		"terminal_state": nil, "last_event_id": nil, "active_controls": nonNilStrings(st.ActiveControls),
 		"pending_approval_id": nil, "pending_clarify_id": nil, "terminal": st.Terminal}
