@@ -135,36 +135,40 @@ func (f *flagSet) str(p *string, flagName, envName, def, usage string) {
 
 func (f *flagSet) dur(p *time.Duration, flagName, envName, def, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, def
-	v, err := time.ParseDuration(f.env(envName, def))
+	raw := f.env(envName, def)
+	v, err := time.ParseDuration(raw)
 	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("%s: %v", envName, err)
+		f.err = fmt.Errorf("%s %q: want %s", envName, raw, expectedForm("duration"))
 	}
 	f.DurationVar(p, flagName, v, usage+" ("+envName+")")
 }
 
 func (f *flagSet) int(p *int, flagName, envName string, def int, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, strconv.Itoa(def)
-	v, err := strconv.Atoi(f.env(envName, strconv.Itoa(def)))
+	raw := f.env(envName, strconv.Itoa(def))
+	v, err := strconv.Atoi(raw)
 	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("%s: %v", envName, err)
+		f.err = fmt.Errorf("%s %q: want %s", envName, raw, expectedForm("int"))
 	}
 	f.IntVar(p, flagName, v, usage+" ("+envName+")")
 }
 
 func (f *flagSet) float(p *float64, flagName, envName, def, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, def
-	v, err := strconv.ParseFloat(f.env(envName, def), 64)
+	raw := f.env(envName, def)
+	v, err := strconv.ParseFloat(raw, 64)
 	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("%s: %v", envName, err)
+		f.err = fmt.Errorf("%s %q: want %s", envName, raw, expectedForm("float"))
 	}
 	f.Float64Var(p, flagName, v, usage+" ("+envName+")")
 }
 
 func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, "false"
-	v, err := strconv.ParseBool(f.env(envName, "false"))
+	raw := f.env(envName, "false")
+	v, err := strconv.ParseBool(raw)
 	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("%s: %v", envName, err)
+		f.err = fmt.Errorf("%s %q: want %s", envName, raw, expectedForm(""))
 	}
 	f.BoolVar(p, flagName, v, usage+" ("+envName+")")
 }
@@ -217,6 +221,9 @@ func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
 	if c.WaitTimeout <= 0 {
 		return fmt.Errorf("%s %v: want a positive duration", f.source("redis-wait-timeout"), c.WaitTimeout)
 	}
+	if err := f.checkBounds(c); err != nil {
+		return err
+	}
 	c.metricsAddrFrom, c.dataFrom = f.source("metrics-addr"), f.source("data")
 	if c.MetricsAddr != "" {
 		return checkAddr(c.metricsAddrFrom, c.MetricsAddr)
@@ -260,8 +267,8 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	if cfg.JWTSecret != "" && cfg.JWTPublicKey != "" {
 		return cfg, fmt.Errorf("set RUNHUB_JWT_SECRET or RUNHUB_JWT_PUBLIC_KEY, not both")
 	}
-	if cfg.WSRate == 0 {
-		return cfg, fmt.Errorf("ws rate 0: want a positive rate, or a negative one for no limit")
+	if err := f.checkServeBounds(&cfg); err != nil {
+		return cfg, err
 	}
 	switch cfg.Runtime {
 	case "", RuntimeInProcess, RuntimeRunners:
@@ -319,7 +326,7 @@ func parseHealthcheckConfig(args []string, getenv func(string) string) (Healthch
 		return cfg, err
 	}
 	if cfg.Timeout <= 0 {
-		return cfg, fmt.Errorf("healthcheck timeout %v: want a positive duration", cfg.Timeout)
+		return cfg, fmt.Errorf("%s %v: want a positive duration", f.source("timeout"), cfg.Timeout)
 	}
 	return cfg, nil
 }

@@ -52,7 +52,7 @@ func parseImportConfig(args []string, getenv func(string) string) (ImportConfig,
 			if errors.Is(err, flag.ErrHelp) {
 				return cfg, err
 			}
-			return cfg, &flagError{cmd: "import", err: err}
+			return cfg, newFlagError(f, err)
 		}
 		if f.NArg() == 0 {
 			break

@@ -29,7 +29,8 @@ func main() {
 }
 
 // runMain runs hub with args and returns its exit status: 0, 1 when the
-// command failed, 2 for a command line it cannot parse (after the usage).
+// command failed, 2 for a command line it cannot parse (one line, with the
+// hint of -h).
 // Help (-h, -help, --help, hub help [command]) goes to stdout with 0.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := run(ctx, args, stdout)
@@ -39,8 +40,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &fe):
-		fmt.Fprintf(stderr, "hub %s: %v\n\n", fe.cmd, fe.err)
-		printCommandUsage(stderr, fe.cmd)
+		fmt.Fprintf(stderr, "hub %s: %v; see 'hub %s -h'\n", fe.cmd, fe.err, fe.cmd)
 		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "hub: %v\n\n", ue)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,6 +22,7 @@ import (
 // every socket, close 1012, in-process runs ended as interrupted, exit.
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	log := newLogger(cfg.LogFormat, cfg.LogLevel)
+	warnUnknownEnv(log, os.Environ())
 	m := metrics.New(version)
 	hcfg := hub.Config{StatusInterval: cfg.StatusInterval, Logger: log, Metrics: m}
 	if err := cfg.Security.apply(&hcfg); err != nil {
