@@ -23,7 +23,7 @@ type RuntimeConfig struct {
 	LeaseTTL        time.Duration // RUNHUB_LEASE_TTL, -lease-ttl: Redis mode: a run whose executor stops renewing ends after this (default 10s)
 	MaxRuns         int           // RUNHUB_MAX_RUNS, -max-runs: runs executing at once in this process (default 100 for a runner, 10000 in a hub)
 	NodeID          string        // RUNHUB_NODE_ID, -node-id: Redis mode: this process's lease owner id (default: generated)
-	ShutdownGrace   time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time sockets (hub) or runs (runner) get to finish on shutdown (default 10s)
+	ShutdownGrace   time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time the runs executing here get to finish on SIGTERM (default 2m, drain.go)
 	LogFormat       string        // RUNHUB_LOG_FORMAT, -log-format: text or json (default text)
 	LogLevel        string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
 	Profiles        string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
@@ -186,7 +186,7 @@ func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.dur(&c.LeaseTTL, "lease-ttl", "RUNHUB_LEASE_TTL", "10s", "Redis mode: a run whose executor stops renewing its lease ends interrupted after this (same on every process)")
 	f.int(&c.MaxRuns, "max-runs", "RUNHUB_MAX_RUNS", maxRuns, "runs executing at once in this process")
 	f.str(&c.NodeID, "node-id", "RUNHUB_NODE_ID", "", "Redis mode: this process's lease owner id, unique per process (empty: generated)")
-	f.dur(&c.ShutdownGrace, "shutdown-grace", "RUNHUB_SHUTDOWN_GRACE", "10s", "hub: time sockets get to close on shutdown; runner: time runs get to finish")
+	f.dur(&c.ShutdownGrace, "shutdown-grace", "RUNHUB_SHUTDOWN_GRACE", defaultShutdownGrace, "after SIGTERM, time the runs executing in this process get to finish while new runs are refused (503); then those still going end interrupted (a hub leaves a Hermes run going, to re-attach it at its next start) and a hub's sockets get goaway and up to 10s to close. A second signal stops at once")
 	f.str(&c.LogFormat, "log-format", "RUNHUB_LOG_FORMAT", "text", "log format: text (development) or json (production)")
 	f.str(&c.LogLevel, "log-level", "RUNHUB_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	f.str(&c.Profiles, "profiles", "RUNHUB_PROFILES", "", "runtime profile file, JSON (docs/profiles.md; empty: the simulator only)")

@@ -25,6 +25,10 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal begins a graceful stop (the runs get the shutdown
+	// grace); a second one ends the process at once (its open runs end
+	// interrupted at the next start).
+	context.AfterFunc(ctx, stop)
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
