@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,37 @@ func TestHandler_RejectsOtherMethodsAndUnknownFiles(t *testing.T) {
 // every workbench module with node (Debian's nodejs; .ci/run installs it).
 // A missing node fails the test.
 func TestClientJS(t *testing.T) {
+	runClientJS(t, ".")
+}
+
+// TestClientJS_UnderCommonJSParent runs the same checks on a copy of web/
+// (package.json, static/, jstest/) under a directory whose package.json says
+// "type": "commonjs", as `npm init -y` writes one in a JavaScript workspace
+// holding the clone. web/package.json must declare the module type itself, or
+// node reads static/*.js as CommonJS and `node --check` fails on `import`.
+func TestClientJS_UnderCommonJSParent(t *testing.T) {
+	parent := t.TempDir()
+	if err := os.WriteFile(filepath.Join(parent, "package.json"), []byte(`{"name":"workspace","version":"1.0.0","type":"commonjs"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, "web")
+	for _, p := range []string{"static", "jstest"} {
+		if err := os.CopyFS(filepath.Join(dir, p), os.DirFS(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile("package.json"); err != nil {
+		t.Errorf("web/package.json: %v (it declares the module type of static/*.js)", err)
+	} else if err := os.WriteFile(filepath.Join(dir, "package.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runClientJS(t, dir)
+}
+
+// runClientJS checks every workbench module with `node --check` and runs the
+// node tests of jstest/, in dir (a directory shaped like web/).
+func runClientJS(t *testing.T, dir string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is not installed (apt-get install nodejs): the JS client's tests cannot run")
@@ -96,11 +128,15 @@ func TestClientJS(t *testing.T) {
 		t.Fatalf("no js files: %v", err)
 	}
 	for _, name := range entries {
-		if out, err := exec.CommandContext(ctx, node, "--check", filepath.Join("static", name)).CombinedOutput(); err != nil {
+		cmd := exec.CommandContext(ctx, node, "--check", filepath.Join("static", name))
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("node --check %s: %v\n%s", name, err, out)
 		}
 	}
-	out, err := exec.CommandContext(ctx, node, "--test", filepath.Join("jstest", "runhub-client.test.mjs"), filepath.Join("jstest", "markdown.test.mjs"), filepath.Join("jstest", "catchup.test.mjs")).CombinedOutput()
+	cmd := exec.CommandContext(ctx, node, "--test", filepath.Join("jstest", "runhub-client.test.mjs"), filepath.Join("jstest", "markdown.test.mjs"), filepath.Join("jstest", "catchup.test.mjs"))
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}

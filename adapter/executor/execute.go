@@ -166,11 +166,8 @@ func (a *InProcess) retryTerminal(x *driver.Execution, e protocol.Envelope) {
 // afterRun continues a session whose run has ended: its next queued message
 // first, else the goal's next run when the evaluation asked for one.
 func (a *InProcess) afterRun(sid string, cont bool) {
-	a.mu.Lock()
-	closed := a.closed
-	a.mu.Unlock()
-	if closed {
-		return
+	if a.refusing() {
+		return // what is queued waits for the next process (StopStarting)
 	}
 	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
 	defer cancel()

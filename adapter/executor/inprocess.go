@@ -97,9 +97,10 @@ type InProcess struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	live   map[string]*live // executing runs
-	closed bool
+	mu       sync.Mutex
+	live     map[string]*live // executing runs
+	closed   bool
+	stopping bool // StopStarting: no new run starts (stop.go)
 
 	orphans chan struct{} // a slot per orphan stop under way (orphans.go)
 }

@@ -50,6 +50,9 @@ func (a *InProcess) startRunWith(ctx context.Context, owner string, req protocol
 // req has none) in the journal, with update applied to the session in the
 // same step when it is set.
 func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartRunRequest, update func(*journal.SessionMeta) error) (journal.RunMeta, driver.Driver, error) {
+	if a.refusing() {
+		return journal.RunMeta{}, nil, adapter.ErrClosed // stopping: nothing is journaled
+	}
 	if req.Profile == "" && req.Provider == "" {
 		req.Profile = a.opts.DefaultProfile
 	}
@@ -85,7 +88,7 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 		}
 	}
 	a.mu.Lock()
-	closed, busy := a.closed, len(a.live) >= a.opts.MaxRuns
+	closed, busy := a.closed || a.stopping, len(a.live) >= a.opts.MaxRuns
 	a.mu.Unlock()
 	switch {
 	case closed:
@@ -153,16 +156,13 @@ var ErrClaimed = errors.New("executor: run already claimed by another executor")
 
 // Adopt executes a run that was begun elsewhere (a runner taking it from the
 // run queue). It claims the run first; a run that is already claimed,
-// started or ended is ErrClaimed. A closed executor answers
+// started or ended is ErrClaimed. A closed (or stopping) executor answers
 // adapter.ErrClosed and leaves the run untouched.
 func (a *InProcess) Adopt(ctx context.Context, meta journal.RunMeta) error {
 	if meta.Terminal || meta.LastSeq > 0 {
 		return ErrClaimed
 	}
-	a.mu.Lock()
-	closed := a.closed
-	a.mu.Unlock()
-	if closed {
+	if a.refusing() {
 		return adapter.ErrClosed // not started: the run stays queued for another executor
 	}
 	var req protocol.StartRunRequest

@@ -85,6 +85,13 @@ type workbench struct {
 // last cleanup checks that no goroutine of this test outlives it.
 func openWorkbench(t *testing.T, env ...string) *workbench {
 	t.Helper()
+	return openWorkbenchOn(t, t.TempDir(), env...)
+}
+
+// openWorkbenchOn is openWorkbench on a hub whose embedded journal is in
+// data (a journal the test wrote first).
+func openWorkbenchOn(t *testing.T, data string, env ...string) *workbench {
+	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
 		http.DefaultClient.CloseIdleConnections()
@@ -92,7 +99,7 @@ func openWorkbench(t *testing.T, env ...string) *workbench {
 	})
 
 	exe := chromiumPath(t)
-	hub := startHub(t, t.TempDir(), env...)
+	hub := startHub(t, data, env...)
 	w := &workbench{t: t, hub: hub, out: &syncBuffer{}}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],

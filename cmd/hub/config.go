@@ -23,7 +23,7 @@ type RuntimeConfig struct {
 	LeaseTTL        time.Duration // RUNHUB_LEASE_TTL, -lease-ttl: Redis mode: a run whose executor stops renewing ends after this (default 10s)
 	MaxRuns         int           // RUNHUB_MAX_RUNS, -max-runs: runs executing at once in this process (default 100 for a runner, 10000 in a hub)
 	NodeID          string        // RUNHUB_NODE_ID, -node-id: Redis mode: this process's lease owner id (default: generated)
-	ShutdownGrace   time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time sockets (hub) or runs (runner) get to finish on shutdown (default 10s)
+	ShutdownGrace   time.Duration // RUNHUB_SHUTDOWN_GRACE, -shutdown-grace: time the runs executing here get to finish on SIGTERM (default 2m, drain.go)
 	LogFormat       string        // RUNHUB_LOG_FORMAT, -log-format: text or json (default text)
 	LogLevel        string        // RUNHUB_LOG_LEVEL, -log-level: debug, info, warn, error (default info)
 	Profiles        string        // RUNHUB_PROFILES, -profiles: runtime profile file (JSON, docs/profiles.md); empty = the built-in sim profile only
@@ -135,36 +135,40 @@ func (f *flagSet) str(p *string, flagName, envName, def, usage string) {
 
 func (f *flagSet) dur(p *time.Duration, flagName, envName, def, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, def
-	v, err := time.ParseDuration(f.env(envName, def))
+	raw := f.env(envName, def)
+	v, err := time.ParseDuration(raw)
 	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("%s: %v", envName, err)
+		f.err = fmt.Errorf("%s %q: want %s", envName, raw, expectedForm("duration"))
 	}
 	f.DurationVar(p, flagName, v, usage+" ("+envName+")")
 }
 
 func (f *flagSet) int(p *int, flagName, envName string, def int, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, strconv.Itoa(def)
-	v, err := strconv.Atoi(f.env(envName, strconv.Itoa(def)))
+	raw := f.env(envName, strconv.Itoa(def))
+	v, err := strconv.Atoi(raw)
 	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("%s: %v", envName, err)
+		f.err = fmt.Errorf("%s %q: want %s", envName, raw, expectedForm("int"))
 	}
 	f.IntVar(p, flagName, v, usage+" ("+envName+")")
 }
 
 func (f *flagSet) float(p *float64, flagName, envName, def, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, def
-	v, err := strconv.ParseFloat(f.env(envName, def), 64)
+	raw := f.env(envName, def)
+	v, err := strconv.ParseFloat(raw, 64)
 	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("%s: %v", envName, err)
+		f.err = fmt.Errorf("%s %q: want %s", envName, raw, expectedForm("float"))
 	}
 	f.Float64Var(p, flagName, v, usage+" ("+envName+")")
 }
 
 func (f *flagSet) bool(p *bool, flagName, envName string, usage string) {
 	f.envOf[flagName], f.defOf[flagName] = envName, "false"
-	v, err := strconv.ParseBool(f.env(envName, "false"))
+	raw := f.env(envName, "false")
+	v, err := strconv.ParseBool(raw)
 	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("%s: %v", envName, err)
+		f.err = fmt.Errorf("%s %q: want %s", envName, raw, expectedForm(""))
 	}
 	f.BoolVar(p, flagName, v, usage+" ("+envName+")")
 }
@@ -182,7 +186,7 @@ func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.dur(&c.LeaseTTL, "lease-ttl", "RUNHUB_LEASE_TTL", "10s", "Redis mode: a run whose executor stops renewing its lease ends interrupted after this (same on every process)")
 	f.int(&c.MaxRuns, "max-runs", "RUNHUB_MAX_RUNS", maxRuns, "runs executing at once in this process")
 	f.str(&c.NodeID, "node-id", "RUNHUB_NODE_ID", "", "Redis mode: this process's lease owner id, unique per process (empty: generated)")
-	f.dur(&c.ShutdownGrace, "shutdown-grace", "RUNHUB_SHUTDOWN_GRACE", "10s", "hub: time sockets get to close on shutdown; runner: time runs get to finish")
+	f.dur(&c.ShutdownGrace, "shutdown-grace", "RUNHUB_SHUTDOWN_GRACE", defaultShutdownGrace, "after SIGTERM, time the runs executing in this process get to finish while new runs are refused (503); then those still going end interrupted (a hub leaves a Hermes run going, to re-attach it at its next start) and a hub's sockets get goaway and up to 10s to close. A second signal stops at once")
 	f.str(&c.LogFormat, "log-format", "RUNHUB_LOG_FORMAT", "text", "log format: text (development) or json (production)")
 	f.str(&c.LogLevel, "log-level", "RUNHUB_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	f.str(&c.Profiles, "profiles", "RUNHUB_PROFILES", "", "runtime profile file, JSON (docs/profiles.md; empty: the simulator only)")
@@ -216,6 +220,9 @@ func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
 	}
 	if c.WaitTimeout <= 0 {
 		return fmt.Errorf("%s %v: want a positive duration", f.source("redis-wait-timeout"), c.WaitTimeout)
+	}
+	if err := f.checkBounds(c); err != nil {
+		return err
 	}
 	c.metricsAddrFrom, c.dataFrom = f.source("metrics-addr"), f.source("data")
 	if c.MetricsAddr != "" {
@@ -260,8 +267,8 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 	if cfg.JWTSecret != "" && cfg.JWTPublicKey != "" {
 		return cfg, fmt.Errorf("set RUNHUB_JWT_SECRET or RUNHUB_JWT_PUBLIC_KEY, not both")
 	}
-	if cfg.WSRate == 0 {
-		return cfg, fmt.Errorf("ws rate 0: want a positive rate, or a negative one for no limit")
+	if err := f.checkServeBounds(&cfg); err != nil {
+		return cfg, err
 	}
 	switch cfg.Runtime {
 	case "", RuntimeInProcess, RuntimeRunners:
@@ -319,7 +326,7 @@ func parseHealthcheckConfig(args []string, getenv func(string) string) (Healthch
 		return cfg, err
 	}
 	if cfg.Timeout <= 0 {
-		return cfg, fmt.Errorf("healthcheck timeout %v: want a positive duration", cfg.Timeout)
+		return cfg, fmt.Errorf("%s %v: want a positive duration", f.source("timeout"), cfg.Timeout)
 	}
 	return cfg, nil
 }

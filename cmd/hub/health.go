@@ -45,12 +45,12 @@ func (rt *procRuntime) ready(ctx context.Context) error {
 }
 
 // routeHealth serves GET /healthz (the process serves: always 200) and GET
-// /readyz (200 ready; 503 draining once draining reports true, or 503 with
-// what does not answer).
+// /readyz (200 ready; 503 draining once draining reports true or a
+// graceful stop began, or 503 with what does not answer).
 func routeHealth(e *echo.Echo, rt *procRuntime, draining func() bool) {
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", func(c echo.Context) error {
-		if draining() {
+		if draining() || rt.stopping.Load() {
 			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 		}
 		if err := rt.ready(c.Request().Context()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/hermeswebui"
 	"github.com/runhub/runhub/journal/bolt"
+	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/journal/redis"
 	"github.com/runhub/runhub/protocol"
 )
@@ -52,7 +54,7 @@ func parseImportConfig(args []string, getenv func(string) string) (ImportConfig,
 			if errors.Is(err, flag.ErrHelp) {
 				return cfg, err
 			}
-			return cfg, &flagError{cmd: "import", err: err}
+			return cfg, newFlagError(f, err)
 		}
 		if f.NArg() == 0 {
 			break
@@ -178,9 +180,9 @@ func Import(ctx context.Context, cfg ImportConfig, out, progress io.Writer) erro
 			continue
 		}
 		journals, jskips := hermeswebui.ReadRunJournals(cfg.StateDir, s.SessionID, hermeswebui.Limits{})
-		prompts, pskips := hermeswebui.Prompts(cfg.StateDir, s.SessionID, hermeswebui.Limits{})
+		subs, pskips := hermeswebui.Submissions(cfg.StateDir, s.SessionID, hermeswebui.Limits{})
 		sum.skip(append(jskips, pskips...)...)
-		ps := hermeswebui.Plan(hermeswebui.Input{Sidecar: s, Journals: journals, Prompts: prompts, Now: now})
+		ps := hermeswebui.Plan(hermeswebui.Input{Sidecar: s, Journals: journals, Submitted: subs, Now: now})
 		if len(ps.Runs) == 0 {
 			sum.skip(hermeswebui.Skip{Path: f.Path, Reason: "no messages and no run journal: nothing to import"})
 			continue
@@ -207,7 +209,11 @@ func Import(ctx context.Context, cfg ImportConfig, out, progress io.Writer) erro
 }
 
 // openImportStore opens the journal the hub uses: Redis with a URL, else
-// the bbolt file (which a running hub holds locked: stop it first).
+// the bbolt file (which a running hub holds locked: stop it first). A dry
+// run reads the journal too (what is imported already), so it needs that
+// lock as well; bbolt's lock is exclusive while a hub holds the file, so
+// there is no read-only way around it. A dry run into a data directory
+// without a journal reads an empty one in memory and creates nothing.
 func openImportStore(ctx context.Context, cfg ImportConfig) (hermeswebui.Store, func(), error) {
 	if cfg.RedisURL != "" {
 		rdb, err := redis.NewClient(cfg.RedisURL)
@@ -221,11 +227,19 @@ func openImportStore(ctx context.Context, cfg ImportConfig) (hermeswebui.Store, 
 		}
 		return s, func() { s.Close(); rdb.Close() }, nil
 	}
+	path := filepath.Join(cfg.Data, "journal.db")
+	if _, err := os.Stat(path); cfg.DryRun && errors.Is(err, fs.ErrNotExist) {
+		s := mem.New(mem.Options{})
+		return s, func() { s.Close() }, nil
+	}
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return nil, nil, err
 	}
-	s, err := bolt.Open(filepath.Join(cfg.Data, "journal.db"), bolt.Options{LockTimeout: 5 * time.Second})
+	s, err := bolt.Open(path, bolt.Options{LockTimeout: 5 * time.Second})
 	if errors.Is(err, bolt.ErrLocked) {
+		if cfg.DryRun {
+			return nil, nil, fmt.Errorf("%w: a dry run reads the journal too (what is imported already) and needs its lock: stop the hub that uses it, or dry-run on a copy of the data directory", err)
+		}
 		return nil, nil, fmt.Errorf("%w: stop the hub that uses it, or import into its Redis journal", err)
 	}
 	if err != nil {

@@ -25,11 +25,16 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal begins a graceful stop (the runs get the shutdown
+	// grace); a second one ends the process at once (its open runs end
+	// interrupted at the next start).
+	context.AfterFunc(ctx, stop)
 	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // runMain runs hub with args and returns its exit status: 0, 1 when the
-// command failed, 2 for a command line it cannot parse (after the usage).
+// command failed, 2 for a command line it cannot parse (one line, with the
+// hint of -h).
 // Help (-h, -help, --help, hub help [command]) goes to stdout with 0.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := run(ctx, args, stdout)
@@ -39,8 +44,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &fe):
-		fmt.Fprintf(stderr, "hub %s: %v\n\n", fe.cmd, fe.err)
-		printCommandUsage(stderr, fe.cmd)
+		fmt.Fprintf(stderr, "hub %s: %v; see 'hub %s -h'\n", fe.cmd, fe.err, fe.cmd)
 		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "hub: %v\n\n", ue)

@@ -25,10 +25,21 @@ import (
 // runs main, so process tests need no separate build.
 func TestMain(m *testing.M) {
 	if os.Getenv("RUNHUB_TEST_AS_HUB") == "1" {
+		envIgnored = testOnlyEnv
 		main()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// testOnlyEnv tells the RUNHUB_ variables only the tests read (their hub
+// children inherit them): no warning names them.
+func testOnlyEnv(name string) bool {
+	switch name {
+	case "RUNHUB_CHROMIUM", "RUNHUB_SCREENSHOTS_DIR":
+		return true
+	}
+	return strings.HasPrefix(name, "RUNHUB_TEST_") || strings.HasPrefix(name, "RUNHUB_MEASURE_")
 }
 
 // hubProcess is a hub running as a child process.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"sync/atomic"
 
 	"github.com/runhub/runhub/hub/metrics"
@@ -14,6 +15,7 @@ import (
 // so no run is left without a terminal event.
 func RunRunner(ctx context.Context, cfg RuntimeConfig) error {
 	log := newLogger(cfg.LogFormat, cfg.LogLevel)
+	warnUnknownEnv(log, os.Environ())
 	m := metrics.New(version)
 	if cfg.RedisURL != "" {
 		if err := waitRedis(ctx, cfg.RedisURL, log, nil); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -40,7 +41,9 @@ type procRuntime struct {
 	rdb    goredis.UniversalClient // Redis mode: one server or a Cluster
 	// writes watches the journal's writes for /readyz.
 	writes *writeHealth
-	log    *slog.Logger
+	// stopping: a graceful stop has begun (drainRuns); /readyz says draining.
+	stopping atomic.Bool
+	log      *slog.Logger
 
 	profiles *profile.Config // the runtime profiles (RUNHUB_PROFILES)
 	outbox   webhook.Outbox  // the journal's outbox (the backend itself, not its decorators)

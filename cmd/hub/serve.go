@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,10 +19,13 @@ import (
 	"github.com/runhub/runhub/web"
 )
 
-// Serve runs a hub until ctx ends, then shuts it down gracefully: goaway to
-// every socket, close 1012, in-process runs ended as interrupted, exit.
+// Serve runs a hub until ctx ends, then shuts it down gracefully: new runs
+// refused, in-process runs given the shutdown grace to finish (drain.go)
+// and those still going ended as interrupted, then goaway to every socket,
+// close 1012, exit.
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	log := newLogger(cfg.LogFormat, cfg.LogLevel)
+	warnUnknownEnv(log, os.Environ())
 	m := metrics.New(version)
 	hcfg := hub.Config{StatusInterval: cfg.StatusInterval, Logger: log, Metrics: m}
 	if err := cfg.Security.apply(&hcfg); err != nil {
@@ -104,8 +108,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	case <-ctx.Done():
 	}
+	drainRuns(rt, cfg.ShutdownGrace, log)
 	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), socketGrace(cfg.ShutdownGrace))
 	defer cancel()
 	if err := h.Shutdown(sctx); err != nil {
 		log.Warn("sockets did not close in time", "err", err)

@@ -54,7 +54,8 @@ func commandFlags(name string) *flagSet {
 
 // flagError is a command line a flag set cannot parse: an unknown flag, a
 // flag without its value, a value that does not parse, a stray argument.
-// hub prints the command's usage after it and exits 2.
+// hub prints it as one line, with the hint of the command's -h, and exits
+// 2 (the usage itself is 150 lines that would scroll the error away).
 type flagError struct {
 	cmd string
 	err error
@@ -75,7 +76,7 @@ func parseFlags(f *flagSet, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return &flagError{cmd: f.Name(), err: err}
+		return newFlagError(f, err)
 	}
 	if f.NArg() > 0 {
 		return &flagError{cmd: f.Name(), err: fmt.Errorf("unexpected arguments %v", f.Args())}

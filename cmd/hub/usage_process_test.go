@@ -87,21 +87,23 @@ func TestProcess_Help(t *testing.T) {
 	}
 }
 
-// A flag hub does not know, a flag without its value and an unknown
-// command print what is wrong and the usage on stderr and exit 2.
+// A flag hub does not know, a flag without its value and a stray argument
+// print one line saying what is wrong, with the hint of the command's -h,
+// on stderr and exit 2; an unknown command prints the commands.
 func TestProcess_BadCommandLine(t *testing.T) {
 	cases := []struct {
-		args []string
-		want []string
+		args  []string
+		want  []string
+		lines int
 	}{
-		{[]string{"-bogus"}, []string{"hub serve: flag provided but not defined: -bogus", "Usage: hub [serve]", "-addr string"}},
-		{[]string{"serve", "-addr"}, []string{"hub serve: flag needs an argument: -addr", "-addr string"}},
-		{[]string{"serve", "stray"}, []string{"hub serve: unexpected arguments [stray]", "Usage: hub [serve]"}},
-		{[]string{"runner", "-x"}, []string{"hub runner: flag provided but not defined: -x", "Usage: hub runner"}},
-		{[]string{"token", "-ttl", "forever"}, []string{"hub token: invalid value \"forever\" for flag -ttl", "Usage: hub token"}},
-		{[]string{"healthcheck", "-nope"}, []string{"hub healthcheck: flag provided but not defined: -nope", "Usage: hub healthcheck"}},
-		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "Commands:"}},
-		{[]string{"help", "frobnicate"}, []string{"help frobnicate: no such command", "Commands:"}},
+		{[]string{"-bogus"}, []string{"hub serve: flag provided but not defined: -bogus; see 'hub serve -h'"}, 1},
+		{[]string{"serve", "-addr"}, []string{"hub serve: flag needs an argument: -addr; see 'hub serve -h'"}, 1},
+		{[]string{"serve", "stray"}, []string{"hub serve: unexpected arguments [stray]; see 'hub serve -h'"}, 1},
+		{[]string{"runner", "-x"}, []string{"hub runner: flag provided but not defined: -x; see 'hub runner -h'"}, 1},
+		{[]string{"token", "-ttl", "forever"}, []string{"hub token: -ttl \"forever\": want a duration", "see 'hub token -h'"}, 1},
+		{[]string{"healthcheck", "-nope"}, []string{"hub healthcheck: flag provided but not defined: -nope; see 'hub healthcheck -h'"}, 1},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "Commands:"}, 0},
+		{[]string{"help", "frobnicate"}, []string{"help frobnicate: no such command", "Commands:"}, 0},
 	}
 	for _, c := range cases {
 		stdout, stderr, code := runHubCmd(t, nil, c.args...)
@@ -112,6 +114,9 @@ func TestProcess_BadCommandLine(t *testing.T) {
 			if !strings.Contains(stderr, w) {
 				t.Errorf("hub %v: stderr lacks %q:\n%s", c.args, w, stderr)
 			}
+		}
+		if n := strings.Count(stderr, "\n"); c.lines > 0 && n != c.lines {
+			t.Errorf("hub %v: %d lines on stderr, want %d:\n%s", c.args, n, c.lines, stderr)
 		}
 		if stdout != "" {
 			t.Errorf("hub %v: stdout %q, want nothing", c.args, stdout)

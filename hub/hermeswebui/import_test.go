@@ -106,9 +106,9 @@ func importDir(t *testing.T, dir string, w *hermeswebui.Writer) result {
 			continue
 		}
 		js, jskips := hermeswebui.ReadRunJournals(dir, s.SessionID, hermeswebui.Limits{})
-		prompts, pskips := hermeswebui.Prompts(dir, s.SessionID, hermeswebui.Limits{})
+		subs, pskips := hermeswebui.Submissions(dir, s.SessionID, hermeswebui.Limits{})
 		res.skips = append(append(res.skips, jskips...), pskips...)
-		o, err := w.Write(ctx, hermeswebui.Plan(hermeswebui.Input{Sidecar: s, Journals: js, Prompts: prompts, Now: now}))
+		o, err := w.Write(ctx, hermeswebui.Plan(hermeswebui.Input{Sidecar: s, Journals: js, Submitted: subs, Now: now}))
 		must(t, err)
 		res.skips = append(res.skips, o.RunSkips...)
 		res.outcomes[s.SessionID] = o
@@ -210,10 +210,10 @@ func snapshot(t *testing.T, store *bolt.Store, sids []string) map[string][]proto
 	return out
 }
 
-// A run journal replays row for row: the same seq and event_id, runhub's
-// type for its name, and the dialect gives back exactly the row WebUI
-// journaled (name, payload, created_at); the terminal row is the run's
-// terminal event.
+// A run journal replays row for row after its run.started (which carries
+// the turn journal's prompt): row n is seq n+1, runhub's type for its
+// name, and the dialect gives back exactly the row WebUI journaled (name,
+// payload, created_at); the terminal row is the run's terminal event.
 func TestImportJournalRoundTrip(t *testing.T) {
 	dir, conv := fixture(t)
 	store := openStore(t)
@@ -229,13 +229,20 @@ func TestImportJournalRoundTrip(t *testing.T) {
 			got = append(got, e)
 			return nil
 		}))
-		if len(got) != len(run.Rows) {
-			t.Fatalf("run %s: %d events, %d rows", run.ID, len(got), len(run.Rows))
+		if len(got) != len(run.Rows)+1 {
+			t.Fatalf("run %s: %d events, %d rows and run.started", run.ID, len(got), len(run.Rows))
+		}
+		started, err := protocol.DecodePayload[protocol.RunStartedPayload](&got[0])
+		if got[0].Type != protocol.EventRunStarted || err != nil || started.Message != run.Prompt || started.Source != hermeswebui.ImportSource {
+			t.Fatalf("run %s begins %s %+v, want run.started with the prompt %q", run.ID, got[0].Type, started, run.Prompt)
 		}
 		m := &hermeswebui.Mapper{}
+		if back := m.Map(&got[0]); len(back) != 0 {
+			t.Fatalf("run.started maps to WebUI events %+v", back)
+		}
 		for i, row := range run.Rows {
-			e := got[i]
-			if e.Seq != uint64(i+1) || e.EventID != run.ID+":"+itoa(i+1) {
+			e := got[i+1]
+			if e.Seq != uint64(i+2) || e.EventID != run.ID+":"+itoa(i+2) {
 				t.Fatalf("run %s row %d: seq %d id %s", run.ID, i+1, e.Seq, e.EventID)
 			}
 			if want, ok := types[row.Event]; ok && e.Type != want {
@@ -269,7 +276,7 @@ func TestImportJournalRoundTrip(t *testing.T) {
 	}
 	// The lost run gets the terminal WebUI would have made up.
 	rm, err := store.Run(ctx, "deadbeefdeadbeefdeadbeefdeadbeef")
-	if err != nil || rm.LastSeq != 2 || rm.TerminalType != protocol.EventError {
+	if err != nil || rm.LastSeq != 3 || rm.TerminalType != protocol.EventError {
 		t.Fatalf("lost run: %+v %v", rm, err)
 	}
 }
@@ -436,7 +443,7 @@ func TestImportDryRunAndResume(t *testing.T) {
 		t.Fatalf("resumed import: %+v", o)
 	}
 	rm, err := store.Run(ctx, conv.Runs[0].ID)
-	if err != nil || !rm.Terminal || rm.LastSeq != uint64(len(conv.Runs[0].Rows)) {
+	if err != nil || !rm.Terminal || rm.LastSeq != uint64(len(conv.Runs[0].Rows)+1) {
 		t.Fatalf("resumed run: %+v %v", rm, err)
 	}
 }

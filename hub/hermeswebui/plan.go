@@ -46,7 +46,13 @@ type PlannedSession struct {
 type Input struct {
 	Sidecar  *Sidecar
 	Journals []RunJournal
-	Prompts  map[string]string // stream id → submitted prompt (turn journal)
+	// Submitted is the turn journal's submitted row of each run, by stream
+	// id (Submissions): a journal is matched to its turn by it.
+	Submitted map[string]Submission
+	// Prompts is the submitted prompt of each run by stream id, without
+	// the times (Prompts), for callers that read only those; Submitted
+	// wins.
+	Prompts map[string]string
 	// Now is the import's time: the time of each run's terminal event, so
 	// the hub's retention counts from the import (the original time stays
 	// in the event's webui.created_at).
@@ -103,25 +109,32 @@ func Plan(in Input) PlannedSession {
 			turns = append(turns, turn{user: &Message{Role: "user", Content: raw}, at: at})
 		}
 	}
+	subs := in.Submitted
+	if subs == nil {
+		subs = map[string]Submission{}
+		for id, p := range in.Prompts {
+			subs[id] = Submission{Prompt: p}
+		}
+	}
 	covered := make([]*RunJournal, len(turns))
 	type item struct {
 		at  float64
 		run PlannedRun
 	}
 	var items []item
+	match := matchJournals(turns, in.Journals, subs)
 	for k := range in.Journals {
 		j := &in.Journals[k]
-		i := coveringTurn(turns, j.Start())
-		if i >= 0 && covered[i] == nil {
+		i := match[k]
+		if i >= 0 {
 			covered[i] = j
-		} else {
-			i = -1
 		}
-		prompt := in.Prompts[j.RunID]
-		if prompt == "" && i >= 0 && turns[i].user != nil {
-			prompt = turns[i].user.Text()
+		sub := subs[j.RunID]
+		sub.Prompt = barePrompt(sub.Prompt)
+		if sub.Prompt == "" && i >= 0 && turns[i].user != nil {
+			sub.Prompt = turns[i].user.Text()
 		}
-		items = append(items, item{j.Start(), journalRun(s, j, prompt, in.Now)})
+		items = append(items, item{j.Start(), journalRun(s, j, sub, in.Now)})
 	}
 	for i, t := range turns {
 		if covered[i] != nil {
@@ -147,30 +160,6 @@ func Plan(in Input) PlannedSession {
 		last.Request, _ = json.Marshal(req)
 	}
 	return ps
-}
-
-// coveringTurn is the turn a run that started at start belongs to: the
-// last turn whose user message was sent before it (a little slack for
-// clocks), provided the next turn had not begun; -1 when none.
-func coveringTurn(turns []turn, start float64) int {
-	found := -1
-	for i, t := range turns {
-		if t.at > 0 && t.at <= start+2 {
-			found = i
-		}
-	}
-	if found < 0 {
-		return -1
-	}
-	for k := found + 1; k < len(turns); k++ {
-		if turns[k].at > 0 {
-			if start >= turns[k].at {
-				return -1
-			}
-			break
-		}
-	}
-	return found
 }
 
 // runID is a synthesized run's id: the session id and the turn, within the

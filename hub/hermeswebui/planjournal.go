@@ -7,13 +7,25 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// journalRun replays a run journal: row n becomes event seq n (names mapped
-// to runhub's types, the row kept whole under webui), the last row the
-// terminal event; a journal without a terminal row gets one more event,
-// as WebUI itself reports such a run (interrupted).
-func journalRun(s *Sidecar, j *RunJournal, prompt string, now float64) PlannedRun {
+// journalRun replays a run journal: run.started with the turn's prompt
+// first (seq 1, at the time WebUI took the prompt), then row n as event
+// seq n+1 (names mapped to runhub's types, the row kept whole under
+// webui), the last row the terminal event; a journal without a terminal
+// row gets one more event, as WebUI itself reports such a run
+// (interrupted).
+func journalRun(s *Sidecar, j *RunJournal, sub Submission, now float64) PlannedRun {
 	id, sid := j.RunID, s.SessionID
-	r := PlannedRun{ID: id, CreatedAt: j.Start(), Request: request(s, prompt, "run journal"), From: j.Path}
+	r := PlannedRun{ID: id, CreatedAt: j.Start(), Request: request(s, sub.Prompt, "run journal"), From: j.Path}
+	startAt := j.Start()
+	if sub.At > 0 && sub.At <= startAt {
+		startAt = sub.At
+	}
+	provider := ""
+	if s.ModelProvider != nil {
+		provider = *s.ModelProvider
+	}
+	r.Events = append(r.Events, event(id, sid, protocol.EventRunStarted, startAt, protocol.RunStartedPayload{Message: sub.Prompt,
+		Model: s.Model, Provider: provider, Workspace: s.Workspace, Toolsets: nonNil(s.EnabledToolsets), Source: ImportSource}))
 	tids := map[string][]string{} // open tool ids by name
 	var usage *protocol.Usage
 	sawDone := false
@@ -144,7 +156,7 @@ func journalRun(s *Sidecar, j *RunJournal, prompt string, now float64) PlannedRu
 			r.Events = append(r.Events, event(id, sid, protocol.EventDone, now, protocol.DonePayload{Status: "completed", Usage: u}))
 		} else {
 			r.Events = append(r.Events, event(id, sid, protocol.EventError, now, protocol.ErrorPayload{Code: protocol.ErrorInterrupted,
-				Message: "the run's journal ends without a terminal event (lost worker)", Terminal: true, LastSeq: uint64(len(j.Rows))}))
+				Message: "the run's journal ends without a terminal event (lost worker)", Terminal: true, LastSeq: uint64(len(r.Events))}))
 		}
 	}
 	return r

@@ -217,17 +217,6 @@ func (w *webui) start(c echo.Context) (err error) {
 	return c.JSON(http.StatusOK, out)
 }
 
-// startControls are the controls a run just started offers, as WebUI's
-// start answer lists them: cancel, queue and goal, less what the profile's
-// driver cannot do.
-func startControls(caps adapter.Capabilities, prof string) []string {
-	controls := []string{protocol.OpCancel, protocol.OpQueue, protocol.OpGoal}
-	if c := caps.Resolve(prof, ""); c.Known {
-		controls = protocol.OfferedControls(controls, c.Caps)
-	}
-	return controls
-}
-
 // webuiMetadata is a start's metadata: WebUI's, with its model provider
 // and source under hermes_webui.
 func webuiMetadata(raw json.RawMessage, provider, source string) (json.RawMessage, error) {

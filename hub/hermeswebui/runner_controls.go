@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/protocol"
@@ -36,6 +37,17 @@ func (w *webui) control(c echo.Context, m *protocol.Control) error {
 		body["event_id"] = res.EventID
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// startControls are the controls a run just started offers, as WebUI's
+// start answer lists them: cancel, queue and goal, less what the profile's
+// driver cannot do.
+func startControls(caps adapter.Capabilities, prof string) []string {
+	controls := []string{protocol.OpCancel, protocol.OpQueue, protocol.OpGoal}
+	if c := caps.Resolve(prof, ""); c.Known {
+		controls = protocol.OfferedControls(controls, c.Caps)
+	}
+	return controls
 }
 
 func (w *webui) cancel(c echo.Context) error {

@@ -366,17 +366,37 @@ func readRunJournal(path, runID, sid string, limit int64) (RunJournal, error) {
 	return j, nil
 }
 
-// Prompts reads the turn journal of session sid (every pid shard and the
-// legacy file): the exact submitted prompt of each run, by stream id. A
-// line that does not parse is skipped and its file reported.
+// Submission is a turn journal's submitted row: the exact prompt of a
+// turn, when WebUI took it, and the turn's id.
+type Submission struct {
+	Prompt string
+	At     float64 // the row's created_at (epoch seconds; 0: none)
+	TurnID string
+}
+
+// Prompts reads the turn journal of session sid: the exact submitted
+// prompt of each run, by stream id (Submissions without the times).
 func Prompts(stateDir, sid string, lim Limits) (map[string]string, []Skip) {
+	subs, skips := Submissions(stateDir, sid, lim)
+	out := make(map[string]string, len(subs))
+	for id, s := range subs {
+		out[id] = s.Prompt
+	}
+	return out, skips
+}
+
+// Submissions reads the turn journal of session sid (every pid shard and
+// the legacy file): the submitted row of each run, by stream id (WebUI's
+// run journal is named by it). A line that does not parse is skipped and
+// its file reported.
+func Submissions(stateDir, sid string, lim Limits) (map[string]Submission, []Skip) {
 	lim = lim.orDefault()
 	dir := filepath.Join(stateDir, "sessions", "_turn_journal")
 	paths, _ := filepath.Glob(filepath.Join(dir, globEscape(sid)+"~*.jsonl"))
 	if _, err := os.Stat(filepath.Join(dir, sid+".jsonl")); err == nil {
 		paths = append(paths, filepath.Join(dir, sid+".jsonl"))
 	}
-	out := map[string]string{}
+	out := map[string]Submission{}
 	var skips []Skip
 	for _, p := range paths {
 		data, err := readBounded(p, lim.JournalBytes)
@@ -390,9 +410,11 @@ func Prompts(stateDir, sid string, lim Limits) (map[string]string, []Skip) {
 				continue
 			}
 			var r struct {
-				Event    string `json:"event"`
-				StreamID string `json:"stream_id"`
-				Content  string `json:"content"`
+				Event     string  `json:"event"`
+				StreamID  string  `json:"stream_id"`
+				TurnID    string  `json:"turn_id"`
+				Content   string  `json:"content"`
+				CreatedAt float64 `json:"created_at"`
 			}
 			if json.Unmarshal(ln, &r) != nil {
 				bad++
@@ -402,7 +424,7 @@ func Prompts(stateDir, sid string, lim Limits) (map[string]string, []Skip) {
 				continue
 			}
 			if r.Event == "submitted" && r.StreamID != "" {
-				out[r.StreamID] = r.Content
+				out[r.StreamID] = Submission{Prompt: r.Content, At: r.CreatedAt, TurnID: r.TurnID}
 			}
 		}
 	}

@@ -121,6 +121,18 @@ const dirtyItems = new Set();
 let paneDirty = true;
 let orderDirty = false;
 let stickToBottom = true;
+// endState is where the transcript was when last measured (after each
+// render and scroll): at its end or not, and the height of its area. When
+// that height changes (the queue panel opens, the dock grows), the
+// distance to the end grows without the user scrolling: one who was at
+// the end is still following the stream.
+const endState = { atEnd: true, height: 0 };
+
+function measureEnd() {
+  const sc = els.scroll;
+  endState.atEnd = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48;
+  endState.height = sc.clientHeight;
+}
 
 const viewCtx = (sid) => ({
   status: () => rh.sessions.get(sid),
@@ -204,9 +216,13 @@ function schedule() {
 
 function render() {
   const sc = els.scroll;
-  const atBottom = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48;
+  const resized = sc.clientHeight !== endState.height;
+  const atBottom = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48 || (resized && endState.atEnd);
   let grew = false;
   for (const v of views.values()) if (v.flush(rh.replaying && catchUp.hold(v.sessionId))) grew = grew || v.sessionId === focused;
+  // Text that arrived before the socket went down but is rendered after
+  // brings no caret back: nothing streams while offline.
+  if (!online) for (const v of views.values()) v.stopCarets();
   const statusChanged = dirtyItems.size > 0;
   for (const sid of dirtyItems) renderItem(sid);
   dirtyItems.clear();
@@ -220,7 +236,10 @@ function render() {
     } else {
       els.jump.hidden = false;
     }
+  } else if (resized && endState.atEnd) {
+    sc.scrollTop = sc.scrollHeight;
   }
+  measureEnd();
 }
 
 // ---- connection ----------------------------------------------------------
@@ -774,11 +793,19 @@ els.jump.addEventListener("click", () => {
 });
 els.scroll.addEventListener("scroll", () => {
   const sc = els.scroll;
-  if (sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48) els.jump.hidden = true;
+  measureEnd();
+  if (endState.atEnd) els.jump.hidden = true;
   // Near the top: page the session's earlier runs in.
   const v = focused && views.get(focused);
   if (v && sc.scrollTop < 300) pageHistory(v, false);
 });
+
+// The transcript's area shrinks when the dock grows (the queue panel
+// opens): a user who was at the end stays at it.
+new ResizeObserver(() => {
+  if (endState.atEnd && focused && els.scroll.clientHeight !== endState.height) els.scroll.scrollTop = els.scroll.scrollHeight;
+  measureEnd();
+}).observe(els.scroll);
 
 // pageHistory loads the next page of a session's earlier runs (the first
 // page, or on request, always; later ones while the user is near the top),

@@ -54,21 +54,42 @@ export class SessionView {
   }
 
   // runView returns the run's view, making it in its place: runs are shown
-  // oldest first, and run ids (UUIDv7) sort by creation.
-  runView(runId) {
+  // oldest first, by when they started. startedAt (epoch seconds) is the
+  // run's start when the caller knows it (its run.started, its summary),
+  // else the time of the first event seen of it, until a better one comes.
+  // Run ids are no order: an imported run keeps WebUI's random hex id.
+  runView(runId, startedAt, exact = false) {
     let run = this.runs.get(runId);
-    if (run) return run;
+    if (run) {
+      if (startedAt && exact && (!run.startExact || run.startedAt !== startedAt)) {
+        run.startedAt = startedAt;
+        run.startExact = true;
+        this.place(run);
+      }
+      return run;
+    }
     run = new RunView(this, runId);
+    run.startedAt = startedAt || 0;
+    run.startExact = !!(startedAt && exact);
     this.runs.set(runId, run);
+    this.place(run);
+    return run;
+  }
+
+  // place puts a run's section among the others by start (then id, for
+  // runs that started at the same time).
+  place(run) {
+    run.el.dataset.startedAt = String(run.startedAt);
     let next = null;
     for (const el of this.runsEl.children) {
-      if (el.dataset.runId > runId) {
+      if (el === run.el) continue;
+      const other = this.runs.get(el.dataset.runId);
+      if (other && runBefore(run, other)) {
         next = el;
         break;
       }
     }
-    this.runsEl.insertBefore(run.el, next);
-    return run;
+    if (next !== run.el.nextSibling || run.el.parentNode !== this.runsEl) this.runsEl.insertBefore(run.el, next);
   }
 
   // loadOlder reads the next page of earlier runs (GET /v1/sessions/{sid}/runs)
@@ -108,7 +129,7 @@ export class SessionView {
           this.ctx.keepScroll(this, () => {
             for (const [sum, events] of loaded) {
               added = added || !this.runs.has(sum.run_id);
-              const run = this.runView(sum.run_id);
+              const run = this.runView(sum.run_id, sum.created_at, true);
               for (const e of events) {
                 try {
                   run.apply(e, true);
@@ -172,7 +193,7 @@ export class SessionView {
     const batch = this.pending;
     this.pending = [];
     for (const e of batch) {
-      const run = this.runView(e.run_id);
+      const run = this.runView(e.run_id, e.created_at, e.type === "run.started");
       try {
         run.apply(e);
       } catch (err) {
@@ -212,6 +233,16 @@ export class SessionView {
       }
     }
   }
+}
+
+// runBefore reports whether run a is shown above run b: it started
+// earlier (a run whose start is not known yet goes last), or at the same
+// time with a smaller id.
+function runBefore(a, b) {
+  const x = a.startedAt || Infinity;
+  const y = b.startedAt || Infinity;
+  if (x !== y) return x < y;
+  return a.id < b.id;
 }
 
 class RunView {
