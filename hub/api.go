@@ -54,9 +54,15 @@ type API interface {
 	// is taken) and tells the tabs that watch its owner.
 	CreateSession(ctx context.Context, meta journal.SessionMeta) error
 	// OpenSession returns session sid, creating it for subject when it does
-	// not exist. It does not check the owner: a session of another subject
-	// is returned as it is, for the edge to refuse as its dialect says.
-	OpenSession(ctx context.Context, subject, sid string) (journal.SessionMeta, error)
+	// not exist (created). It does not check the owner: a session of
+	// another subject is returned as it is, for the edge to refuse as its
+	// dialect says. An edge that created a session for a start that is then
+	// refused discards it (DiscardSession): a refused request leaves
+	// nothing behind.
+	OpenSession(ctx context.Context, subject, sid string) (meta journal.SessionMeta, created bool, err error)
+	// DiscardSession deletes a session OpenSession created for a start
+	// that was refused, unless it has a run by then; failures are logged.
+	DiscardSession(ctx context.Context, sid string)
 
 	// Controls.
 
@@ -170,26 +176,43 @@ func (h *Hub) CreateSession(ctx context.Context, meta journal.SessionMeta) error
 }
 
 // OpenSession returns session sid, creating it for subject when new.
-func (h *Hub) OpenSession(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
+func (h *Hub) OpenSession(ctx context.Context, subject, sid string) (journal.SessionMeta, bool, error) {
 	for range 2 {
 		meta, err := h.store.Session(ctx, sid)
 		switch {
 		case err == nil:
-			return meta, nil
+			return meta, false, nil
 		case !errors.Is(err, journal.ErrNotFound):
-			return meta, h.PublicError(err)
+			return meta, false, h.PublicError(err)
 		}
 		meta = journal.SessionMeta{ID: sid, Owner: subject, CreatedAt: protocol.Timestamp(time.Now())}
 		err = h.CreateSession(ctx, meta)
 		if err == nil {
-			return meta, nil
+			return meta, true, nil
 		}
 		if !errors.Is(err, journal.ErrExists) {
-			return meta, h.PublicError(err)
+			return meta, false, h.PublicError(err)
 		}
 		// Created meanwhile (by this caller's retry, or another caller): look again.
 	}
-	return journal.SessionMeta{}, protocol.Errorf(protocol.CodeConflict, "the session is being created; retry")
+	return journal.SessionMeta{}, false, protocol.Errorf(protocol.CodeConflict, "the session is being created; retry")
+}
+
+// DiscardSession deletes session sid, created for a start that was
+// refused, unless it has a run or a queued message meanwhile (a
+// concurrent request of the same client used it; the journal refuses to
+// delete a session with an active run, atomically with BeginRun); it goes
+// on when the request's context has ended.
+func (h *Hub) DiscardSession(ctx context.Context, sid string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ControlTimeout)
+	defer cancel()
+	meta, err := h.store.Session(ctx, sid)
+	if err != nil || len(meta.Runs) > 0 || len(meta.Queue) > 0 {
+		return
+	}
+	if err := h.store.DeleteSession(ctx, sid); err != nil && !errors.Is(err, journal.ErrNotFound) && !errors.Is(err, journal.ErrConflict) {
+		h.log.Warn("discard a refused start's session", "session_id", sid, "err", err)
+	}
 }
 
 // StartRun starts a run for subject under the hub's limit of runs. Errors

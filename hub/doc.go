@@ -15,7 +15,8 @@
 //   - the sessions and runs a subject may see: ReadSession and ReadRun
 //     (ErrUnknown for what does not exist or is another's: never which),
 //     Sessions and SessionStatus (with presence), StatusOf, CreateSession
-//     and OpenSession (get or create under a client's id);
+//     OpenSession (get or create under a client's id) and DiscardSession
+//     (a refused start leaves no session behind);
 //   - a control as one value: Control answers its ControlResult (StartRun
 //     and GetRun for the HTTP API's start and run status);
 //   - a run's events from a cursor, then live until the terminal event:

@@ -54,7 +54,8 @@ const maxAGUIRuns = 4096
 // POST finds the run its first attempt started.
 const aguiMetaKey = "agui"
 
-func (h *edge) aguiPost(c echo.Context) error {
+func (h *edge) aguiPost(c echo.Context) (err error) {
+	started := false // a run of this request started
 	ctx := c.Request().Context()
 	p := h.core.Caller(c)
 	var in aguiInput
@@ -100,9 +101,17 @@ func (h *edge) aguiPost(c echo.Context) error {
 			return err
 		}
 	}
-	sess, err := interop.ChatSession(ctx, h.core, p.Subject, "threadId", thread)
+	sess, created, err := interop.ChatSession(ctx, h.core, p.Subject, "threadId", thread)
 	if err != nil {
 		return err
+	}
+	if created {
+		// A new thread is kept only by the run it was made for.
+		defer func() {
+			if !started {
+				h.core.DiscardSession(ctx, thread)
+			}
+		}()
 	}
 	key := p.Subject + "\x00" + thread + "\x00" + runID
 	// A runId already used answers that AG-UI run again (a retry).
@@ -146,6 +155,7 @@ func (h *edge) aguiPost(c echo.Context) error {
 		}
 		return httpx.ControlResult(c, res, nil, http.StatusOK)
 	}
+	started = true
 	t := aguiTurn{Run: res.RunID}
 	h.runs.Put(key, t)
 	return h.aguiStream(c, p, thread, runID, t, pos)

@@ -109,10 +109,14 @@ func (h *edge) aisdkChat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := interop.ChatSession(ctx, h.core, p.Subject, "id", *req.ID); err != nil {
+	_, created, err := interop.ChatSession(ctx, h.core, p.Subject, "id", *req.ID)
+	if err != nil {
 		return err
 	}
 	res, err := interop.StartChatRun(ctx, h.core, p.Subject, *req.ID, text, opts, nil)
+	if created && (err != nil || res.Status != protocol.ResultAccepted) {
+		h.core.DiscardSession(ctx, *req.ID) // a refused start leaves no chat behind
+	}
 	if err != nil {
 		return err
 	}

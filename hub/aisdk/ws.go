@@ -265,9 +265,10 @@ func (s *aisdkSocket) start(reqID string, req *chatRequest) {
 	if !s.reserve(reqID) {
 		return
 	}
+	created := false
 	opts, err := interop.DecodeStartOptions(req.Runhub, "body.runhub")
 	if err == nil {
-		_, err = interop.ChatSession(s.ctx, s.h.core, s.subject, "id", *req.ID)
+		_, created, err = interop.ChatSession(s.ctx, s.h.core, s.subject, "id", *req.ID)
 	}
 	var res protocol.ControlResult
 	if err == nil {
@@ -277,6 +278,9 @@ func (s *aisdkSocket) start(reqID string, req *chatRequest) {
 	}
 	if err == nil && res.Status != protocol.ResultAccepted {
 		err = errors.New(res.Message)
+	}
+	if err != nil && created {
+		s.h.core.DiscardSession(s.ctx, *req.ID) // a refused start leaves no chat behind
 	}
 	if err != nil {
 		s.release(reqID)

@@ -185,11 +185,14 @@ func (w *webui) start(c echo.Context) (err error) {
 			return &protocol.Error{Code: protocol.CodeUnsupported, Field: "attachments", Message: res.Message}
 		}
 	}
-	meta, err := w.session(ctx, subject, sid)
+	meta, created, err := w.session(ctx, subject, sid)
 	if err != nil {
 		return err
 	}
 	res, err := w.core.Control(ctx, subject, &m, "")
+	if created && (err != nil || !res.Accepted) {
+		w.core.DiscardSession(ctx, sid) // a refused start leaves no session behind
+	}
 	if err != nil {
 		return err
 	}
@@ -269,16 +272,17 @@ func attachments(in []json.RawMessage) []protocol.Attachment {
 }
 
 // session loads the WebUI session sid of subject, creating it on first use
-// under the same id. A session of another subject reads as unknown.
-func (w *webui) session(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
-	meta, err := w.core.OpenSession(ctx, subject, sid)
+// under the same id (created). A session of another subject reads as
+// unknown.
+func (w *webui) session(ctx context.Context, subject, sid string) (journal.SessionMeta, bool, error) {
+	meta, created, err := w.core.OpenSession(ctx, subject, sid)
 	if err != nil {
-		return meta, err
+		return meta, false, err
 	}
 	if meta.Owner != subject {
-		return meta, hub.ErrUnknown
+		return meta, false, hub.ErrUnknown
 	}
-	return meta, nil
+	return meta, created, nil
 }
 
 // parseWebUICursor reads an events cursor: "" (from the start), a bare seq

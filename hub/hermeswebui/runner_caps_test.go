@@ -1,6 +1,7 @@
 package hermeswebui_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/runhub/runhub/hub/hermeswebui"
 	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/internal/webuiclient"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -41,4 +43,20 @@ func TestWebUIActiveControlsFollowCapabilities(t *testing.T) {
 		t.Fatalf("a running run offers %v: cancel is not the driver's", run.ActiveControls)
 	}
 	hubtest.WaitTerminal(t, th.Hub, st.RunID)
+}
+
+// A start the runtime refuses (the simulator's script is invalid) leaves
+// no WebUI session behind: the session made for it is discarded.
+func TestWebUIRefusedStartCreatesNothing(t *testing.T) {
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
+	c := webuiclient.New(th.runner, "")
+	ctx := hubtest.Ctx(t, 30*time.Second)
+	_, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "s-refused", Message: "hi",
+		Metadata: simMeta(map[string]any{"tokens": -5})})
+	if err == nil {
+		t.Fatal("a start with an invalid script was accepted")
+	}
+	if m, err := th.Store.Session(ctx, "s-refused"); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("the refused start left session %+v (%v)", m, err)
+	}
 }

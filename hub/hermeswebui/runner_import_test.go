@@ -65,11 +65,13 @@ func TestWebUIImportedReplay(t *testing.T) {
 			}
 		}
 		hubtest.CheckRun(t, got, run.ID)
-		if len(got) != len(run.Rows) {
-			t.Fatalf("run %s: %d events over the socket, %d rows", run.ID, len(got), len(run.Rows))
+		// An imported run begins with run.started (its prompt), then a
+		// journal event per WebUI row.
+		if len(got) != len(run.Rows)+1 || got[0].Type != protocol.EventRunStarted {
+			t.Fatalf("run %s: %d events over the socket (first %s), run.started and %d rows", run.ID, len(got), got[0].Type, len(run.Rows))
 		}
 		for i, row := range run.Rows {
-			e := got[i]
+			e := got[i+1]
 			var p struct {
 				Webui struct {
 					Event     string          `json:"event"`
@@ -80,7 +82,7 @@ func TestWebUIImportedReplay(t *testing.T) {
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
 				t.Fatal(err)
 			}
-			if e.EventID != protocol.EventID(run.ID, uint64(i+1)) || p.Webui.Event != row.Event || p.Webui.CreatedAt != row.At ||
+			if e.EventID != protocol.EventID(run.ID, uint64(i+2)) || p.Webui.Event != row.Event || p.Webui.CreatedAt != row.At ||
 				(!e.Terminal && e.CreatedAt != row.At) || !sameJSON(t, p.Webui.Payload, row.Payload) {
 				t.Fatalf("run %s row %d (%s): event %s %s at %v, kept %+v", run.ID, i+1, row.Event, e.EventID, e.Type, e.CreatedAt, p.Webui)
 			}
@@ -96,8 +98,8 @@ func TestWebUIImportedReplay(t *testing.T) {
 		}
 		for i, row := range run.Rows {
 			e := es.Events[i]
-			if e["event"] != row.Event || e["type"] != row.Event || e["event_id"] != protocol.EventID(run.ID, uint64(i+1)) ||
-				e["seq"] != float64(i+1) || e["created_at"] != row.At || !sameJSON(t, mustMarshal(e["payload"]), row.Payload) {
+			if e["event"] != row.Event || e["type"] != row.Event || e["event_id"] != protocol.EventID(run.ID, uint64(i+2)) ||
+				e["seq"] != float64(i+2) || e["created_at"] != row.At || !sameJSON(t, mustMarshal(e["payload"]), row.Payload) {
 				t.Fatalf("run %s row %d: %v, want %s %v", run.ID, i+1, e, row.Event, row.Payload)
 			}
 		}

@@ -25,24 +25,25 @@ func errForeignThread(field string) *protocol.Error {
 }
 
 // ChatSession returns the session id names for subject, creating it when
-// it does not exist; field is the request field that named it. Another
-// subject's session is refused with forbidden.
-func ChatSession(ctx context.Context, core hub.API, subject, field, id string) (journal.SessionMeta, error) {
+// it does not exist (created: the caller discards it, core.DiscardSession,
+// when the start it was made for is refused); field is the request field
+// that named it. Another subject's session is refused with forbidden.
+func ChatSession(ctx context.Context, core hub.API, subject, field, id string) (meta journal.SessionMeta, created bool, err error) {
 	if err := protocol.ValidID(id); err != nil {
 		pe := err.(*protocol.Error)
-		return journal.SessionMeta{}, httpx.FieldErr(pe.Code, field, "%s", pe.Message)
+		return journal.SessionMeta{}, false, httpx.FieldErr(pe.Code, field, "%s", pe.Message)
 	}
-	meta, err := core.OpenSession(ctx, subject, id)
+	meta, created, err = core.OpenSession(ctx, subject, id)
 	var pe *protocol.Error
 	switch {
 	case errors.As(err, &pe) && pe.Code == protocol.CodeConflict:
-		return meta, protocol.Errorf(protocol.CodeConflict, "%s: the session is being created; retry", field)
+		return meta, false, protocol.Errorf(protocol.CodeConflict, "%s: the session is being created; retry", field)
 	case err != nil:
-		return meta, err
+		return meta, false, err
 	case meta.Owner != subject:
-		return meta, errForeignThread(field)
+		return meta, false, errForeignThread(field)
 	}
-	return meta, nil
+	return meta, created, nil
 }
 
 // StartOptions are the runhub start fields a client passes beside its

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/aisdk"
 	"github.com/runhub/runhub/hub/hubtest"
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -67,9 +69,7 @@ func TestAGUIRun_BadInput(t *testing.T) {
 			t.Errorf("%s: field %q, want %q (%s)", c.name, e.Field, c.field, body)
 		}
 	}
-	if m, err := th.Store.Session(context.Background(), "t-bad"); err == nil && len(m.Runs) > 0 {
-		t.Errorf("bad input started runs %v", m.Runs)
-	}
+	noSession(t, th, "t-bad")
 
 	// A resume of a prompt already answered gets the control's own answer,
 	// and no second run.
@@ -178,12 +178,42 @@ func TestAISDK_BadInput(t *testing.T) {
 			t.Errorf("%s: field %q, want %q (%s)", c.name, e.Field, c.field, body)
 		}
 	}
-	if m, err := th.Store.Session(context.Background(), "c-bad"); err == nil && len(m.Runs) > 0 {
-		t.Errorf("bad input started runs %v", m.Runs)
-	}
+	noSession(t, th, "c-bad")
 	if code, body := hubtest.RawDo(t, "GET", url+"/a.b%20c/stream", "", nil); code != 400 || errorOf(t, body).Field != "id" {
 		t.Errorf("GET a malformed chat id: %d %s", code, body)
 	}
+}
+
+// noSession checks that refused requests left nothing of thread sid: no
+// session in the journal, none listed.
+func noSession(t *testing.T, th *hubtest.Hub, sid string) {
+	t.Helper()
+	if m, err := th.Store.Session(context.Background(), sid); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("refused requests left session %s: %+v (%v)", sid, m, err)
+	}
+	var list protocol.SessionList
+	hubtest.Do(t, "GET", th.URL+"/v1/sessions", "", nil, &list)
+	for _, st := range list.Sessions {
+		if st.SessionID == sid {
+			t.Errorf("GET /v1/sessions lists the refused thread %s", sid)
+		}
+	}
+}
+
+// A send over the WebSocket transport that is refused (an unknown
+// profile) answers an error frame and leaves no session behind.
+func TestAISDKWS_RefusedSendCreatesNothing(t *testing.T) {
+	th := newTestHub(t, hub.Config{})
+	f, _, err := dialAISDK(t, th, "", aisdk.AISDKSubprotocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.send(`{"type":"send","requestId":"x","id":"chat-refused","trigger":"submit-message","messages":` + userMsg +
+		`,"headers":{},"body":{"runhub":{"profile":"nope"}}}`)
+	if fr := f.read(); fr.Type != "error" || fr.RequestID != "x" || !strings.Contains(fr.ErrorText, "profile") {
+		t.Fatalf("refused send answered %+v", fr)
+	}
+	noSession(t, th, "chat-refused")
 }
 
 // wsFrames is a test client of /v1/aisdk/ws.
