@@ -117,8 +117,10 @@ type Edge interface {
 var _ API = (*Hub)(nil)
 
 // Routes registers the tab socket (GET /v1/ws) on e, then every edge's
-// routes.
+// routes, and answers the CORS preflights of their paths (CheckOrigin adds
+// CORS headers to the answers).
 func (h *Hub) Routes(e *echo.Echo, edges ...Edge) {
+	e.Pre(h.preflight)
 	e.GET("/v1/ws", echo.WrapHandler(http.HandlerFunc(h.ServeWS)))
 	for _, edge := range edges {
 		edge.Mount(e, h)

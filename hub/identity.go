@@ -3,6 +3,8 @@ package hub
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -90,13 +92,49 @@ func (h *Hub) Caller(c echo.Context) Principal {
 }
 
 // CheckOrigin refuses browser requests from another site (CSRF on the HTTP
-// API, cross-site WebSocket hijacking on the upgrade).
+// API, cross-site WebSocket hijacking on the upgrade); a request from an
+// allowed other origin (Config.OriginPatterns) gets the CORS headers that
+// let its page read the answer.
 func (h *Hub) CheckOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if err := h.OriginAllowed(c.Request()); err != nil {
+		r := c.Request()
+		if err := h.OriginAllowed(r); err != nil {
 			return err
 		}
+		if origin := httpx.CrossOrigin(r); origin != "" {
+			httpx.AllowCORS(c.Response().Header(), origin)
+		}
 		return next(c)
+	}
+}
+
+// preflight answers a CORS preflight (OPTIONS with Origin and
+// Access-Control-Request-Method) from an allowed other origin on a routed
+// path: 204 with the path's methods and the headers a page may send. A
+// path whose routes answer OPTIONS themselves (an edge with its own CORS
+// rules), a request from an origin not allowed, and any other request go
+// on as they would (an OPTIONS then gets 204 with Allow and no CORS
+// headers: the browser refuses the request).
+func (h *Hub) preflight(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		origin := httpx.CrossOrigin(r)
+		if r.Method != http.MethodOptions || origin == "" || r.Header.Get("Access-Control-Request-Method") == "" ||
+			h.OriginAllowed(r) != nil {
+			return next(c)
+		}
+		methods := httpx.AllowedMethods(c.Echo(), r.URL.Path)
+		if len(methods) == 0 || slices.Contains(methods, http.MethodOptions) {
+			return next(c)
+		}
+		hd := c.Response().Header()
+		hd.Set("Access-Control-Allow-Origin", origin)
+		hd.Add("Vary", "Origin")
+		hd.Set("Access-Control-Allow-Methods", strings.Join(methods, ", "))
+		hd.Set("Access-Control-Allow-Headers", httpx.CORSAllowHeaders)
+		hd.Set("Access-Control-Max-Age", httpx.CORSMaxAge)
+		hd.Set(echo.HeaderAllow, strings.Join(methods, ", "))
+		return c.NoContent(http.StatusNoContent)
 	}
 }
 

@@ -98,8 +98,17 @@ func openWorkbenchOn(t *testing.T, data string, env ...string) *workbench {
 		goleak.VerifyNone(t, ignore)
 	})
 
+	w := startBrowser(t, startHub(t, data, env...))
+	w.do("load the workbench", chromedp.Navigate(w.hub.URL()+"/"))
+	w.waitConnected()
+	return w
+}
+
+// startBrowser starts headless Chromium for a tab beside hub; it ends in
+// t.Cleanup.
+func startBrowser(t *testing.T, hub *hubProcess) *workbench {
+	t.Helper()
 	exe := chromiumPath(t)
-	hub := startHub(t, data, env...)
 	w := &workbench{t: t, hub: hub, out: &syncBuffer{}}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -141,8 +150,6 @@ func openWorkbenchOn(t *testing.T, data string, env ...string) *workbench {
 	if err := chromedp.Listen(ctx, w.onEvent); err != nil {
 		t.Fatalf("listen to the page: %v", err)
 	}
-	w.do("load the workbench", chromedp.Navigate(hub.URL()+"/"))
-	w.waitConnected()
 	return w
 }
 

@@ -150,3 +150,31 @@ func OriginAllowed(r *http.Request, patterns []string) error {
 	}
 	return ErrOrigin
 }
+
+// CORS: what a browser page on an allowed origin may send (besides the
+// safelisted headers) and read of an answer.
+const (
+	CORSAllowHeaders  = "Content-Type, Authorization, Last-Event-ID, Idempotency-Key, X-Request-ID"
+	CORSExposeHeaders = "Retry-After, WWW-Authenticate, X-Request-ID, Allow, X-Vercel-AI-UI-Message-Stream"
+	CORSMaxAge        = "600"
+)
+
+// CrossOrigin returns r's Origin when it names another origin than r's
+// host ("" for a same-origin request or one without Origin).
+func CrossOrigin(r *http.Request) string {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return ""
+	}
+	if u, err := url.Parse(origin); err == nil && strings.EqualFold(u.Host, r.Host) {
+		return ""
+	}
+	return origin
+}
+
+// AllowCORS lets origin read the answer whose headers are h.
+func AllowCORS(h http.Header, origin string) {
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", CORSExposeHeaders)
+}
