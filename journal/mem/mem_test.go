@@ -52,3 +52,20 @@ func TestReopenOpen(t *testing.T) {
 		t.Fatal("Reopen of an open store succeeded")
 	}
 }
+
+func TestStreams(t *testing.T) {
+	journaltest.RunStreams(t, journaltest.Backend{
+		Open: open,
+		Reopen: func(t testing.TB, s journal.Store) journal.Store {
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close before reopen: %v", err)
+			}
+			again, err := mem.Reopen(s.(*mem.Store))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { again.Close() })
+			return again
+		},
+	})
+}
