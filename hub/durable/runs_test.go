@@ -1,0 +1,160 @@
+package durable_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/adapter/driver"
+	"github.com/runhub/runhub/adapter/executor"
+	"github.com/runhub/runhub/adapter/sim"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/durable"
+	"github.com/runhub/runhub/internal/npmtest"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/journal/mem"
+	"github.com/runhub/runhub/protocol"
+)
+
+// runHub is a hub (its own routes, /v1/runs/{id}/events among them) with
+// the simulator, and the edge beside it on the same server.
+type runHub struct {
+	srv *httptest.Server
+	h   *hub.Hub
+	rt  *adapter.Router
+}
+
+func newRunHub(t *testing.T) *runHub {
+	t.Helper()
+	store := mem.New(mem.Options{})
+	exec := executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"sim": &sim.Driver{}}})
+	rt := adapter.NewRouter(store, exec, nil)
+	h := hub.New(hub.Config{}, store, rt)
+	ctx, cancel := context.WithCancel(context.Background())
+	e := echo.New()
+	e.HTTPErrorHandler = hub.ErrorHandler
+	h.Routes(e)
+	edge := durable.New(durable.Options{Streams: store.Streams(journal.StreamLimits{}), LongPollTimeout: shortPoll})
+	edge.Mount(e, &testCore{store: store, rt: rt, ctx: ctx})
+	srv := httptest.NewServer(e)
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		edge.Close()
+		h.Shutdown(context.Background())
+		exec.Close()
+		store.Close()
+	})
+	return &runHub{srv: srv, h: h, rt: rt}
+}
+
+// start starts a simulated run of "local" and returns its id.
+func (rh *runHub) start(t *testing.T, sim string) string {
+	t.Helper()
+	res, err := rh.h.Control(context.Background(), "local", &protocol.Control{Op: protocol.OpStart, Message: "hello",
+		Metadata: []byte(`{"sim":` + sim + `}`)}, "")
+	if err != nil || res.RunID == "" {
+		t.Fatalf("start: %+v, %v", res, err)
+	}
+	return res.RunID
+}
+
+// wait waits for the run's terminal event.
+func (rh *runHub) wait(t *testing.T, rid string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for e, err := range rh.rt.ObserveRun(ctx, rid, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Terminal {
+			return
+		}
+	}
+	t.Fatal("the run did not end")
+}
+
+// events is what GET /v1/runs/{id}/events returns, each event as JSON.
+func (rh *runHub) events(t *testing.T, rid string) []any {
+	t.Helper()
+	resp, err := http.Get(rh.srv.URL + "/v1/runs/" + rid + "/events?limit=1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Events []any `json:"events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("events: %d %v", resp.StatusCode, err)
+	}
+	return page.Events
+}
+
+// clientRead is what web/durable-test/client.mjs printed.
+type clientRead struct {
+	Items  []any  `json:"items"`
+	Offset string `json:"offset"`
+	Closed bool   `json:"closed"`
+}
+
+func readWithClient(t *testing.T, node, dir, mode, url string) clientRead {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "client.mjs", mode, url)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("client.mjs %s: %v\n%s", mode, err, tail(stderr.String(), 2000))
+	}
+	var got clientRead
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("client.mjs printed %q: %v", tail(stdout.String(), 500), err)
+	}
+	return got
+}
+
+// The official client reads a finished run whole and tails a live one over
+// SSE until the stream closes, with exactly the events of
+// /v1/runs/{id}/events, the offset after the last its seq.
+func TestRunStream_OfficialClient(t *testing.T) {
+	node, dir := npmtest.Install(t, "the Durable Streams client", "../../web/durable-test",
+		"package.json", "package-lock.json", "client.mjs")
+	rh := newRunHub(t)
+
+	done := rh.start(t, `{"tokens":5,"token_ms":1,"tools":1}`)
+	rh.wait(t, done)
+	whole := readWithClient(t, node, dir, "whole", rh.srv.URL+"/v1/stream/runs/"+done)
+	want := rh.events(t, done)
+	if !reflect.DeepEqual(whole.Items, want) {
+		t.Fatalf("the client read %d events, /v1/runs/{id}/events has %d:\n%v\nwant\n%v", len(whole.Items), len(want), whole.Items, want)
+	}
+	if !whole.Closed || whole.Offset != runOffset(len(want)) {
+		t.Fatalf("finished run: closed %v, offset %s; want closed at %s", whole.Closed, whole.Offset, runOffset(len(want)))
+	}
+
+	live := rh.start(t, `{"tokens":40,"token_ms":20,"tools":1}`)
+	tailed := readWithClient(t, node, dir, "tail", rh.srv.URL+"/v1/stream/runs/"+live)
+	want = rh.events(t, live)
+	if !reflect.DeepEqual(tailed.Items, want) {
+		t.Fatalf("the client tailed %d events, /v1/runs/{id}/events has %d", len(tailed.Items), len(want))
+	}
+	if !tailed.Closed || len(want) < 40 {
+		t.Fatalf("live run: closed %v after %d events", tailed.Closed, len(want))
+	}
+}
+
+func runOffset(seq int) string { return fmt.Sprintf("%016d_%016d", seq, seq) }
