@@ -130,9 +130,14 @@ func readWithClient(t *testing.T, node, dir, mode, url string) clientRead {
 // The official client reads a finished run whole and tails a live one over
 // SSE until the stream closes, with exactly the events of
 // /v1/runs/{id}/events, the offset after the last its seq.
-func TestRunStream_OfficialClient(t *testing.T) {
+func TestOfficialClient(t *testing.T) {
 	node, dir := npmtest.Install(t, "the Durable Streams client", "../../web/durable-test",
 		"package.json", "package-lock.json", "client.mjs")
+	t.Run("RunStream", func(t *testing.T) { runStreamWithClient(t, node, dir) })
+	t.Run("IdempotentProducer", func(t *testing.T) { producerWithClient(t, node, dir) })
+}
+
+func runStreamWithClient(t *testing.T, node, dir string) {
 	rh := newRunHub(t)
 
 	done := rh.start(t, `{"tokens":5,"token_ms":1,"tools":1}`)
@@ -158,3 +163,18 @@ func TestRunStream_OfficialClient(t *testing.T) {
 }
 
 func runOffset(seq int) string { return fmt.Sprintf("%016d_%016d", seq, seq) }
+
+// The official client's IdempotentProducer (batches in flight at once)
+// writes every item once, in order, and closes the stream.
+func producerWithClient(t *testing.T, node, dir string) {
+	rh := newRunHub(t)
+	got := readWithClient(t, node, dir, "produce", rh.srv.URL+"/v1/stream/produced")
+	if len(got.Items) != 200 || !got.Closed {
+		t.Fatalf("read back %d items, closed %v; want 200, closed", len(got.Items), got.Closed)
+	}
+	for i, it := range got.Items {
+		if m, ok := it.(map[string]any); !ok || m["i"] != float64(i) {
+			t.Fatalf("item %d is %v", i, it)
+		}
+	}
+}
