@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -52,7 +53,7 @@ func (d *Edge) streamError(err error) *httpError {
 		pe := d.core.PublicError(err)
 		var p *protocol.Error
 		if errors.As(pe, &p) {
-			return &httpError{status: statusOf(p.Code), code: p.Code, msg: p.Message}
+			return &httpError{status: hub.HTTPStatus(p.Code), code: p.Code, msg: p.Message}
 		}
 		return &httpError{status: http.StatusInternalServerError, code: protocol.CodeInternal, msg: "internal error"}
 	}
@@ -95,29 +96,6 @@ func (d *Edge) streamError(err error) *httpError {
 		}
 	}
 	return e
-}
-
-// statusOf is the HTTP status of a protocol error code.
-func statusOf(c protocol.Code) int {
-	switch c {
-	case protocol.CodeBadRequest, protocol.CodeBadCursor, protocol.CodeInvalidPayload:
-		return http.StatusBadRequest
-	case protocol.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case protocol.CodeNotFound:
-		return http.StatusNotFound
-	case protocol.CodeConflict, protocol.CodeTerminal, protocol.CodeNotActive:
-		return http.StatusConflict
-	case protocol.CodeUnauthorized:
-		return http.StatusUnauthorized
-	case protocol.CodeForbidden:
-		return http.StatusForbidden
-	case protocol.CodeRateLimited, protocol.CodeLimitExceeded:
-		return http.StatusTooManyRequests
-	case protocol.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 // fail answers err: its status, its headers, and a JSON body with its code

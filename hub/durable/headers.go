@@ -44,6 +44,25 @@ func parseOffset(r *http.Request) (offsetSpec, error) {
 	return parseOffsetValue(vals[0])
 }
 
+// parseRead reads a GET's offset and live mode: a live read needs an
+// offset.
+func parseRead(r *http.Request) (offsetSpec, string, error) {
+	off, err := parseOffset(r)
+	if err != nil {
+		return off, "", err
+	}
+	live := r.URL.Query().Get("live")
+	switch live {
+	case "", "long-poll", "sse":
+	default:
+		return off, "", badRequest("live %q: must be long-poll or sse", truncate(live, 32))
+	}
+	if live != "" && !off.given {
+		return off, "", badRequest("a live read (live=%s) needs an offset", live)
+	}
+	return off, live, nil
+}
+
 func parseOffsetValue(v string) (offsetSpec, error) {
 	switch {
 	case v == "-1":

@@ -65,19 +65,9 @@ func tailOf(after uint64, recs []journal.StreamRecord, m journal.StreamMeta, byt
 
 func (d *Edge) read(c echo.Context, name string) error {
 	r := c.Request()
-	q := r.URL.Query()
-	off, err := parseOffset(r)
+	off, live, err := parseRead(r)
 	if err != nil {
 		return d.fail(c, err)
-	}
-	live := q.Get("live")
-	switch live {
-	case "", "long-poll", "sse":
-	default:
-		return d.fail(c, badRequest("live %q: must be long-poll or sse", truncate(live, 32)))
-	}
-	if live != "" && !off.given {
-		return d.fail(c, badRequest("a live read (live=%s) needs an offset", live))
 	}
 	m, err := d.check(c, name)
 	if err != nil {

@@ -44,18 +44,9 @@ func (d *Edge) serveRun(c echo.Context, runID string) error {
 		}
 		return c.NoContent(http.StatusOK)
 	}
-	off, err := parseOffset(r)
+	off, live, err := parseRead(r)
 	if err != nil {
 		return d.fail(c, err)
-	}
-	live := r.URL.Query().Get("live")
-	switch live {
-	case "", "long-poll", "sse":
-	default:
-		return d.fail(c, badRequest("live %q: must be long-poll or sse", truncate(live, 32)))
-	}
-	if live != "" && !off.given {
-		return d.fail(c, badRequest("a live read (live=%s) needs an offset", live))
 	}
 	if off.now {
 		off.index = meta.LastSeq

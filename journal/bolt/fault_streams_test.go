@@ -101,23 +101,11 @@ func readFaultState(t *testing.T, path string) faultState {
 	ctx := context.Background()
 	ss := s.Streams(journal.StreamLimits{})
 	var st faultState
-	var after uint64
-	for {
-		r, err := ss.ReadStream(ctx, "fault", after, 0, false)
-		if err != nil {
-			t.Fatalf("read the stream: %v", err)
-		}
-		if len(r.Records) == 0 {
-			st.Records = r.Meta.Records
-			if p := r.Meta.Producers["p"]; p != nil {
-				st.LastSeq = p.LastSeq
-			}
-			break
-		}
-		for _, rec := range r.Records {
-			st.Stream += string(rec.Data)
-			after = rec.Index
-		}
+	var m journal.StreamMeta
+	st.Stream, m = streamText(t, ss)
+	st.Records = m.Records
+	if p := m.Producers["p"]; p != nil {
+		st.LastSeq = p.LastSeq
 	}
 	evs, err := s.Read(ctx, "fr", 0, 1<<20)
 	if err != nil {
@@ -139,6 +127,26 @@ func readFaultState(t *testing.T, path string) faultState {
 		st.Segs[f] = fi.Size()
 	}
 	return st
+}
+
+// streamText is the stream "fault" whole, and its meta.
+func streamText(t *testing.T, ss journal.Streams) (string, journal.StreamMeta) {
+	t.Helper()
+	var b bytes.Buffer
+	var after uint64
+	for {
+		r, err := ss.ReadStream(context.Background(), "fault", after, 0, false)
+		if err != nil {
+			t.Fatalf("read the stream: %v", err)
+		}
+		if len(r.Records) == 0 {
+			return b.String(), r.Meta
+		}
+		for _, rec := range r.Records {
+			b.Write(rec.Data)
+			after = rec.Index
+		}
+	}
 }
 
 // expected is the stream of seqs 0..n.
@@ -256,23 +264,8 @@ func TestFaultStreams_KillTornRecoverRetry(t *testing.T) {
 			t.Fatalf("retry of seq %d after the crash: duplicate %v (the producer was at %d)", seq, res.Duplicate, first.LastSeq)
 		}
 	}
-	var got bytes.Buffer
-	var after uint64
-	for {
-		r, err := ss.ReadStream(context.Background(), "fault", after, 0, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Records) == 0 {
-			break
-		}
-		for _, rec := range r.Records {
-			got.Write(rec.Data)
-			after = rec.Index
-		}
-	}
-	if got.String() != expected(first.LastSeq+1) {
-		t.Fatalf("after the retries the stream is %q…, want each seq once", truncateStr(got.String(), 120))
+	if got, _ := streamText(t, ss); got != expected(first.LastSeq+1) {
+		t.Fatalf("after the retries the stream is %q…, want each seq once", truncateStr(got, 120))
 	}
 }
 
