@@ -1,12 +1,18 @@
 package durable_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/labstack/echo/v4"
+
+	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/durable"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/mem"
@@ -139,5 +145,43 @@ func TestCORS(t *testing.T) {
 	if pre.status != 204 || !strings.Contains(pre.header.Get("Access-Control-Allow-Headers"), "Producer-Id") ||
 		pre.header.Get("Access-Control-Allow-Origin") != "https://app.example" {
 		t.Fatalf("preflight: %d %v", pre.status, pre.header)
+	}
+}
+
+// The hub's shutdown (its context ending) ends the live reads waiting on
+// it at once, so that shutting down does not wait out their timeouts.
+func TestShutdownEndsLiveReads(t *testing.T) {
+	store := mem.New(mem.Options{})
+	defer store.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	edge := durable.New(durable.Options{Streams: store.Streams(journal.StreamLimits{}), LongPollTimeout: time.Minute})
+	e := echo.New()
+	edge.Mount(e, &testCore{store: store, rt: adapter.NewRouter(store, nil, nil), ctx: ctx})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	defer edge.Close()
+	base := srv.URL + durable.Prefix
+	if a := do(t, "PUT", base+"w", "", map[string]string{"Content-Type": "text/plain"}, ""); a.status != 201 {
+		t.Fatal(a.status)
+	}
+	ended := make(chan string, 2)
+	for _, live := range []string{"long-poll", "sse"} {
+		go func() {
+			resp, err := http.Get(base + "w?offset=now&live=" + live)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			ended <- live
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	for range 2 {
+		select {
+		case <-ended:
+		case <-time.After(3 * time.Second):
+			t.Fatal("a live read outlived the hub's shutdown")
+		}
 	}
 }

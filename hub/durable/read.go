@@ -164,13 +164,25 @@ func (d *Edge) watch(name string) *waiter {
 
 // recheck is how often a waiting read looks again without a notification
 // (one lost between nodes).
-const recheck = time.Second
+const recheck = 3 * time.Second
+
+// liveContext bounds a live read: its request, its duration, and the
+// hub's life (a shutdown ends the waits, so that it need not wait for
+// them).
+func (d *Edge) liveContext(parent context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, limit)
+	stop := context.AfterFunc(d.core.Context(), cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
 
 func (d *Edge) longPoll(c echo.Context, name string, off offsetSpec) error {
 	r := c.Request()
 	w := d.watch(name)
 	defer w.cancel()
-	ctx, cancel := context.WithTimeout(r.Context(), d.opts.LongPollTimeout)
+	ctx, cancel := d.liveContext(r.Context(), d.opts.LongPollTimeout)
 	defer cancel()
 	tick := time.NewTicker(recheck)
 	defer tick.Stop()

@@ -66,9 +66,8 @@ func TestTwoReplicas_Redis(t *testing.T) {
 		r := do(t, "GET", b+"shared?offset="+tail+"&live=long-poll", "", nil, "")
 		polled <- result{r, time.Since(start)}
 	}()
-	// Both wait past their first re-check (every second): the append lands
-	// half a second before the next, so an answer within 300 ms is the
-	// notification's.
+	// Both wait, their re-check (every 3 s) well ahead: an answer within
+	// 300 ms of the append is the notification's.
 	time.Sleep(1500 * time.Millisecond)
 	appended := time.Now()
 	if r := do(t, "POST", a+"shared", "", text, "two"); r.status != 204 {

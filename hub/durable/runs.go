@@ -156,7 +156,7 @@ func (d *Edge) runLongPoll(c echo.Context, runID string, meta journal.RunMeta, o
 		return d.answerRun(c, meta, off.index, evs, d.cursor(r))
 	}
 	if !meta.Terminal {
-		ctx, cancel := context.WithTimeout(r.Context(), d.opts.LongPollTimeout)
+		ctx, cancel := d.liveContext(r.Context(), d.opts.LongPollTimeout)
 		var first json.RawMessage
 		for env, err := range d.core.Observe(ctx, runID, off.index) {
 			if err == nil {
@@ -191,7 +191,7 @@ func (d *Edge) runLongPoll(c echo.Context, runID string, meta journal.RunMeta, o
 
 func (d *Edge) runSSE(c echo.Context, runID string, meta journal.RunMeta, after uint64) error {
 	r := c.Request()
-	ctx, cancel := context.WithTimeout(r.Context(), d.opts.SSEMaxDuration)
+	ctx, cancel := d.liveContext(r.Context(), d.opts.SSEMaxDuration)
 	defer cancel()
 	out := startSSE(c, "")
 	if after >= meta.LastSeq {

@@ -2,7 +2,6 @@ package durable
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -81,7 +80,7 @@ func (d *Edge) sse(c echo.Context, name string, m journal.StreamMeta, off offset
 	r := c.Request()
 	w := d.watch(name)
 	defer w.cancel()
-	ctx, cancel := context.WithTimeout(r.Context(), d.opts.SSEMaxDuration)
+	ctx, cancel := d.liveContext(r.Context(), d.opts.SSEMaxDuration)
 	defer cancel()
 	out := startSSE(c, sseEncoding(m.ContentType))
 	after, afterBytes := off.index, uint64(0)
