@@ -53,7 +53,7 @@ func memEdge(t *testing.T, o durable.Options) string {
 }
 
 // A stream is its creator's: another subject reads it as missing, an
-// admin reads it.
+// admin reads it and writes nothing.
 func TestOwnership(t *testing.T) {
 	base := memEdge(t, durable.Options{})
 	text := map[string]string{"Content-Type": "text/plain"}
@@ -70,6 +70,14 @@ func TestOwnership(t *testing.T) {
 	}
 	if a := do(t, "GET", base+"alice/s", "admin", nil, ""); a.status != 200 || a.body != "secret" {
 		t.Errorf("admin GET: %d %q", a.status, a.body)
+	}
+	for _, m := range []string{"POST", "DELETE", "PUT"} {
+		if a := do(t, m, base+"alice/s", "admin", text, "x"); a.status != 403 {
+			t.Errorf("admin %s of alice's stream: %d, want 403 (the admin role reads only)", m, a.status)
+		}
+	}
+	if a := do(t, "GET", base+"alice/s", "alice", nil, ""); a.body != "secret" {
+		t.Errorf("after the refused writes alice reads %q", a.body)
 	}
 	if a := do(t, "PUT", base+"bob/fork", "bob", map[string]string{"Stream-Forked-From": durable.Prefix + "alice/s"}, ""); a.status != 404 {
 		t.Errorf("bob forking alice's stream: %d, want 404", a.status)

@@ -13,7 +13,7 @@ import (
 )
 
 func (d *Edge) head(c echo.Context, name string) error {
-	m, err := d.check(c, name)
+	m, err := d.check(c, name, false)
 	if err != nil {
 		return d.fail(c, err)
 	}
@@ -69,7 +69,7 @@ func (d *Edge) read(c echo.Context, name string) error {
 	if err != nil {
 		return d.fail(c, err)
 	}
-	m, err := d.check(c, name)
+	m, err := d.check(c, name, false)
 	if err != nil {
 		return d.fail(c, err)
 	}

@@ -15,11 +15,18 @@ import (
 // defaultContentType is a created stream's when the PUT names none.
 const defaultContentType = "application/octet-stream"
 
-// owns reports whether p may use a stream of meta m.
-func owns(p hub.Principal, m journal.StreamMeta) bool { return p.Admin || m.Owner == p.Subject }
+// mayRead reports whether p may read a stream of meta m: its creator,
+// or an admin.
+func mayRead(p hub.Principal, m journal.StreamMeta) bool { return p.Admin || m.Owner == p.Subject }
 
-// forbidden hides a stream of someone else's as a missing one.
+// hidden answers for a stream of someone else's as for a missing one.
 func hidden() *httpError { return notFound("stream") }
+
+// readOnlyAdmin refuses an admin's write to another subject's stream: the
+// admin role reads only, as everywhere in the hub.
+func readOnlyAdmin() *httpError {
+	return &httpError{status: http.StatusForbidden, code: "forbidden", msg: "the admin role reads only: the stream is someone else's"}
+}
 
 // setStreamHeaders sets what every answer about a stream carries.
 func setStreamHeaders(h http.Header, m journal.StreamMeta) {
@@ -55,7 +62,7 @@ func (d *Edge) create(c echo.Context, name string) error {
 		Closed: isTrue(r.Header, "Stream-Closed"), Fork: fork}
 	if fork != nil {
 		src, err := d.opts.Streams.StreamHead(r.Context(), fork.From)
-		if err == nil && !owns(p, src.Meta) {
+		if err == nil && !mayRead(p, src.Meta) {
 			return d.fail(c, notFound("the fork's source"))
 		}
 		if ct == "" && err == nil {
@@ -78,7 +85,7 @@ func (d *Edge) create(c echo.Context, name string) error {
 		return d.fail(c, err)
 	}
 	m := info.Meta
-	if !owns(p, m) {
+	if m.Owner != p.Subject {
 		return d.fail(c, &httpError{status: http.StatusForbidden, code: "forbidden", msg: "the stream is someone else's"})
 	}
 	h := c.Response().Header()
@@ -150,21 +157,26 @@ func (d *Edge) forkOf(h http.Header) (*journal.StreamFork, error) {
 	return f, nil
 }
 
-// check finds the stream and checks p may use it.
-func (d *Edge) check(c echo.Context, name string) (journal.StreamMeta, error) {
+// check finds the stream and checks the caller may read it (write: and
+// write it).
+func (d *Edge) check(c echo.Context, name string, write bool) (journal.StreamMeta, error) {
 	info, err := d.opts.Streams.StreamHead(c.Request().Context(), name)
 	if err != nil {
 		return info.Meta, err
 	}
-	if !owns(d.core.Caller(c), info.Meta) {
+	p := d.core.Caller(c)
+	switch {
+	case !mayRead(p, info.Meta):
 		return info.Meta, hidden()
+	case write && info.Meta.Owner != p.Subject:
+		return info.Meta, readOnlyAdmin()
 	}
 	return info.Meta, nil
 }
 
 func (d *Edge) append(c echo.Context, name string) error {
 	r := c.Request()
-	if _, err := d.check(c, name); err != nil {
+	if _, err := d.check(c, name, true); err != nil {
 		return d.fail(c, err)
 	}
 	closing := isTrue(r.Header, "Stream-Closed")
@@ -220,7 +232,7 @@ func (d *Edge) append(c echo.Context, name string) error {
 }
 
 func (d *Edge) delete(c echo.Context, name string) error {
-	if _, err := d.check(c, name); err != nil {
+	if _, err := d.check(c, name, true); err != nil {
 		return d.fail(c, err)
 	}
 	if err := d.opts.Streams.DeleteStream(c.Request().Context(), name); err != nil {
