@@ -205,7 +205,7 @@ func (ss StreamStore) ExpiringStreams(_ context.Context) ([]string, error) {
 		}
 		return b.ForEach(func(k, v []byte) error {
 			var m journal.StreamMeta
-			if json.Unmarshal(v, &m) == nil && (m.Expiring() || m.Deleted) {
+			if json.Unmarshal(v, &m) == nil && m.Expiring() {
 				out = append(out, string(k))
 			}
 			return nil

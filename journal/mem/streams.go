@@ -142,7 +142,7 @@ func (ss StreamStore) ExpiringStreams(_ context.Context) ([]string, error) {
 	var out []string
 	for name, raw := range d.metas {
 		var m journal.StreamMeta
-		if json.Unmarshal(raw, &m) == nil && (m.Expiring() || m.Deleted) {
+		if json.Unmarshal(raw, &m) == nil && m.Expiring() {
 			out = append(out, name)
 		}
 	}

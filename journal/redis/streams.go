@@ -118,7 +118,7 @@ func (ss StreamStore) CommitStream(ctx context.Context, name string, prev uint64
 	if err != nil {
 		return err
 	}
-	if next.Expiring() || next.Deleted {
+	if prev == 0 && next.Expiring() { // a stream's expiry is set at its creation only
 		if err := ss.s.rdb.SAdd(ctx, ss.s.k.streamsExpiring(), name).Err(); err != nil {
 			return ss.s.fail("stream expiring", err)
 		}
@@ -171,17 +171,27 @@ func (ss StreamStore) ExpiringStreams(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, ss.s.fail("streams expiring", err)
 	}
+	// One pipeline of EXISTS (each its own slot on a Cluster); the names
+	// whose stream is gone leave the set.
+	pipe := ss.s.rdb.Pipeline()
+	exists := make([]*goredis.IntCmd, len(names))
+	for i, name := range names {
+		exists[i] = pipe.Exists(ctx, ss.s.k.streamMeta(name))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, ss.s.fail("streams expiring", err)
+	}
 	var out []string
-	for _, name := range names {
-		n, err := ss.s.rdb.Exists(ctx, ss.s.k.streamMeta(name)).Result()
-		if err != nil {
-			return nil, ss.s.fail("streams expiring", err)
-		}
-		if n == 0 {
-			_ = ss.s.rdb.SRem(ctx, ss.s.k.streamsExpiring(), name).Err()
+	var gone []any
+	for i, name := range names {
+		if exists[i].Val() == 0 {
+			gone = append(gone, name)
 			continue
 		}
 		out = append(out, name)
+	}
+	if len(gone) > 0 {
+		_ = ss.s.rdb.SRem(ctx, ss.s.k.streamsExpiring(), gone...).Err()
 	}
 	return out, nil
 }
