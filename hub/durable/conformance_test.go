@@ -119,6 +119,9 @@ func edgeOptions() durable.Options {
 // The official conformance suite passes whole against the edge over the
 // embedded journal and over Redis.
 func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole official suite twice, over a minute (make test runs it)")
+	}
 	node, dir := conformanceSuite(t)
 	t.Run("bolt", func(t *testing.T) {
 		store, err := bolt.Open(filepath.Join(t.TempDir(), "journal.db"), bolt.Options{})
