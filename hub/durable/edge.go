@@ -55,6 +55,9 @@ type Options struct {
 	// SSEMaxDuration is how long an SSE response lasts before the server
 	// ends it for the client to reconnect (default 60 s).
 	SSEMaxDuration time.Duration
+	// SSEKeepAlive is how often a quiet SSE answer sends a comment
+	// (default 15 s).
+	SSEKeepAlive time.Duration
 	// MaxAppendBytes bounds one request body (default 8 MiB); a larger
 	// append is refused with 413.
 	MaxAppendBytes int64
@@ -78,6 +81,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.SSEMaxDuration <= 0 {
 		o.SSEMaxDuration = 60 * time.Second
+	}
+	if o.SSEKeepAlive <= 0 {
+		o.SSEKeepAlive = 15 * time.Second
 	}
 	if o.MaxAppendBytes <= 0 {
 		o.MaxAppendBytes = 8 << 20

@@ -193,3 +193,15 @@ func TestShutdownEndsLiveReads(t *testing.T) {
 		}
 	}
 }
+
+// A quiet SSE answer sends keep-alive comments, which SSE parsers skip.
+func TestSSEKeepAlive(t *testing.T) {
+	base := memEdge(t, durable.Options{SSEKeepAlive: 50 * time.Millisecond, SSEMaxDuration: 400 * time.Millisecond})
+	if a := do(t, "PUT", base+"quiet", "", map[string]string{"Content-Type": "text/plain"}, ""); a.status != 201 {
+		t.Fatal(a.status)
+	}
+	a := do(t, "GET", base+"quiet?offset=now&live=sse", "", nil, "")
+	if a.status != 200 || !strings.Contains(a.body, "\n: keep-alive\n\n") || !strings.HasPrefix(a.body, "event: control\n") {
+		t.Fatalf("SSE of a quiet stream for 400 ms: %d %q", a.status, a.body)
+	}
+}

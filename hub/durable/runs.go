@@ -193,13 +193,14 @@ func (d *Edge) runSSE(c echo.Context, runID string, meta journal.RunMeta, after 
 	r := c.Request()
 	ctx, cancel := d.liveContext(r.Context(), d.opts.SSEMaxDuration)
 	defer cancel()
-	out := startSSE(c, "")
+	out := d.startSSE(ctx, c, "")
+	defer out.close()
 	if after >= meta.LastSeq {
 		if meta.Terminal {
-			_ = out.control(control{StreamNextOffset: runOffset(after), StreamClosed: true})
+			_ = out.send(nil, control{StreamNextOffset: runOffset(after), StreamClosed: true})
 			return nil
 		}
-		if err := out.control(control{StreamNextOffset: runOffset(after), StreamCursor: d.cursor(r), UpToDate: true}); err != nil {
+		if err := out.send(nil, control{StreamNextOffset: runOffset(after), StreamCursor: d.cursor(r), UpToDate: true}); err != nil {
 			return nil
 		}
 	}
@@ -212,13 +213,13 @@ func (d *Edge) runSSE(c echo.Context, runID string, meta journal.RunMeta, after 
 		if err != nil {
 			return nil
 		}
-		out.data("[" + string(b) + "]")
+		data := "[" + string(b) + "]"
 		known = max(known, env.Seq)
 		if env.Terminal {
-			_ = out.control(control{StreamNextOffset: runOffset(env.Seq), StreamClosed: true})
+			_ = out.send(&data, control{StreamNextOffset: runOffset(env.Seq), StreamClosed: true})
 			return nil
 		}
-		if err := out.control(control{StreamNextOffset: runOffset(env.Seq), StreamCursor: d.cursor(r), UpToDate: env.Seq >= known}); err != nil {
+		if err := out.send(&data, control{StreamNextOffset: runOffset(env.Seq), StreamCursor: d.cursor(r), UpToDate: env.Seq >= known}); err != nil {
 			return nil
 		}
 	}

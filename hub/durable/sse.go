@@ -1,11 +1,12 @@
 package durable
 
 import (
-	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,13 +22,22 @@ type control struct {
 	StreamClosed     bool   `json:"streamClosed,omitempty"`
 }
 
-// sseWriter writes SSE events and flushes each.
+// sseWriter is one SSE answer: the handler's events and the keep-alive
+// comments are written, and flushed, under its lock.
 type sseWriter struct {
-	w   *bufio.Writer
-	res *echo.Response
+	mu   sync.Mutex
+	res  *echo.Response
+	err  error // the first write error, kept
+	stop func()
 }
 
-func startSSE(c echo.Context, encoding string) *sseWriter {
+// keepAlive is the comment a quiet SSE answer sends (SSE parsers skip it;
+// it keeps proxies from closing the idle connection).
+const keepAlive = ": keep-alive\n\n"
+
+// startSSE commits the SSE headers and starts the keep-alive comments,
+// every Options.SSEKeepAlive until ctx ends or close.
+func (d *Edge) startSSE(ctx context.Context, c echo.Context, encoding string) *sseWriter {
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -37,33 +47,67 @@ func startSSE(c echo.Context, encoding string) *sseWriter {
 	}
 	c.Response().WriteHeader(http.StatusOK)
 	c.Response().Flush()
-	return &sseWriter{w: bufio.NewWriter(c.Response()), res: c.Response()}
+	s := &sseWriter{res: c.Response()}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d.opts.SSEKeepAlive)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if s.write([]byte(keepAlive)) != nil {
+					return
+				}
+			}
+		}
+	}()
+	s.stop = func() { cancel(); <-done }
+	return s
 }
 
-// data writes a data event: each line of payload (split at CR, LF and
-// CRLF, so no payload can end an event or start another) as a data: line.
-func (s *sseWriter) data(payload string) {
-	s.w.WriteString("event: data\n")
-	payload = strings.ReplaceAll(payload, "\r\n", "\n")
-	payload = strings.ReplaceAll(payload, "\r", "\n")
-	for _, line := range strings.Split(payload, "\n") {
-		s.w.WriteString("data:")
-		s.w.WriteString(line)
-		s.w.WriteByte('\n')
+// close stops the keep-alive comments and waits for them.
+func (s *sseWriter) close() { s.stop() }
+
+func (s *sseWriter) write(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
 	}
-	s.w.WriteByte('\n')
-}
-
-func (s *sseWriter) control(ctl control) error {
-	b, _ := json.Marshal(ctl)
-	s.w.WriteString("event: control\ndata:")
-	s.w.Write(b)
-	s.w.WriteString("\n\n")
-	if err := s.w.Flush(); err != nil {
+	if _, err := s.res.Write(b); err != nil {
+		s.err = err
 		return err
 	}
 	s.res.Flush()
 	return nil
+}
+
+// send writes a data event (when data is not nil) and the control event
+// that follows it, together. Each line of the data (split at CR, LF and
+// CRLF, so that no payload can end an event or start another) is a data:
+// line.
+func (s *sseWriter) send(data *string, ctl control) error {
+	var b strings.Builder
+	if data != nil {
+		payload := strings.ReplaceAll(*data, "\r\n", "\n")
+		payload = strings.ReplaceAll(payload, "\r", "\n")
+		b.WriteString("event: data\n")
+		for _, line := range strings.Split(payload, "\n") {
+			b.WriteString("data:")
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+		b.WriteByte('\n')
+	}
+	j, _ := json.Marshal(ctl)
+	b.WriteString("event: control\ndata:")
+	b.Write(j)
+	b.WriteString("\n\n")
+	return s.write([]byte(b.String()))
 }
 
 // ssePayload is the data event of records: base64 of their bytes, the
@@ -82,7 +126,8 @@ func (d *Edge) sse(c echo.Context, name string, m journal.StreamMeta, off offset
 	defer w.cancel()
 	ctx, cancel := d.liveContext(r.Context(), d.opts.SSEMaxDuration)
 	defer cancel()
-	out := startSSE(c, sseEncoding(m.ContentType))
+	out := d.startSSE(ctx, c, sseEncoding(m.ContentType))
+	defer out.close()
 	after, afterBytes := off.index, uint64(0)
 	if after == m.Records {
 		afterBytes = m.Bytes
@@ -98,9 +143,11 @@ func (d *Edge) sse(c echo.Context, name string, m journal.StreamMeta, off offset
 			return nil
 		}
 		n := len(res.Records)
+		var data *string
 		if n > 0 {
 			after, afterBytes = res.Records[n-1].Index, res.Records[n-1].End
-			out.data(ssePayload(res.Meta, res.Records))
+			p := ssePayload(res.Meta, res.Records)
+			data = &p
 		}
 		if n > 0 || first || res.Meta.Closed {
 			first = false
@@ -108,11 +155,11 @@ func (d *Edge) sse(c echo.Context, name string, m journal.StreamMeta, off offset
 			atTail := after >= res.Meta.Records
 			if atTail && res.Meta.Closed {
 				ctl.StreamClosed = true
-				_ = out.control(ctl)
+				_ = out.send(data, ctl)
 				return nil
 			}
 			ctl.StreamCursor, ctl.UpToDate = d.cursor(r), atTail
-			if err := out.control(ctl); err != nil {
+			if err := out.send(data, ctl); err != nil {
 				return nil
 			}
 			if !atTail {
