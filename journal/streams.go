@@ -124,7 +124,6 @@ type StreamRecord struct {
 type StreamCreate struct {
 	Owner       string
 	ContentType string // "" inherits a fork's source's, else is required
-	JSON        bool   // ContentType is application/json (set by the edge)
 	TTL         int64
 	HasTTL      bool
 	ExpiresAt   int64 // unix ms

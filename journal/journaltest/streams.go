@@ -264,7 +264,7 @@ var streamTests = []subtest{
 		if _, err := ss.AppendStream(ctx, ttl, journal.StreamAppend{ContentType: text, Data: []byte("x")}); kindOf(err) != journal.StreamNotFound {
 			t.Fatalf("append to an expired stream: %v", err)
 		}
-		if _, created, err := ss.CreateStream(ctx, ttl, journal.StreamCreate{ContentType: "application/json", JSON: true}); err != nil || !created {
+		if _, created, err := ss.CreateStream(ctx, ttl, journal.StreamCreate{ContentType: "application/json"}); err != nil || !created {
 			t.Fatalf("re-create after expiry: %v %v", created, err)
 		}
 		if _, err := ss.StreamHead(ctx, keep); err != nil {
