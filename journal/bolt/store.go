@@ -53,7 +53,8 @@ type Store struct {
 	idxMu sync.RWMutex
 	index map[string]*runEntry
 
-	streamHub localstreams.Hub // durable streams' change notifications (streams.go)
+	streamHub     localstreams.Hub // durable streams' change notifications (streams.go)
+	streamCommits streamCommitter  // durable streams' grouped commits (streamcommit.go)
 }
 
 var _ journal.Store = (*Store)(nil)

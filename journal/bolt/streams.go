@@ -8,7 +8,6 @@ import (
 	"errors"
 
 	"go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/internal/localstreams"
@@ -18,8 +17,9 @@ import (
 // stream's meta (JSON) under its name, and its records under name, 0,
 // generation, 0, index (big-endian), each the record's end (8 bytes), its
 // JSON message count (4 bytes) and its data. A commit is one bbolt
-// transaction (fsynced, as every journal commit): the meta's
-// compare-and-set and the records it appends are one step, so an
+// transaction (fsynced, as every journal commit; concurrent commits of
+// several streams share one): the meta's compare-and-set and the records
+// it appends are one step, so an
 // acknowledged append survives a crash and a producer's state never
 // disagrees with the data.
 var (
@@ -40,6 +40,8 @@ var _ journal.StreamStore = StreamStore{}
 // streamHubs: one notification hub per Store (keyed by the Store).
 func (ss StreamStore) hub() *localstreams.Hub { return &ss.s.streamHub }
 
+// update runs fn in a write transaction, grouped with the commits of
+// other streams that arrive meanwhile (streamcommit.go).
 func (ss StreamStore) update(fn func(tx *bbolt.Tx) error) error {
 	s := ss.s
 	s.mu.RLock()
@@ -47,11 +49,7 @@ func (ss StreamStore) update(fn func(tx *bbolt.Tx) error) error {
 	if s.closed {
 		return journal.ErrClosed
 	}
-	err := s.db.Update(fn)
-	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
-		return journal.ErrClosed
-	}
-	return err
+	return s.streamCommits.do(s.db, fn)
 }
 
 func recordPrefix(name, gen string) []byte {
