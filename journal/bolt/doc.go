@@ -123,8 +123,10 @@
 //	          be32(JSON message count), the record's data
 //
 // A durable stream's commit (journal.StreamStore.CommitStream: its meta's
-// compare-and-set and the records it appends) is one bbolt transaction of
-// its own, fsynced before it returns; the segment log holds run events only.
+// compare-and-set and the records it appends) is one step of a bbolt
+// transaction, fsynced before it returns; commits that arrive while one
+// runs share the next (streamcommit.go). The segment log holds run events
+// only.
 //
 // A file of the first layout (format 1: events in bbolt buckets log, index
 // and keys) is migrated by Open, in one transaction (migrate.go).
