@@ -15,6 +15,8 @@ import (
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/client"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpapi"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
@@ -71,8 +73,8 @@ func startHub() (wsURL string, stop func()) {
 	exec := executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"sim": &sim.Driver{}}})
 	h := hub.New(hub.Config{}, store, adapter.NewRouter(store, exec, nil))
 	e := echo.New()
-	e.HTTPErrorHandler = hub.ErrorHandler
-	h.Routes(e)
+	e.HTTPErrorHandler = httpx.ErrorHandler
+	h.Routes(e, httpapi.New(nil))
 	srv := httptest.NewServer(e)
 	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ws", func() {
 		srv.Close()

@@ -13,15 +13,15 @@ import (
 // answer for what does not exist or is not the caller's, and the mapping
 // of internal errors to safe protocol errors.
 
-// errUnknown is the one answer for a run or session that does not exist or
+// ErrUnknown is the one answer for a run or session that does not exist or
 // is not the caller's: it never tells which.
-var errUnknown = protocol.Errorf(protocol.CodeNotFound, "no such run or session")
+var ErrUnknown = protocol.Errorf(protocol.CodeNotFound, "no such run or session")
 
 // ownSession loads a session the subject owns.
 func (h *Hub) ownSession(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
 	meta, err := h.store.Session(ctx, sid)
 	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
-		return meta, errUnknown
+		return meta, ErrUnknown
 	}
 	return meta, err
 }
@@ -30,25 +30,27 @@ func (h *Hub) ownSession(ctx context.Context, subject, sid string) (journal.Sess
 func (h *Hub) ownRun(ctx context.Context, subject, runID string) (journal.RunMeta, error) {
 	meta, err := h.store.Run(ctx, runID)
 	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
-		return meta, errUnknown
+		return meta, ErrUnknown
 	}
 	return meta, err
 }
 
-// readSession loads a session p may read: its own, or any for an admin.
-func (h *Hub) readSession(ctx context.Context, p Principal, sid string) (journal.SessionMeta, error) {
+// ReadSession loads a session p may read: its own, or any for an admin;
+// ErrUnknown for any other, or one that does not exist.
+func (h *Hub) ReadSession(ctx context.Context, p Principal, sid string) (journal.SessionMeta, error) {
 	meta, err := h.store.Session(ctx, sid)
-	if errors.Is(err, journal.ErrNotFound) || (err == nil && !p.mayRead(meta.Owner)) {
-		return meta, errUnknown
+	if errors.Is(err, journal.ErrNotFound) || (err == nil && !p.MayRead(meta.Owner)) {
+		return meta, ErrUnknown
 	}
 	return meta, err
 }
 
-// readRun loads a run p may read: its own, or any for an admin.
-func (h *Hub) readRun(ctx context.Context, p Principal, runID string) (journal.RunMeta, error) {
+// ReadRun loads a run p may read: its own, or any for an admin; ErrUnknown
+// for any other, or one that does not exist.
+func (h *Hub) ReadRun(ctx context.Context, p Principal, runID string) (journal.RunMeta, error) {
 	meta, err := h.store.Run(ctx, runID)
-	if errors.Is(err, journal.ErrNotFound) || (err == nil && !p.mayRead(meta.Owner)) {
-		return meta, errUnknown
+	if errors.Is(err, journal.ErrNotFound) || (err == nil && !p.MayRead(meta.Owner)) {
+		return meta, ErrUnknown
 	}
 	return meta, err
 }
@@ -69,8 +71,8 @@ func journalCode(err error) protocol.Code {
 	return protocol.CodeInternal
 }
 
-// publicError maps internal errors to safe protocol errors.
-func (h *Hub) publicError(err error) error {
+// PublicError maps internal errors to safe protocol errors.
+func (h *Hub) PublicError(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -79,7 +81,7 @@ func (h *Hub) publicError(err error) error {
 	case errors.As(err, &pe):
 		return pe
 	case errors.Is(err, adapter.ErrNotFound), errors.Is(err, journal.ErrNotFound):
-		return errUnknown
+		return ErrUnknown
 	case errors.Is(err, adapter.ErrBusy):
 		return protocol.Errorf(protocol.CodeLimitExceeded, "too many runs are executing; try again later")
 	case errors.Is(err, adapter.ErrClosed), errors.Is(err, journal.ErrClosed):
@@ -92,12 +94,4 @@ func (h *Hub) publicError(err error) error {
 	}
 	h.log.Error("internal error", "err", err)
 	return protocol.Errorf(protocol.CodeInternal, "internal error")
-}
-
-func safeMessage(err error) string {
-	var pe *protocol.Error
-	if errors.As(err, &pe) {
-		return pe.Message
-	}
-	return "internal error"
 }

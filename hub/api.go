@@ -1,305 +1,240 @@
 package hub
 
 import (
+	"context"
 	"errors"
-	"fmt"
+	"iter"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/adapter"
-	"github.com/runhub/runhub/adapter/profile"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
+	"github.com/runhub/runhub/session"
 )
 
-// Routes registers the WebSocket endpoint and the HTTP API of protocol.md
-// §3 on e.
-func (h *Hub) Routes(e *echo.Echo) {
+// API is what an edge uses of the core: every wire dialect beside the tab
+// socket is an Edge over it, in a package of its own that imports hub,
+// never the reverse.
+// *Hub implements it; hub/hubtest builds one over an in-memory journal for
+// an edge's tests.
+type API interface {
+	// Who the caller is.
+
+	// Authenticate verifies a bearer token (open mode: every caller is
+	// OpenSubject).
+	Authenticate(token string) (Principal, error)
+	// CheckOrigin is middleware refusing a browser request from another
+	// site (Config.OriginPatterns), 403 forbidden.
+	CheckOrigin(next echo.HandlerFunc) echo.HandlerFunc
+	// OriginAllowed is CheckOrigin's rule for one request.
+	OriginAllowed(r *http.Request) error
+	// RequireAuth is middleware authenticating the Authorization header
+	// and making it the caller (SetCaller); 401 without a valid token.
+	RequireAuth(next echo.HandlerFunc) echo.HandlerFunc
+	// Caller is the caller of a request behind RequireAuth (or SetCaller).
+	Caller(c echo.Context) Principal
+
+	// The sessions and runs a subject may see. A session or run that does
+	// not exist or that p may not read is ErrUnknown: never which.
+
+	ReadSession(ctx context.Context, p Principal, sid string) (journal.SessionMeta, error)
+	ReadRun(ctx context.Context, p Principal, rid string) (journal.RunMeta, error)
+	// Sessions lists the statuses of p's own sessions, oldest first, with
+	// their presence.
+	Sessions(ctx context.Context, p Principal) ([]protocol.SessionStatus, error)
+	// SessionStatus is the status of a session read with ReadSession, with
+	// its presence.
+	SessionStatus(ctx context.Context, meta journal.SessionMeta) (protocol.SessionStatus, error)
+	// StatusOf is a folded session's status as a tab sees it (its
+	// active_controls offer only what its runtime can do).
+	StatusOf(s *session.Session) protocol.SessionStatus
+	// CreateSession registers a new session (journal.ErrExists when the id
+	// is taken) and tells the tabs that watch its owner.
+	CreateSession(ctx context.Context, meta journal.SessionMeta) error
+	// OpenSession returns session sid, creating it for subject when it does
+	// not exist. It does not check the owner: a session of another subject
+	// is returned as it is, for the edge to refuse as its dialect says.
+	OpenSession(ctx context.Context, subject, sid string) (journal.SessionMeta, error)
+
+	// Controls.
+
+	// Control executes one control (a start, cancel, approval,
+	// clarification, queue or goal) for subject and answers its
+	// ControlResult; errors are safe *protocol.Error values.
+	Control(ctx context.Context, subject string, m *protocol.Control, key string) (protocol.ControlResult, error)
+	// StartRun starts a run as POST /v1/sessions/{sid}/runs does, answered
+	// with the run's start result.
+	StartRun(ctx context.Context, subject string, req protocol.StartRunRequest) (protocol.RunStartResult, error)
+	// GetRun is the run's status from its runtime.
+	GetRun(ctx context.Context, rid string) (protocol.RunStatus, error)
+
+	// Events.
+
+	// Observe yields run rid's events after seq after, then live ones,
+	// until the terminal event or ctx's end.
+	Observe(ctx context.Context, rid string, after uint64) iter.Seq2[protocol.Envelope, error]
+	// Journal is the journal as edges read and change it; an edge checks
+	// access (ReadSession, ReadRun) before it touches what a caller names.
+	Journal() Journal
+
+	// The hub's life and settings.
+
+	// Context ends when the hub shuts down.
+	Context() context.Context
+	// Draining reports whether Shutdown has begun.
+	Draining() bool
+	// Config is the hub's configuration, defaults applied.
+	Config() Config
+	// PublicError maps an internal error to a safe *protocol.Error.
+	PublicError(err error) error
+}
+
+// Journal is the part of the journal an edge uses: the runs' logs, the
+// session records and the bus.
+type Journal interface {
+	journal.Log
+	journal.SessionUpdater
+	journal.Bus
+	Session(ctx context.Context, id string) (journal.SessionMeta, error)
+	DeleteSession(ctx context.Context, id string) error
+}
+
+// Edge is one wire dialect over the core: Mount registers its routes on e
+// and serves them through api. A new edge is its package plus one line in
+// cmd/hub (docs/architecture.md, "Adding an edge").
+type Edge interface {
+	Mount(e *echo.Echo, api API)
+}
+
+var _ API = (*Hub)(nil)
+
+// Routes registers the tab socket (GET /v1/ws) on e, then every edge's
+// routes.
+func (h *Hub) Routes(e *echo.Echo, edges ...Edge) {
 	e.GET("/v1/ws", echo.WrapHandler(http.HandlerFunc(h.ServeWS)))
-	g := e.Group("/v1", h.checkOrigin, h.requireAuth)
-	g.POST("/sessions", h.createSession)
-	g.GET("/sessions", h.listSessions)
-	g.GET("/sessions/:sid", h.getSession)
-	g.PATCH("/sessions/:sid", h.renameSession)
-	g.DELETE("/sessions/:sid", h.deleteSession)
-	g.GET("/sessions/:sid/runs", h.listRuns)
-	g.POST("/sessions/:sid/runs", h.startRun)
-	g.POST("/sessions/:sid/queue", h.queue)
-	h.routeQueueEdits(g) // queueedit.go
-	g.POST("/sessions/:sid/goal", h.goal)
-	g.GET("/runs/:rid", h.getRun)
-	g.GET("/runs/:rid/events", h.events)
-	g.GET("/runs/:rid/agui", h.aguiRun)
-	g.GET("/sessions/:sid/agui", h.aguiSession)
-	g.POST("/runs/:rid/cancel", h.cancelRun)
-	g.POST("/runs/:rid/approvals/:aid", h.approve)
-	g.POST("/runs/:rid/clarifications/:cid", h.clarify)
-	h.interopRoutes(e, g)
+	for _, edge := range edges {
+		edge.Mount(e, h)
+	}
 }
 
-// RouteProfiles registers GET /v1/profiles (answered by ProfilesHandler)
-// behind the same origin check and authentication as the rest of the API.
-func (h *Hub) RouteProfiles(e *echo.Echo, list []profile.Info) {
-	e.GET("/v1/profiles", ProfilesHandler(list), h.checkOrigin, h.requireAuth)
-}
-
-// ProfilesHandler answers GET /v1/profiles: {"profiles": [profile.Info]},
-// the profiles a start may name (their names and driver kinds, never their
-// settings or secrets).
-func ProfilesHandler(list []profile.Info) echo.HandlerFunc {
-	body := struct {
-		Profiles []profile.Info `json:"profiles"`
-	}{Profiles: append([]profile.Info{}, list...)}
-	return func(c echo.Context) error { return c.JSON(http.StatusOK, body) }
-}
-
-// HTTPStatus maps a protocol error code to its HTTP status.
-func HTTPStatus(code protocol.Code) int {
-	switch code {
-	case protocol.CodeBadRequest, protocol.CodeInvalidPayload, protocol.CodeBadCursor, protocol.CodeProtocol:
-		return http.StatusBadRequest
-	case protocol.CodeTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case protocol.CodeNotFound:
-		return http.StatusNotFound
-	case protocol.CodeConflict, protocol.CodeNotActive, protocol.CodeTerminal:
-		return http.StatusConflict
-	case protocol.CodeUnauthorized:
-		return http.StatusUnauthorized
-	case protocol.CodeForbidden:
-		return http.StatusForbidden
-	case protocol.CodeRateLimited, protocol.CodeLimitExceeded:
-		return http.StatusTooManyRequests
-	case protocol.CodeUnsupported:
-		return http.StatusNotImplemented
-	case protocol.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	case protocol.CodeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	}
-	return http.StatusInternalServerError
-}
-
-// ErrorHandler renders every error as a JSON body {error:{code,message}}.
-func ErrorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	var pe *protocol.Error
-	var he *echo.HTTPError
-	switch {
-	case errors.As(err, &pe):
-	case errors.As(err, &he):
-		if (he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed) && methodNotAllowed(c) {
-			return
-		}
-		code := protocol.CodeInternal
-		switch he.Code {
-		case http.StatusNotFound:
-			code = protocol.CodeNotFound
-		case http.StatusMethodNotAllowed:
-			code = protocol.CodeMethodNotAllowed
-		case http.StatusBadRequest:
-			code = protocol.CodeBadRequest
-		case http.StatusRequestEntityTooLarge:
-			code = protocol.CodeTooLarge
-		case http.StatusUnauthorized:
-			code = protocol.CodeUnauthorized
-		case http.StatusForbidden:
-			code = protocol.CodeForbidden
-		case http.StatusServiceUnavailable:
-			code = protocol.CodeUnavailable
-			c.Response().Header().Set("Retry-After", retryAfter)
-		}
-		pe = &protocol.Error{Code: code, Message: fmt.Sprint(he.Message)}
-		c.JSON(he.Code, protocol.ErrorBody{Error: pe})
-		return
-	default:
-		pe = protocol.Errorf(protocol.CodeInternal, "internal error")
-	}
-	if pe.Code == protocol.CodeUnavailable {
-		c.Response().Header().Set("Retry-After", retryAfter)
-	}
-	c.JSON(HTTPStatus(pe.Code), protocol.ErrorBody{Error: pe})
-}
-
-func (h *Hub) createSession(c echo.Context) error {
-	var req protocol.CreateSessionRequest
-	if err := bind(c, &req); err != nil {
-		return err
-	}
-	if len(req.Title) > 512 {
-		return &protocol.Error{Code: protocol.CodeTooLarge, Field: "title", Message: "title: is over 512 bytes"}
-	}
-	meta := journal.SessionMeta{ID: adapter.NewID("s_"), Owner: h.subject(c), Title: req.Title,
-		CreatedAt: protocol.Timestamp(h.now())}
-	if err := h.store.CreateSession(c.Request().Context(), meta); err != nil {
-		return h.publicError(err)
-	}
-	h.tracker.sessionCreated(meta)
-	return c.JSON(http.StatusCreated, protocol.CreateSessionResult{SessionID: meta.ID})
-}
-
-func (h *Hub) listSessions(c echo.Context) error {
-	ctx := c.Request().Context()
-	metas, err := h.store.Sessions(ctx, h.subject(c))
+// Sessions lists p's own sessions with their statuses and presence.
+func (h *Hub) Sessions(ctx context.Context, p Principal) ([]protocol.SessionStatus, error) {
+	metas, err := h.store.Sessions(ctx, p.Subject)
 	if err != nil {
-		return h.publicError(err)
+		return nil, h.PublicError(err)
 	}
-	out := protocol.SessionList{Sessions: make([]protocol.SessionStatus, 0, len(metas))}
+	out := make([]protocol.SessionStatus, 0, len(metas))
 	for _, m := range metas {
-		st, err := h.sessionStatus(c, m.ID)
+		st, err := h.sessionStatus(ctx, m.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out.Sessions = append(out.Sessions, st)
+		out = append(out, st)
 	}
-	h.presence.stamp(ctx, out.Sessions, metas)
-	return c.JSON(http.StatusOK, out)
+	h.presence.stamp(ctx, out, metas)
+	return out, nil
 }
 
-func (h *Hub) sessionStatus(c echo.Context, sid string) (protocol.SessionStatus, error) {
+// SessionStatus is meta's session's status with its presence.
+func (h *Hub) SessionStatus(ctx context.Context, meta journal.SessionMeta) (protocol.SessionStatus, error) {
+	st, err := h.sessionStatus(ctx, meta.ID)
+	if err != nil {
+		return st, err
+	}
+	one := []protocol.SessionStatus{st}
+	h.presence.stamp(ctx, one, []journal.SessionMeta{meta})
+	return one[0], nil
+}
+
+// sessionStatus is the tracked status of sid, else its fold.
+func (h *Hub) sessionStatus(ctx context.Context, sid string) (protocol.SessionStatus, error) {
 	if st, ok := h.tracker.status(sid); ok {
 		return st, nil
 	}
-	st, _, err := journal.FoldSession(c.Request().Context(), h.store, sid)
+	st, _, err := journal.FoldSession(ctx, h.store, sid)
 	if err != nil {
-		return protocol.SessionStatus{}, h.publicError(err)
+		return protocol.SessionStatus{}, h.PublicError(err)
 	}
-	return h.statusOf(&st), nil
+	return h.StatusOf(&st), nil
 }
 
-func (h *Hub) getSession(c echo.Context) error {
-	sid := c.Param("sid")
-	meta, err := h.readSession(c.Request().Context(), h.principal(c), sid)
-	if err != nil {
-		return h.publicError(err)
-	}
-	st, err := h.sessionStatus(c, sid)
-	if err != nil {
+// CreateSession registers meta's session and tells its owner's tabs.
+func (h *Hub) CreateSession(ctx context.Context, meta journal.SessionMeta) error {
+	if err := h.store.CreateSession(ctx, meta); err != nil {
 		return err
 	}
-	one := []protocol.SessionStatus{st}
-	h.presence.stamp(c.Request().Context(), one, []journal.SessionMeta{meta})
-	return c.JSON(http.StatusOK, one[0])
+	h.tracker.sessionCreated(meta)
+	return nil
 }
 
-func (h *Hub) startRun(c echo.Context) (err error) {
-	var req protocol.StartRunRequest
-	if err := bind(c, &req); err != nil {
-		return err
+// OpenSession returns session sid, creating it for subject when new.
+func (h *Hub) OpenSession(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
+	for range 2 {
+		meta, err := h.store.Session(ctx, sid)
+		switch {
+		case err == nil:
+			return meta, nil
+		case !errors.Is(err, journal.ErrNotFound):
+			return meta, h.PublicError(err)
+		}
+		meta = journal.SessionMeta{ID: sid, Owner: subject, CreatedAt: protocol.Timestamp(time.Now())}
+		err = h.CreateSession(ctx, meta)
+		if err == nil {
+			return meta, nil
+		}
+		if !errors.Is(err, journal.ErrExists) {
+			return meta, h.PublicError(err)
+		}
+		// Created meanwhile (by this caller's retry, or another caller): look again.
 	}
-	m := protocol.Control{Type: protocol.MsgControl, ID: "http", Op: protocol.OpStart, SessionID: c.Param("sid"),
-		Message: req.Message, Attachments: req.Attachments, Workspace: req.Workspace, Profile: req.Profile,
-		Provider: req.Provider, Model: req.Model, Toolsets: req.Toolsets, Metadata: req.Metadata}
-	if err := protocol.ValidateControl(&m); err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	status := protocol.ResultAccepted
-	defer func() { h.cfg.Metrics.Control(protocol.OpStart, status, err) }()
-	sreq := m.StartRequest()
-	if req.Source != "" {
-		sreq.Source = req.Source
-	}
-	release, err := h.runGate(ctx, h.subject(c), m.SessionID)
+	return journal.SessionMeta{}, protocol.Errorf(protocol.CodeConflict, "the session is being created; retry")
+}
+
+// StartRun starts a run for subject under the hub's limit of runs. Errors
+// are safe, but for adapter.ErrConflict (the session has an active run)
+// and an unsupported *protocol.Error (the profile's driver cannot do what
+// the start asks), which HTTP answers as ControlResults.
+func (h *Hub) StartRun(ctx context.Context, subject string, req protocol.StartRunRequest) (res protocol.RunStartResult, err error) {
+	status, counted := protocol.ResultAccepted, error(nil)
+	defer func() { h.cfg.Metrics.Control(protocol.OpStart, status, counted) }()
+	release, err := h.runGate(ctx, subject, req.SessionID)
 	if err != nil {
-		return err
+		counted = err
+		return res, err
 	}
 	defer release()
-	r, err := h.runtime.StartRun(ctx, h.subject(c), sreq)
+	res, err = h.runtime.StartRun(ctx, subject, req)
 	var pe *protocol.Error
 	switch {
+	case err == nil:
 	case errors.Is(err, adapter.ErrConflict):
 		status = protocol.ResultConflict
-		return c.JSON(http.StatusConflict, adapter.Result(protocol.ResultConflict, "the session already has an active run", "", m.SessionID, ""))
 	case errors.As(err, &pe) && pe.Code == protocol.CodeUnsupported:
-		// The profile's driver cannot do what the start asks (its
-		// attachments): a ControlResult, as a start's conflict is.
 		status = protocol.ResultUnsupported
-		return c.JSON(http.StatusNotImplemented, adapter.Result(protocol.ResultUnsupported, pe.Message, "", m.SessionID, ""))
+	default:
+		err = h.PublicError(err)
+		counted = err
 	}
-	if err != nil {
-		return h.publicError(err)
-	}
-	return c.JSON(http.StatusAccepted, r)
+	return res, err
 }
 
-func (h *Hub) getRun(c echo.Context) error {
-	ctx := c.Request().Context()
-	rid := c.Param("rid")
-	if _, err := h.readRun(ctx, h.principal(c), rid); err != nil {
-		return h.publicError(err)
-	}
-	st, err := h.runtime.GetRun(ctx, rid)
-	if err != nil {
-		return h.publicError(err)
-	}
-	return c.JSON(http.StatusOK, st)
+// GetRun is the run's status from its runtime.
+func (h *Hub) GetRun(ctx context.Context, rid string) (protocol.RunStatus, error) {
+	return h.runtime.GetRun(ctx, rid)
 }
 
-func (h *Hub) cancelRun(c echo.Context) error {
-	m := protocol.Control{ID: "http", Op: protocol.OpCancel, RunID: c.Param("rid")}
-	return h.httpControl(c, &m, http.StatusOK)
+// Observe yields the run's events after seq after, then live ones.
+func (h *Hub) Observe(ctx context.Context, rid string, after uint64) iter.Seq2[protocol.Envelope, error] {
+	return h.runtime.ObserveRun(ctx, rid, after)
 }
 
-func (h *Hub) approve(c echo.Context) error {
-	var req protocol.ApprovalRequest
-	if err := bind(c, &req); err != nil {
-		return err
-	}
-	m := protocol.Control{ID: "http", Op: protocol.OpApprove, RunID: c.Param("rid"), ApprovalID: c.Param("aid"), Choice: req.Choice}
-	return h.httpControl(c, &m, http.StatusOK)
-}
+// Journal is the hub's journal.
+func (h *Hub) Journal() Journal { return h.store }
 
-func (h *Hub) clarify(c echo.Context) error {
-	var req protocol.ClarifyRequest
-	if err := bind(c, &req); err != nil {
-		return err
-	}
-	m := protocol.Control{ID: "http", Op: protocol.OpClarify, RunID: c.Param("rid"), ClarifyID: c.Param("cid"), Response: req.Response}
-	return h.httpControl(c, &m, http.StatusOK)
-}
+// Context ends when the hub shuts down.
+func (h *Hub) Context() context.Context { return h.ctx }
 
-func (h *Hub) queue(c echo.Context) error {
-	var req protocol.QueueRequest
-	if err := bind(c, &req); err != nil {
-		return err
-	}
-	m := protocol.Control{ID: "http", Op: protocol.OpQueue, SessionID: c.Param("sid"), Message: req.Message, Mode: req.Mode}
-	return h.httpControl(c, &m, http.StatusOK)
-}
-
-func (h *Hub) goal(c echo.Context) error {
-	var req protocol.GoalRequest
-	if err := bind(c, &req); err != nil {
-		return err
-	}
-	m := protocol.Control{ID: "http", Op: protocol.OpGoal, SessionID: c.Param("sid"), Action: req.Action, Text: req.Text}
-	return h.httpControl(c, &m, http.StatusOK)
-}
-
-// httpControl validates and executes a control from an HTTP request. The
-// Idempotency-Key header is the control's key.
-func (h *Hub) httpControl(c echo.Context, m *protocol.Control, okStatus int) error {
-	m.Type = protocol.MsgControl
-	if err := protocol.ValidateControl(m); err != nil {
-		return err
-	}
-	key := c.Request().Header.Get("Idempotency-Key")
-	if len(key) > protocol.MaxShortBytes {
-		return &protocol.Error{Code: protocol.CodeTooLarge, Field: "Idempotency-Key", Message: "Idempotency-Key: is too long"}
-	}
-	res, err := h.Control(c.Request().Context(), h.subject(c), m, key)
-	return controlResult(c, res, err, okStatus)
-}
-
-// interopRoutes registers the AG-UI run endpoint and the AI SDK chat
-// transports.
-func (h *Hub) interopRoutes(e *echo.Echo, g *echo.Group) {
-	g.POST("/agui", h.aguiPost)
-	g.POST("/agui/:profile", h.aguiPost)
-	g.POST("/aisdk/chat", h.aisdkChat)
-	g.GET("/aisdk/chat/:id/stream", h.aisdkResume)
-	e.GET("/v1/aisdk/ws", h.aisdkWS)
-}
+// Config is the hub's configuration, defaults applied.
+func (h *Hub) Config() Config { return h.cfg }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -24,13 +25,13 @@ func testApprovalRaceExpiry(t *testing.T, nt newTransport) {
 		sid = run.SessionID
 		req := waitEvent(t, th, run.RunID, "approval.requested", isType(protocol.EventApprovalReq))
 		time.Sleep(time.Until(time.Unix(0, int64(req.CreatedAt*1e9)).Add(timeout - time.Duration(i%4)*time.Millisecond)))
-		res := approve(t, tr, run.RunID, pl[protocol.ApprovalRequestedPayload](t, req).ApprovalID, "once")
+		res := approve(t, tr, run.RunID, hubtest.Payload[protocol.ApprovalRequestedPayload](t, req).ApprovalID, "once")
 		evs := terminal(t, th, run.RunID)
 		resolved := ofType(evs, protocol.EventApprovalRes)
 		if len(resolved) != 1 {
 			t.Fatalf("%d approval.resolved events, want 1", len(resolved))
 		}
-		p := pl[protocol.ApprovalResolvedPayload](t, resolved[0])
+		p := hubtest.Payload[protocol.ApprovalResolvedPayload](t, resolved[0])
 		outcomes[res.Status+"/"+p.Status]++
 		switch {
 		case res.Status == protocol.ResultAccepted && (p.Status != "resolved" || p.Choice != "once"):

@@ -14,49 +14,8 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-var testSecret = []byte("hub-test-secret-0123456789abcdef!!")
-
-// withAuth returns cfg with an HS256 verifier over testSecret and no clock
-// skew (so expiry tests need not wait for it).
-func withAuth(t testing.TB, cfg hub.Config) hub.Config {
-	t.Helper()
-	v, err := auth.New(auth.Config{Secret: testSecret, Leeway: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Authenticator = v
-	return cfg
-}
-
-// token mints an HS256 token of sub valid for ttl; role may be "".
-func token(t testing.TB, sub string, ttl time.Duration, role string) string {
-	t.Helper()
-	now := time.Now()
-	tok, err := auth.Sign(testSecret, auth.Claims{Role: role, RegisteredClaims: jwt.RegisteredClaims{
-		Subject: sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(ttl))}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-func bearerOf(tok string) map[string]string {
-	return map[string]string{"Authorization": "Bearer " + tok}
-}
-
-// dialToken opens a socket whose hello carries tok.
-func (th *testHub) dialToken(t testing.TB, tok string) *client.Conn {
-	t.Helper()
-	c, err := client.Dial(ctxT(t, 10*time.Second), th.WSURL, client.Options{Token: tok})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // rawSocket opens a socket without a hello.
-func (th *testHub) rawSocket(t testing.TB, hdr http.Header) *websocket.Conn {
+func rawSocket(t testing.TB, th *testHub, hdr http.Header) *websocket.Conn {
 	t.Helper()
 	ws, _, err := websocket.Dial(ctxT(t, 10*time.Second), th.WSURL, &websocket.DialOptions{
 		Subprotocols: []string{protocol.SubprotocolV1}, HTTPHeader: hdr})
@@ -178,7 +137,7 @@ func TestAuth_SocketHello(t *testing.T) {
 		{"expired", `{"type":"hello","client":"t","token":"` + token(t, "alice", -time.Minute, "") + `"}`},
 		{"other secret", `{"type":"hello","client":"t","token":"` + foreignToken(t) + `"}`},
 	} {
-		ws := th.rawSocket(t, nil)
+		ws := rawSocket(t, th, nil)
 		sendRaw(t, ws, tc.hello)
 		// Whatever follows a refused hello is not handled.
 		sendRaw(t, ws, `{"type":"watch","all":true}`)
@@ -187,7 +146,7 @@ func TestAuth_SocketHello(t *testing.T) {
 			t.Fatalf("%s: got %v, close %d; want [error:unauthorized], 4401", tc.name, got, code)
 		}
 	}
-	tab := th.dialToken(t, token(t, "alice", time.Hour, ""))
+	tab := th.DialToken(t, token(t, "alice", time.Hour, ""))
 	if tab.Welcome.Subject != "alice" || tab.Welcome.Limits.MessagesPerSecond == 0 {
 		t.Fatalf("welcome %+v", tab.Welcome)
 	}
@@ -212,7 +171,7 @@ func TestAuth_SocketUpgradeHeader(t *testing.T) {
 		t.Fatalf("bad upgrade header: %v %+v", err, resp)
 	}
 	// A hello token on a header-authenticated socket must keep the subject.
-	ws := th.rawSocket(t, http.Header{"Authorization": {"Bearer " + token(t, "bob", time.Hour, "")}})
+	ws := rawSocket(t, th, http.Header{"Authorization": {"Bearer " + token(t, "bob", time.Hour, "")}})
 	sendRaw(t, ws, `{"type":"hello","client":"t","token":"`+token(t, "mallory", time.Hour, "")+`"}`)
 	sendRaw(t, ws, `{"type":"hello","client":"t","token":"`+token(t, "bob", time.Hour, "")+`"}`)
 	got, code := readToClose(t, ws, 5*time.Second)
@@ -227,7 +186,7 @@ func TestAuth_SocketUpgradeHeader(t *testing.T) {
 // A socket whose token expires gets error unauthorized and close 4401.
 func TestAuth_SocketExpiry(t *testing.T) {
 	th := newTestHub(t, withAuth(t, hub.Config{}))
-	ws := th.rawSocket(t, nil)
+	ws := rawSocket(t, th, nil)
 	sendRaw(t, ws, `{"type":"hello","client":"t","token":"`+token(t, "alice", 2*time.Second, "")+`"}`)
 	begin := time.Now()
 	got, code := readToClose(t, ws, 10*time.Second)
@@ -243,7 +202,7 @@ func TestAuth_SocketExpiry(t *testing.T) {
 // open past the first token's expiry and answers pings.
 func TestAuth_SocketRenewal(t *testing.T) {
 	th := newTestHub(t, withAuth(t, hub.Config{}))
-	tab := th.dialToken(t, token(t, "alice", 2*time.Second, ""))
+	tab := th.DialToken(t, token(t, "alice", 2*time.Second, ""))
 	ctx := ctxT(t, 15*time.Second)
 	if err := tab.Send(ctx, protocol.Hello{Type: protocol.MsgHello, Client: "t", Token: token(t, "alice", time.Hour, "")}); err != nil {
 		t.Fatal(err)
@@ -277,7 +236,7 @@ func TestAuth_SocketRenewal(t *testing.T) {
 // tokens are ignored.
 func TestAuth_OpenMode(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	tab := th.dialToken(t, "whatever")
+	tab := th.DialToken(t, "whatever")
 	if tab.Welcome.Subject != hub.OpenSubject {
 		t.Fatalf("subject %q", tab.Welcome.Subject)
 	}

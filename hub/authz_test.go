@@ -2,66 +2,23 @@ package hub_test
 
 import (
 	"bufio"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/client"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 )
-
-// rawDo answers the status and body of a request, for comparing two
-// answers byte for byte.
-func rawDo(t testing.TB, method, url, body string, hdr map[string]string) (int, string) {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(b))
-}
-
-// aliceRun is an active run of alice waiting for an approval.
-type aliceRun struct {
-	sid, rid, approval string
-}
-
-func startAliceRun(t *testing.T, th *testHub, alice *client.Conn) aliceRun {
-	t.Helper()
-	res := startRun(t, alice, simStart("", 5, 5, `,"approval":true`))
-	var st protocol.SessionStatus
-	deadline := time.Now().Add(10 * time.Second)
-	for st.PendingApproval == nil && time.Now().Before(deadline) {
-		do(t, "GET", th.URL+"/v1/sessions/"+res.SessionID, "", bearerOf(token(t, "alice", time.Hour, "")), &st)
-		time.Sleep(10 * time.Millisecond)
-	}
-	if st.PendingApproval == nil {
-		t.Fatalf("alice's run never asked for approval: %+v", st)
-	}
-	return aliceRun{sid: res.SessionID, rid: res.RunID, approval: st.PendingApproval.ApprovalID}
-}
 
 // Every HTTP path answers another subject's session or run exactly as it
 // answers one that does not exist (404 not_found, same body), and nothing
 // the other subject sends changes the run.
 func TestAuthz_HTTPTwoSubjects(t *testing.T) {
 	th := newTestHub(t, withAuth(t, hub.Config{}))
-	alice := th.dialToken(t, token(t, "alice", time.Hour, ""))
-	run := startAliceRun(t, th, alice)
+	alice := th.DialToken(t, token(t, "alice", time.Hour, ""))
+	run := hubtest.StartAliceRun(t, th, alice)
 	bob := bearerOf(token(t, "bob", time.Hour, ""))
 	sse := map[string]string{"Accept": "text/event-stream"}
 	for k, v := range bob {
@@ -90,9 +47,9 @@ func TestAuthz_HTTPTwoSubjects(t *testing.T) {
 		{"POST", "/v1/runs/{rid}/clarifications/c_x", `{"response":"hijack"}`, bob},
 	} {
 		path := func(sid, rid string) string {
-			return strings.NewReplacer("{sid}", sid, "{rid}", rid, "{aid}", run.approval).Replace(tc.path)
+			return strings.NewReplacer("{sid}", sid, "{rid}", rid, "{aid}", run.Approval).Replace(tc.path)
 		}
-		code, body := rawDo(t, tc.method, th.URL+path(run.sid, run.rid), tc.body, tc.hdr)
+		code, body := rawDo(t, tc.method, th.URL+path(run.SID, run.RID), tc.body, tc.hdr)
 		ghostCode, ghostBody := rawDo(t, tc.method, th.URL+path(ghostS, ghostR), tc.body, tc.hdr)
 		if code != 404 || !strings.Contains(body, `"not_found"`) {
 			t.Errorf("bob %s %s: %d %s, want 404 not_found", tc.method, tc.path, code, body)
@@ -109,14 +66,14 @@ func TestAuthz_HTTPTwoSubjects(t *testing.T) {
 	// no goal; her approval completes it.
 	aliceHdr := bearerOf(token(t, "alice", time.Hour, ""))
 	var st protocol.SessionStatus
-	do(t, "GET", th.URL+"/v1/sessions/"+run.sid, "", aliceHdr, &st)
-	if st.Status != protocol.StatusAwaitingApproval || st.QueueDepth != 0 || st.Goal != nil || st.RunID != run.rid {
+	do(t, "GET", th.URL+"/v1/sessions/"+run.SID, "", aliceHdr, &st)
+	if st.Status != protocol.StatusAwaitingApproval || st.QueueDepth != 0 || st.Goal != nil || st.RunID != run.RID {
 		t.Fatalf("alice's session after bob: %+v", st)
 	}
-	if code := do(t, "POST", th.URL+"/v1/runs/"+run.rid+"/approvals/"+run.approval, `{"choice":"once"}`, aliceHdr, nil); code != 200 {
+	if code := do(t, "POST", th.URL+"/v1/runs/"+run.RID+"/approvals/"+run.Approval, `{"choice":"once"}`, aliceHdr, nil); code != 200 {
 		t.Fatalf("alice approves: %d", code)
 	}
-	if do(t, "GET", th.URL+"/v1/sessions", "", aliceHdr, &list); len(list.Sessions) != 1 || list.Sessions[0].SessionID != run.sid {
+	if do(t, "GET", th.URL+"/v1/sessions", "", aliceHdr, &list); len(list.Sessions) != 1 || list.Sessions[0].SessionID != run.SID {
 		t.Fatalf("alice lists %+v", list.Sessions)
 	}
 }
@@ -126,40 +83,40 @@ func TestAuthz_HTTPTwoSubjects(t *testing.T) {
 // on one's own session, and every control is not_found.
 func TestAuthz_SocketTwoSubjects(t *testing.T) {
 	th := newTestHub(t, withAuth(t, hub.Config{}))
-	alice := th.dialToken(t, token(t, "alice", time.Hour, ""))
-	run := startAliceRun(t, th, alice)
-	bob := th.dialToken(t, token(t, "bob", time.Hour, ""))
+	alice := th.DialToken(t, token(t, "alice", time.Hour, ""))
+	run := hubtest.StartAliceRun(t, th, alice)
+	bob := th.DialToken(t, token(t, "bob", time.Hour, ""))
 	ctx := ctxT(t, 30*time.Second)
 	bob.Watch(ctx, true)
 	own := startRun(t, bob, simStart("", 3, 0, ""))
 
-	bob.Watch(ctx, false, run.sid)
-	bob.Focus(ctx, run.sid, "")
-	bob.Focus(ctx, own.SessionID, run.rid+":1")
+	bob.Watch(ctx, false, run.SID)
+	bob.Focus(ctx, run.SID, "")
+	bob.Focus(ctx, own.SessionID, run.RID+":1")
 	// Alice starts another session while bob watches all.
 	second := startRun(t, alice, simStart("", 3, 0, ""))
 	col := newCollector()
-	col.until(t, bob, 10*time.Second, "bob's own run, the two refusals and the bad cursor", func() bool {
-		return col.terminalOf(own.RunID) && len(col.errors) >= 3 && col.statuses[own.SessionID].Terminal
+	col.Until(t, bob, 10*time.Second, "bob's own run, the two refusals and the bad cursor", func() bool {
+		return col.TerminalOf(own.RunID) && len(col.Errors) >= 3 && col.Statuses[own.SessionID].Terminal
 	})
 	want := []protocol.Code{protocol.CodeNotFound, protocol.CodeNotFound, protocol.CodeBadCursor}
-	for i, e := range col.errors[:3] {
+	for i, e := range col.Errors[:3] {
 		if e.Code != want[i] {
-			t.Fatalf("bob's errors %+v, want %v", col.errors, want)
+			t.Fatalf("bob's errors %+v, want %v", col.Errors, want)
 		}
 	}
-	if strings.Contains(col.errors[2].Message, "alice") {
-		t.Fatalf("bad_cursor names the owner: %q", col.errors[2].Message)
+	if strings.Contains(col.Errors[2].Message, "alice") {
+		t.Fatalf("bad_cursor names the owner: %q", col.Errors[2].Message)
 	}
 	for _, m := range []protocol.Control{
-		simStart(run.sid, 3, 0, ""),
-		{Op: protocol.OpCancel, RunID: run.rid},
-		{Op: protocol.OpCancel, SessionID: run.sid},
-		{Op: protocol.OpApprove, RunID: run.rid, ApprovalID: run.approval, Choice: "deny"},
-		{Op: protocol.OpClarify, RunID: run.rid, ClarifyID: "c_x", Response: "x"},
-		{Op: protocol.OpQueue, SessionID: run.sid, Message: "hijack"},
-		{Op: protocol.OpQueue, SessionID: run.sid, Message: "hijack", Mode: protocol.ModeSteer},
-		{Op: protocol.OpGoal, SessionID: run.sid, Action: protocol.GoalSet, Text: "hijack"},
+		simStart(run.SID, 3, 0, ""),
+		{Op: protocol.OpCancel, RunID: run.RID},
+		{Op: protocol.OpCancel, SessionID: run.SID},
+		{Op: protocol.OpApprove, RunID: run.RID, ApprovalID: run.Approval, Choice: "deny"},
+		{Op: protocol.OpClarify, RunID: run.RID, ClarifyID: "c_x", Response: "x"},
+		{Op: protocol.OpQueue, SessionID: run.SID, Message: "hijack"},
+		{Op: protocol.OpQueue, SessionID: run.SID, Message: "hijack", Mode: protocol.ModeSteer},
+		{Op: protocol.OpGoal, SessionID: run.SID, Action: protocol.GoalSet, Text: "hijack"},
 	} {
 		_, err := bob.Control(ctx, m)
 		if protocol.CodeOf(err) != protocol.CodeNotFound {
@@ -170,26 +127,26 @@ func TestAuthz_SocketTwoSubjects(t *testing.T) {
 	// prove bob saw nothing of alice.
 	time.Sleep(300 * time.Millisecond)
 	bob.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "end"})
-	col.until(t, bob, 10*time.Second, "pong", func() bool {
-		for _, o := range col.other {
+	col.Until(t, bob, 10*time.Second, "pong", func() bool {
+		for _, o := range col.Other {
 			if p, ok := o.(*protocol.Pong); ok && p.ID == "end" {
 				return true
 			}
 		}
 		return false
 	})
-	for sid := range col.statuses {
-		if sid == run.sid || sid == second.SessionID {
+	for sid := range col.Statuses {
+		if sid == run.SID || sid == second.SessionID {
 			t.Fatalf("bob got a status of alice's session %s", sid)
 		}
 	}
-	for _, e := range col.events {
+	for _, e := range col.Events {
 		if e.SessionID != own.SessionID {
 			t.Fatalf("bob got an event of %s", e.SessionID)
 		}
 	}
 	var st protocol.SessionStatus
-	do(t, "GET", th.URL+"/v1/sessions/"+run.sid, "", bearerOf(token(t, "alice", time.Hour, "")), &st)
+	do(t, "GET", th.URL+"/v1/sessions/"+run.SID, "", bearerOf(token(t, "alice", time.Hour, "")), &st)
 	if st.Status != protocol.StatusAwaitingApproval || st.QueueDepth != 0 || st.Goal != nil {
 		t.Fatalf("alice's session after bob: %+v", st)
 	}
@@ -199,23 +156,23 @@ func TestAuthz_SocketTwoSubjects(t *testing.T) {
 // watch and focus — but steers only its own, and lists only its own.
 func TestAuthz_AdminReadsOnly(t *testing.T) {
 	th := newTestHub(t, withAuth(t, hub.Config{}))
-	alice := th.dialToken(t, token(t, "alice", time.Hour, ""))
-	run := startAliceRun(t, th, alice)
+	alice := th.DialToken(t, token(t, "alice", time.Hour, ""))
+	run := hubtest.StartAliceRun(t, th, alice)
 	adminTok := token(t, "ops", time.Hour, "admin")
 	admin := bearerOf(adminTok)
 	var st protocol.SessionStatus
-	if code := do(t, "GET", th.URL+"/v1/sessions/"+run.sid, "", admin, &st); code != 200 || st.RunID != run.rid {
+	if code := do(t, "GET", th.URL+"/v1/sessions/"+run.SID, "", admin, &st); code != 200 || st.RunID != run.RID {
 		t.Fatalf("admin GET session: %d %+v", code, st)
 	}
 	var rs protocol.RunStatus
-	if code := do(t, "GET", th.URL+"/v1/runs/"+run.rid, "", admin, &rs); code != 200 || rs.SessionID != run.sid {
+	if code := do(t, "GET", th.URL+"/v1/runs/"+run.RID, "", admin, &rs); code != 200 || rs.SessionID != run.SID {
 		t.Fatalf("admin GET run: %d %+v", code, rs)
 	}
 	var page protocol.EventPage
-	if code := do(t, "GET", th.URL+"/v1/runs/"+run.rid+"/events", "", admin, &page); code != 200 || len(page.Events) == 0 {
+	if code := do(t, "GET", th.URL+"/v1/runs/"+run.RID+"/events", "", admin, &page); code != 200 || len(page.Events) == 0 {
 		t.Fatalf("admin events: %d %+v", code, page)
 	}
-	req, _ := http.NewRequest("GET", th.URL+"/v1/runs/"+run.rid+"/events", nil)
+	req, _ := http.NewRequest("GET", th.URL+"/v1/runs/"+run.RID+"/events", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+adminTok)
 	resp, err := http.DefaultClient.Do(req)
@@ -224,15 +181,15 @@ func TestAuthz_AdminReadsOnly(t *testing.T) {
 	}
 	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
 	resp.Body.Close()
-	if resp.StatusCode != 200 || line != "id: "+run.rid+":1\n" {
+	if resp.StatusCode != 200 || line != "id: "+run.RID+":1\n" {
 		t.Fatalf("admin SSE: %d %q", resp.StatusCode, line)
 	}
 	for _, p := range []struct{ path, body string }{
-		{"/v1/runs/" + run.rid + "/cancel", ""},
-		{"/v1/runs/" + run.rid + "/approvals/" + run.approval, `{"choice":"deny"}`},
-		{"/v1/sessions/" + run.sid + "/queue", `{"message":"x"}`},
-		{"/v1/sessions/" + run.sid + "/goal", `{"action":"set","text":"x"}`},
-		{"/v1/sessions/" + run.sid + "/runs", `{"message":"x"}`},
+		{"/v1/runs/" + run.RID + "/cancel", ""},
+		{"/v1/runs/" + run.RID + "/approvals/" + run.Approval, `{"choice":"deny"}`},
+		{"/v1/sessions/" + run.SID + "/queue", `{"message":"x"}`},
+		{"/v1/sessions/" + run.SID + "/goal", `{"action":"set","text":"x"}`},
+		{"/v1/sessions/" + run.SID + "/runs", `{"message":"x"}`},
 	} {
 		if code, body := rawDo(t, "POST", th.URL+p.path, p.body, admin); code != 404 {
 			t.Errorf("admin POST %s: %d %s, want 404", p.path, code, body)
@@ -243,19 +200,19 @@ func TestAuthz_AdminReadsOnly(t *testing.T) {
 		t.Fatalf("admin lists %+v", list.Sessions)
 	}
 
-	tab := th.dialToken(t, adminTok)
+	tab := th.DialToken(t, adminTok)
 	ctx := ctxT(t, 20*time.Second)
-	tab.Watch(ctx, false, run.sid)
-	tab.Focus(ctx, run.sid, "")
+	tab.Watch(ctx, false, run.SID)
+	tab.Focus(ctx, run.SID, "")
 	col := newCollector()
-	col.until(t, tab, 10*time.Second, "status and replay of alice's session", func() bool {
-		_, ok := col.statuses[run.sid]
-		return ok && len(col.replayed) == 1
+	col.Until(t, tab, 10*time.Second, "status and replay of alice's session", func() bool {
+		_, ok := col.Statuses[run.SID]
+		return ok && len(col.Replayed) == 1
 	})
-	if len(col.errors) != 0 || len(col.events) == 0 || col.events[0].RunID != run.rid {
-		t.Fatalf("admin socket: errors %+v, %d events", col.errors, len(col.events))
+	if len(col.Errors) != 0 || len(col.Events) == 0 || col.Events[0].RunID != run.RID {
+		t.Fatalf("admin socket: errors %+v, %d events", col.Errors, len(col.Events))
 	}
-	if _, err := tab.Control(ctx, protocol.Control{Op: protocol.OpCancel, RunID: run.rid}); protocol.CodeOf(err) != protocol.CodeNotFound {
+	if _, err := tab.Control(ctx, protocol.Control{Op: protocol.OpCancel, RunID: run.RID}); protocol.CodeOf(err) != protocol.CodeNotFound {
 		t.Fatalf("admin cancel over the socket: %v", err)
 	}
 }

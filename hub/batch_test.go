@@ -15,7 +15,7 @@ import (
 // per event.
 func TestWS_ReplayIsBatched(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	run := startRun(t, ctl, simStart("", 500, 0, `,"tools":0`))
 	waitTerminal(t, th, run.RunID)
 
@@ -76,8 +76,8 @@ func TestWS_ReplayIsBatched(t *testing.T) {
 func TestWS_StatusCoalesced(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	th := newTestHub(t, hub.Config{StatusInterval: interval})
-	ctl := th.dial(t)
-	tab := th.dial(t)
+	ctl := th.Dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 60*time.Second)
 	tab.Watch(ctx, true)
 	const sessions, tokens = 20, 200

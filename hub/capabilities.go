@@ -5,11 +5,11 @@ import (
 	"github.com/runhub/runhub/session"
 )
 
-// statusOf is s's status as a tab sees it: active_controls offer only
+// StatusOf is s's status as a tab sees it: active_controls offer only
 // what the driver of its latest run can do (its run.started profile, else
 // provider), or before any run what a start's default can do. The
 // runtime answers any other control unsupported.
-func (h *Hub) statusOf(s *session.Session) protocol.SessionStatus {
+func (h *Hub) StatusOf(s *session.Session) protocol.SessionStatus {
 	st := s.Status()
 	if h.cfg.Capabilities == nil {
 		return st

@@ -163,7 +163,7 @@ func runEvents(t *testing.T, th *testHub, runID string) []protocol.Envelope {
 	t.Helper()
 	var all []protocol.Envelope
 	for {
-		page, err := th.store.Read(context.Background(), runID, uint64(len(all)), 1000)
+		page, err := th.Store.Read(context.Background(), runID, uint64(len(all)), 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,11 +176,11 @@ func runEvents(t *testing.T, th *testHub, runID string) []protocol.Envelope {
 
 func finishedRun(t *testing.T, th *testHub, m protocol.Control) protocol.ControlResult {
 	t.Helper()
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	res := startRun(t, ctl, m)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if r, err := th.store.Run(context.Background(), res.RunID); err == nil && r.Terminal {
+		if r, err := th.Store.Run(context.Background(), res.RunID); err == nil && r.Terminal {
 			return res
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -252,7 +252,7 @@ func TestCompactReplay_EveryCursor(t *testing.T) {
 // the run goes on gets the rest live, once.
 func TestCompactReplay_ResumeLive(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	res := startRun(t, ctl, simStart("", 400, 5, ""))
 	tab, _ := dialRaw(t, th, protocol.CapCompactReplay)
 	// Let some tokens land, then focus: the replayed part is compacted.

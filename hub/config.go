@@ -92,9 +92,8 @@ type Config struct {
 	// limit). Replicas count from the shared journal, so concurrent starts
 	// through different hubs may overshoot by their number.
 	MaxRunsPerSubject int
-	// SSEKeepAlive is how often every SSE stream (the run events, the
-	// AG-UI export and run endpoint, the AI SDK chat streams) sends a
-	// keep-alive comment, so that proxies do not close a quiet stream
+	// SSEKeepAlive is how often every SSE stream an edge serves (through
+	// httpx.StartSSE) sends a keep-alive comment, so that proxies do not close a quiet stream
 	// (default 15 s; negative: none).
 	SSEKeepAlive time.Duration
 	// Capabilities tells what the runs of each profile and provider can

@@ -5,22 +5,23 @@ import (
 	"time"
 
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/protocol"
 )
 
-// controlTimeout bounds one control's trip through the runtime.
-const controlTimeout = 15 * time.Second
+// ControlTimeout bounds one control's trip through the runtime.
+const ControlTimeout = 15 * time.Second
 
 // control handles a control message and answers control_result.
 func (c *conn) control(m *protocol.Control) {
-	ctx, cancel := context.WithTimeout(c.ctx, controlTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, ControlTimeout)
 	defer cancel()
 	res, err := c.hub.Control(ctx, c.subject, m, m.ID)
 	if err != nil {
 		if code := protocol.CodeOf(err); code == protocol.CodeInternal || code == protocol.CodeUnavailable {
 			c.log.Warn("control failed", "conn_id", c.id, "op", m.Op, "session_id", m.SessionID, "run_id", m.RunID, "code", code)
 		}
-		c.answerFailed(m.ID, protocol.CodeOf(err), safeMessage(err))
+		c.answerFailed(m.ID, protocol.CodeOf(err), httpx.SafeMessage(err))
 		return
 	}
 	c.send(protocol.ControlResultMessage{Type: protocol.MsgControlResult, ID: m.ID, ControlResult: res})
@@ -53,5 +54,5 @@ func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, 
 	// A queue or goal changes the session: the journal announces it on
 	// every hub's feed (journal.SessionChanged), so its status follows.
 	res, err = h.runtime.Control(ctx, c)
-	return res, h.publicError(err)
+	return res, h.PublicError(err)
 }

@@ -18,22 +18,22 @@ func TestControl_OneMetaReadEndToEnd(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	control := func(what string, m protocol.Control, key string) protocol.ControlResult {
 		t.Helper()
-		if !th.counted.Settled() {
+		if !th.Counted.Settled() {
 			t.Fatalf("before %s: meta reads never settled", what)
 		}
-		th.counted.Begin()
-		res, err := th.hub.Control(ctx, "local", &m, key)
+		th.Counted.Begin()
+		res, err := th.Hub.Control(ctx, "local", &m, key)
 		if err != nil || !res.Accepted {
 			t.Fatalf("%s: %+v, %v", what, res, err)
 		}
-		if n := th.counted.Window(); n != 1 {
+		if n := th.Counted.Window(); n != 1 {
 			t.Errorf("%s read %d metas; want 1", what, n)
 		}
 		return res
 	}
 	start := func(m protocol.Control) protocol.ControlResult {
 		t.Helper()
-		res, err := th.hub.Control(ctx, "local", &m, "")
+		res, err := th.Hub.Control(ctx, "local", &m, "")
 		if err != nil || !res.Accepted {
 			t.Fatalf("start: %+v, %v", res, err)
 		}

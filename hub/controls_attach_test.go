@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/runhub/runhub/adapter/sim"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -58,10 +59,10 @@ func testAttachments(t *testing.T, nt newTransport) {
 	evs = terminal(t, th, run.RunID)
 	noErrors(t, evs)
 	p := ofType(evs, protocol.EventProgress)
-	if len(p) != 1 || pl[protocol.ProgressPayload](t, p[0]).Text != sim.AttachmentsText(atts) {
+	if len(p) != 1 || hubtest.Payload[protocol.ProgressPayload](t, p[0]).Text != sim.AttachmentsText(atts) {
 		t.Fatalf("progress %v, want one %q", p, sim.AttachmentsText(atts))
 	}
-	if got := pl[protocol.ProgressPayload](t, p[0]).Text; got != "received 2 attachments: cat.png (image/png, 2048 bytes), notes.txt" {
+	if got := hubtest.Payload[protocol.ProgressPayload](t, p[0]).Text; got != "received 2 attachments: cat.png (image/png, 2048 bytes), notes.txt" {
 		t.Errorf("progress text %q", got)
 	}
 }

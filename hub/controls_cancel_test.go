@@ -12,6 +12,7 @@ import (
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -35,7 +36,7 @@ func checkCancelledEverywhere(t testing.TB, th *testHub, tr transport, sid, runI
 	tr.Session(t, sid, "status cancelled", func(s protocol.SessionStatus) bool {
 		return s.RunID == runID && s.Status == protocol.StatusCancelled && s.Terminal && s.LastSeq == last.LastSeq
 	})
-	st, _, err := journal.FoldSession(context.Background(), th.store, sid)
+	st, _, err := journal.FoldSession(context.Background(), th.Store, sid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func testCancelOneTerminal(t *testing.T, nt newTransport) {
 	}
 	cancelling := -1
 	for i, e := range evs {
-		if e.Type == protocol.EventStatus && pl[protocol.StatusPayload](t, e).Status == protocol.StatusCancelling {
+		if e.Type == protocol.EventStatus && hubtest.Payload[protocol.StatusPayload](t, e).Status == protocol.StatusCancelling {
 			if cancelling >= 0 {
 				t.Fatalf("two cancelling status events: %d and %d", evs[cancelling].Seq, e.Seq)
 			}
@@ -77,14 +78,14 @@ func testCancelOneTerminal(t *testing.T, nt newTransport) {
 	if cancelling < 0 || evs[cancelling].EventID != res.EventID {
 		t.Fatalf("no cancelling status event named by the result (event %s)", res.EventID)
 	}
-	if c := pl[protocol.StatusPayload](t, evs[cancelling]).Controls; len(c) != 0 {
+	if c := hubtest.Payload[protocol.StatusPayload](t, evs[cancelling]).Controls; len(c) != 0 {
 		t.Fatalf("a cancelling run lists controls %v", c)
 	}
 	last := evs[len(evs)-1] // after the cancelling status: checkRun put the terminal last
 	if last.Type != protocol.EventCancelled {
 		t.Fatalf("terminal event %s %s, want cancelled", last.Type, last.Payload)
 	}
-	if p := pl[protocol.CancelledPayload](t, last); !p.Partial || p.Reason == "" {
+	if p := hubtest.Payload[protocol.CancelledPayload](t, last); !p.Partial || p.Reason == "" {
 		t.Fatalf("cancelled payload %+v, want partial with a reason", p)
 	}
 	noErrors(t, evs)
@@ -138,7 +139,7 @@ func testCancelConcurrent(t *testing.T, nt newTransport) {
 	evs := terminal(t, th, run.RunID)
 	cancelling := 0
 	for _, e := range ofType(evs, protocol.EventStatus) {
-		if pl[protocol.StatusPayload](t, e).Status == protocol.StatusCancelling {
+		if hubtest.Payload[protocol.StatusPayload](t, e).Status == protocol.StatusCancelling {
 			cancelling++
 		}
 	}
@@ -201,7 +202,7 @@ func testCancelDuringTool(t *testing.T, nt newTransport) {
 		t.Fatal("the tool finished: the cancel did not interrupt it")
 	}
 	last := evs[len(evs)-1]
-	if last.Type != protocol.EventCancelled || !pl[protocol.CancelledPayload](t, last).Partial {
+	if last.Type != protocol.EventCancelled || !hubtest.Payload[protocol.CancelledPayload](t, last).Partial {
 		t.Fatalf("terminal %s %s, want cancelled partial", last.Type, last.Payload)
 	}
 	noErrors(t, evs)
@@ -220,7 +221,7 @@ func testCancelDuringReasoning(t *testing.T, nt newTransport) {
 		t.Fatal("reasoning finished: the cancel did not interrupt it")
 	}
 	last := evs[len(evs)-1]
-	if last.Type != protocol.EventCancelled || !pl[protocol.CancelledPayload](t, last).Partial {
+	if last.Type != protocol.EventCancelled || !hubtest.Payload[protocol.CancelledPayload](t, last).Partial {
 		t.Fatalf("terminal %s %s, want cancelled partial", last.Type, last.Payload)
 	}
 	noErrors(t, evs)
@@ -238,7 +239,7 @@ func testCancelNotStarted(t *testing.T, nt newTransport) {
 			sid := newSession(t, th)
 			ctx := ctxT(t, 10*time.Second)
 			rid := adapter.NewID("r_")
-			if err := th.store.BeginRun(ctx, journal.RunMeta{ID: rid, SessionID: sid, Owner: "local",
+			if err := th.Store.BeginRun(ctx, journal.RunMeta{ID: rid, SessionID: sid, Owner: "local",
 				CreatedAt: protocol.Timestamp(time.Now())}); err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +249,7 @@ func testCancelNotStarted(t *testing.T, nt newTransport) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := th.store.Append(ctx, e, ""); err != nil {
+				if _, err := th.Store.Append(ctx, e, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -259,7 +260,7 @@ func testCancelNotStarted(t *testing.T, nt newTransport) {
 			want(t, res, protocol.ResultAccepted, "cancel of a queued run")
 			evs := terminal(t, th, rid)
 			last := evs[len(evs)-1]
-			if res.EventID != last.EventID || last.Type != protocol.EventCancelled || pl[protocol.CancelledPayload](t, last).Partial {
+			if res.EventID != last.EventID || last.Type != protocol.EventCancelled || hubtest.Payload[protocol.CancelledPayload](t, last).Partial {
 				t.Fatalf("result %+v, terminal %s %s: want the result to name a cancelled, not partial", res, last.EventID, last.Payload)
 			}
 			want(t, cancelRun(t, tr, rid), protocol.ResultNotActive, "second cancel of the queued run")
@@ -292,14 +293,14 @@ func testCancelDuringPrompt(t *testing.T, nt newTransport) {
 			want(t, cancelRun(t, tr, run.RunID), protocol.ResultAccepted, "cancel while a prompt waits")
 			evs := terminal(t, th, run.RunID)
 			last := evs[len(evs)-1]
-			if last.Type != protocol.EventCancelled || pl[protocol.CancelledPayload](t, last).Partial {
+			if last.Type != protocol.EventCancelled || hubtest.Payload[protocol.CancelledPayload](t, last).Partial {
 				t.Fatalf("terminal %s %s, want cancelled, not partial", last.Type, last.Payload)
 			}
 			var res protocol.ControlResult
 			if kind == "approval" {
-				res = approve(t, tr, run.RunID, pl[protocol.ApprovalRequestedPayload](t, req).ApprovalID, "once")
+				res = approve(t, tr, run.RunID, hubtest.Payload[protocol.ApprovalRequestedPayload](t, req).ApprovalID, "once")
 			} else {
-				res = answer(t, tr, run.RunID, pl[protocol.ClarifyRequestedPayload](t, req).ClarifyID, "short")
+				res = answer(t, tr, run.RunID, hubtest.Payload[protocol.ClarifyRequestedPayload](t, req).ClarifyID, "short")
 			}
 			want(t, res, protocol.ResultNotActive, "response after the cancel")
 			if n := len(ofType(journalEvents(t, th, run.RunID), resType)); n != 0 {

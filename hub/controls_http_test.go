@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -133,7 +133,7 @@ func (h *httpTransport) Control(t testing.TB, m protocol.Control, key string) (p
 			return fail("error body %s", data)
 		}
 		checkSafe(t, "http error "+string(eb.Error.Code), eb.Error.Message)
-		if want := hub.HTTPStatus(eb.Error.Code); code != want {
+		if want := httpx.HTTPStatus(eb.Error.Code); code != want {
 			t.Errorf("http %s: error %s answered %d, want %d", m.Op, eb.Error.Code, code, want)
 		}
 		return protocol.ControlResult{}, eb.Error

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -17,7 +18,7 @@ func approvalRun(t testing.TB, th *testHub, tr transport, script string) (protoc
 	t.Helper()
 	run := start(t, tr, "", `"approval":true,`+script)
 	e := waitEvent(t, th, run.RunID, "approval.requested", isType(protocol.EventApprovalReq))
-	return run, pl[protocol.ApprovalRequestedPayload](t, e)
+	return run, hubtest.Payload[protocol.ApprovalRequestedPayload](t, e)
 }
 
 // An approval request shows as awaiting_approval with the pending approval
@@ -48,7 +49,7 @@ func testApprovalApprove(t *testing.T, nt newTransport) {
 	if len(resolved) != 1 {
 		t.Fatalf("%d approval.resolved events, want 1", len(resolved))
 	}
-	if p := pl[protocol.ApprovalResolvedPayload](t, resolved[0]); p.ApprovalID != req.ApprovalID || p.Choice != "once" || p.Status != "resolved" {
+	if p := hubtest.Payload[protocol.ApprovalResolvedPayload](t, resolved[0]); p.ApprovalID != req.ApprovalID || p.Choice != "once" || p.Status != "resolved" {
 		t.Fatalf("approval.resolved %+v", p)
 	}
 	tools := ofType(evs, protocol.EventToolDone)
@@ -56,7 +57,7 @@ func testApprovalApprove(t *testing.T, nt newTransport) {
 		t.Fatalf("%d tool.done events, want 2 after the approval", len(tools))
 	}
 	for _, e := range tools {
-		if pl[protocol.ToolDonePayload](t, e).Error {
+		if hubtest.Payload[protocol.ToolDonePayload](t, e).Error {
 			t.Fatalf("an approved tool failed: %s", e.Payload)
 		}
 	}
@@ -77,7 +78,7 @@ func testApprovalDeny(t *testing.T, nt newTransport) {
 	want(t, approve(t, tr, run.RunID, req.ApprovalID, "deny"), protocol.ResultAccepted, "deny")
 	evs := terminal(t, th, run.RunID)
 	resolved := ofType(evs, protocol.EventApprovalRes)
-	if len(resolved) != 1 || pl[protocol.ApprovalResolvedPayload](t, resolved[0]).Choice != "deny" {
+	if len(resolved) != 1 || hubtest.Payload[protocol.ApprovalResolvedPayload](t, resolved[0]).Choice != "deny" {
 		t.Fatalf("approval.resolved %v", resolved)
 	}
 	tools := ofType(evs, protocol.EventToolDone)
@@ -85,7 +86,7 @@ func testApprovalDeny(t *testing.T, nt newTransport) {
 		t.Fatalf("%d tool.done events, want 2", len(tools))
 	}
 	for _, e := range tools {
-		if p := pl[protocol.ToolDonePayload](t, e); !p.Error {
+		if p := hubtest.Payload[protocol.ToolDonePayload](t, e); !p.Error {
 			t.Fatalf("a denied tool succeeded: %+v", p)
 		}
 	}
@@ -148,7 +149,7 @@ func testApprovalDuplicate(t *testing.T, nt newTransport) {
 		t.Fatalf("%d approval.resolved events, want 1", got)
 	}
 	for _, e := range ofType(evs, protocol.EventToolDone) {
-		if pl[protocol.ToolDonePayload](t, e).Error {
+		if hubtest.Payload[protocol.ToolDonePayload](t, e).Error {
 			t.Fatal("the late deny took effect")
 		}
 	}
@@ -183,7 +184,7 @@ func testPromptUnknownIDs(t *testing.T, nt newTransport) {
 		t.Fatal("a wrong response resolved the approval")
 	}
 	want(t, approve(t, tr, run.RunID, req.ApprovalID, "once"), protocol.ResultAccepted, "approve")
-	creq := pl[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, run.RunID, "clarify.requested", isType(protocol.EventClarifyReq)))
+	creq := hubtest.Payload[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, run.RunID, "clarify.requested", isType(protocol.EventClarifyReq)))
 	want(t, approve(t, tr, run.RunID, req.ApprovalID, "once"), protocol.ResultNotActive, "resolved approval id")
 	want(t, approve(t, tr, run.RunID, creq.ClarifyID, "once"), protocol.ResultNotActive, "a clarify id as an approval id")
 	want(t, answer(t, tr, run.RunID, "c_nope", "short"), protocol.ResultNotActive, "unknown clarify id")
@@ -204,7 +205,7 @@ func testClarifyAnswered(t *testing.T, nt newTransport) {
 	th := newTestHub(t, hub.Config{})
 	tr := nt(t, th)
 	run := start(t, tr, "", `"clarify":true,"tools":0,"tokens":5,"token_ms":1`)
-	req := pl[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, run.RunID, "clarify.requested", isType(protocol.EventClarifyReq)))
+	req := hubtest.Payload[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, run.RunID, "clarify.requested", isType(protocol.EventClarifyReq)))
 	st := tr.Session(t, run.SessionID, "awaiting clarify", func(s protocol.SessionStatus) bool {
 		return s.RunID == run.RunID && s.Status == protocol.StatusAwaitingClarify
 	})
@@ -223,7 +224,7 @@ func testClarifyAnswered(t *testing.T, nt newTransport) {
 	if len(resolved) != 1 {
 		t.Fatalf("%d clarify.resolved events, want 1", len(resolved))
 	}
-	if p := pl[protocol.ClarifyResolvedPayload](t, resolved[0]); p.ClarifyID != req.ClarifyID || p.Status != "resolved" || p.Response != "short" {
+	if p := hubtest.Payload[protocol.ClarifyResolvedPayload](t, resolved[0]); p.ClarifyID != req.ClarifyID || p.Status != "resolved" || p.Response != "short" {
 		t.Fatalf("clarify.resolved %+v", p)
 	}
 	if evs[len(evs)-1].Type != protocol.EventDone {
@@ -238,9 +239,9 @@ func testClarifyExpiry(t *testing.T, nt newTransport) {
 	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{ClarifyTimeout: 150 * time.Millisecond})
 	tr := nt(t, th)
 	run := start(t, tr, "", `"clarify":true,"tools":0,"tokens":80,"token_ms":20`)
-	req := pl[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, run.RunID, "clarify.requested", isType(protocol.EventClarifyReq)))
+	req := hubtest.Payload[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, run.RunID, "clarify.requested", isType(protocol.EventClarifyReq)))
 	res := waitEvent(t, th, run.RunID, "clarify expiry", isType(protocol.EventClarifyRes))
-	if p := pl[protocol.ClarifyResolvedPayload](t, res); p.ClarifyID != req.ClarifyID || p.Status != "expired" {
+	if p := hubtest.Payload[protocol.ClarifyResolvedPayload](t, res); p.ClarifyID != req.ClarifyID || p.Status != "expired" {
 		t.Fatalf("clarify.resolved %+v, want expired", p)
 	}
 	late := answer(t, tr, run.RunID, req.ClarifyID, "short")
@@ -285,13 +286,13 @@ func testClarifyRaceExpiry(t *testing.T, nt newTransport) {
 		// Aim the response at the expiry: the prompt's timer started just
 		// before clarify.requested was journaled.
 		time.Sleep(time.Until(time.Unix(0, int64(req.CreatedAt*1e9)).Add(timeout - time.Duration(i%4)*time.Millisecond)))
-		res := answer(t, tr, run.RunID, pl[protocol.ClarifyRequestedPayload](t, req).ClarifyID, "short")
+		res := answer(t, tr, run.RunID, hubtest.Payload[protocol.ClarifyRequestedPayload](t, req).ClarifyID, "short")
 		evs := terminal(t, th, run.RunID)
 		resolved := ofType(evs, protocol.EventClarifyRes)
 		if len(resolved) != 1 {
 			t.Fatalf("%d clarify.resolved events, want 1", len(resolved))
 		}
-		p := pl[protocol.ClarifyResolvedPayload](t, resolved[0])
+		p := hubtest.Payload[protocol.ClarifyResolvedPayload](t, resolved[0])
 		outcomes[res.Status+"/"+p.Status]++
 		switch {
 		case res.Status == protocol.ResultAccepted && (p.Status != "resolved" || p.Response != "short"):

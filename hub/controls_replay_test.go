@@ -7,6 +7,7 @@ import (
 
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/session"
 )
@@ -51,7 +52,7 @@ func testControlsLists(t *testing.T, nt newTransport) {
 	// short to poll for: fold the journal up to it, as every status surface
 	// does.
 	for i, e := range evs {
-		if e.Type != protocol.EventStatus || pl[protocol.StatusPayload](t, e).Status != protocol.StatusCancelling {
+		if e.Type != protocol.EventStatus || hubtest.Payload[protocol.StatusPayload](t, e).Status != protocol.StatusCancelling {
 			continue
 		}
 		r, err := session.Fold(run.RunID, sid, evs[:i+1])
@@ -100,17 +101,17 @@ func testReplayHistory(t *testing.T, nt newTransport) {
 	tr := nt(t, th)
 	sid := newSession(t, th)
 	ctx := ctxT(t, 60*time.Second)
-	live := th.dial(t)
+	live := th.Dial(t)
 	if err := live.Focus(ctx, sid, ""); err != nil {
 		t.Fatal(err)
 	}
 	liveCol := newCollector()
-	liveCol.until(t, live, 10*time.Second, "replayed of the empty session", func() bool { return len(liveCol.replayed) == 1 })
+	liveCol.Until(t, live, 10*time.Second, "replayed of the empty session", func() bool { return len(liveCol.Replayed) == 1 })
 
 	r1 := start(t, tr, sid, `"approval":true,"clarify":true,"tools":1,"tokens":20,"token_ms":10`)
-	areq := pl[protocol.ApprovalRequestedPayload](t, waitEvent(t, th, r1.RunID, "approval", isType(protocol.EventApprovalReq)))
+	areq := hubtest.Payload[protocol.ApprovalRequestedPayload](t, waitEvent(t, th, r1.RunID, "approval", isType(protocol.EventApprovalReq)))
 	want(t, approve(t, tr, r1.RunID, areq.ApprovalID, "once"), protocol.ResultAccepted, "approve")
-	creq := pl[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, r1.RunID, "clarify", isType(protocol.EventClarifyReq)))
+	creq := hubtest.Payload[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, r1.RunID, "clarify", isType(protocol.EventClarifyReq)))
 	want(t, goal(t, tr, sid, protocol.GoalSet, "keep going"), protocol.ResultAccepted, "goal set")
 	want(t, queue(t, tr, sid, "and then this", "", ""), protocol.ResultAccepted, "queue")
 	want(t, answer(t, tr, r1.RunID, creq.ClarifyID, "short"), protocol.ResultAccepted, "clarify")
@@ -118,20 +119,20 @@ func testReplayHistory(t *testing.T, nt newTransport) {
 
 	// The queued message runs next, inheriting the script: answer it too.
 	r2 := nthRun(t, th, sid, 2)
-	areq = pl[protocol.ApprovalRequestedPayload](t, waitEvent(t, th, r2, "approval", isType(protocol.EventApprovalReq)))
+	areq = hubtest.Payload[protocol.ApprovalRequestedPayload](t, waitEvent(t, th, r2, "approval", isType(protocol.EventApprovalReq)))
 	want(t, approve(t, tr, r2, areq.ApprovalID, "deny"), protocol.ResultAccepted, "deny")
-	creq = pl[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, r2, "clarify", isType(protocol.EventClarifyReq)))
+	creq = hubtest.Payload[protocol.ClarifyRequestedPayload](t, waitEvent(t, th, r2, "clarify", isType(protocol.EventClarifyReq)))
 	want(t, goal(t, tr, sid, protocol.GoalPause, ""), protocol.ResultAccepted, "goal pause")
 	want(t, answer(t, tr, r2, creq.ClarifyID, "detailed"), protocol.ResultAccepted, "clarify")
 	terminal(t, th, r2)
 	settled(t, th, sid, 2)
 
-	liveCol.until(t, live, 20*time.Second, "both runs live", func() bool { return liveCol.terminalOf(r2) })
-	checkRun(t, liveCol.events, r1.RunID)
-	checkRun(t, liveCol.events, r2)
-	liveHist := history(liveCol.events)
+	liveCol.Until(t, live, 20*time.Second, "both runs live", func() bool { return liveCol.TerminalOf(r2) })
+	checkRun(t, liveCol.Events, r1.RunID)
+	checkRun(t, liveCol.Events, r2)
+	liveHist := history(liveCol.Events)
 	counts := map[protocol.EventType]int{}
-	for _, e := range liveCol.events {
+	for _, e := range liveCol.Events {
 		counts[e.Type]++
 	}
 	if counts[protocol.EventApprovalReq] != 2 || counts[protocol.EventApprovalRes] != 2 || counts[protocol.EventClarifyReq] != 2 ||
@@ -139,20 +140,20 @@ func testReplayHistory(t *testing.T, nt newTransport) {
 		t.Fatalf("live history counts %v", counts)
 	}
 
-	fresh := th.dial(t)
+	fresh := th.Dial(t)
 	if err := fresh.Focus(ctx, sid, protocol.EventID(r1.RunID, 0)); err != nil {
 		t.Fatal(err)
 	}
 	freshCol := newCollector()
-	freshCol.until(t, fresh, 20*time.Second, "replay", func() bool { return len(freshCol.replayed) == 1 })
-	if len(freshCol.errors) > 0 {
-		t.Fatalf("replay errors %+v", freshCol.errors)
+	freshCol.Until(t, fresh, 20*time.Second, "replay", func() bool { return len(freshCol.Replayed) == 1 })
+	if len(freshCol.Errors) > 0 {
+		t.Fatalf("replay errors %+v", freshCol.Errors)
 	}
-	if got := history(freshCol.events); !slices.Equal(got, liveHist) {
+	if got := history(freshCol.Events); !slices.Equal(got, liveHist) {
 		t.Fatalf("replayed history differs from the live one:\nlive   %q\nreplay %q", liveHist, got)
 	}
-	if len(freshCol.events) != len(liveCol.events) {
-		t.Fatalf("replay has %d events, live had %d", len(freshCol.events), len(liveCol.events))
+	if len(freshCol.Events) != len(liveCol.Events) {
+		t.Fatalf("replay has %d events, live had %d", len(freshCol.Events), len(liveCol.Events))
 	}
 	// The HTTP event pages tell the same story.
 	var paged []protocol.Envelope
@@ -170,8 +171,8 @@ func testReplayHistory(t *testing.T, nt newTransport) {
 	if err := fresh.Watch(ctx, false, sid); err != nil {
 		t.Fatal(err)
 	}
-	freshCol.until(t, fresh, 10*time.Second, "status", func() bool { _, ok := freshCol.statuses[sid]; return ok })
-	if st := freshCol.statuses[sid]; st.RunID != r2 || st.QueueDepth != 0 || st.Goal == nil || st.Goal.State != protocol.GoalPaused ||
+	freshCol.Until(t, fresh, 10*time.Second, "status", func() bool { _, ok := freshCol.Statuses[sid]; return ok })
+	if st := freshCol.Statuses[sid]; st.RunID != r2 || st.QueueDepth != 0 || st.Goal == nil || st.Goal.State != protocol.GoalPaused ||
 		st.PendingApproval != nil || st.PendingClarify != nil {
 		t.Fatalf("fresh status %+v goal %+v", st, st.Goal)
 	}
@@ -231,19 +232,19 @@ func testSafeResults(t *testing.T, nt newTransport) {
 	// The journal fails with an internal error: every control is refused
 	// as internal, and the error text never reaches the client (the
 	// transports check each answer).
-	th.fault.failing.Store(true)
+	th.Fault.Failing.Store(true)
 	for _, m := range every {
 		res, perr := tr.Control(t, m, "")
 		if perr == nil || perr.Code != protocol.CodeInternal {
 			t.Fatalf("%s with a failing journal: %+v %+v, want internal", m.Op, res, perr)
 		}
 	}
-	th.fault.failing.Store(false)
+	th.Fault.Failing.Store(false)
 	want(t, goal(t, tr, sid, protocol.GoalStatus, ""), protocol.ResultAccepted, "status once the journal recovers")
 
 	// The journal goes away: every answer is still safe; none may be
 	// accepted.
-	th.store.Close()
+	th.Store.Close()
 	for _, m := range every {
 		res, perr := tr.Control(t, m, "")
 		if perr == nil && res.Accepted {

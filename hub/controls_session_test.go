@@ -8,6 +8,7 @@ import (
 
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -23,7 +24,7 @@ func testQueueOnActive(t *testing.T, nt newTransport) {
 		t.Fatalf("queue result %+v, want the active run and the queue.updated event", res)
 	}
 	ev := waitEvent(t, th, run.RunID, "queue.updated", func(e *protocol.Envelope) bool { return e.EventID == res.EventID })
-	p := pl[protocol.QueueUpdatedPayload](t, ev)
+	p := hubtest.Payload[protocol.QueueUpdatedPayload](t, ev)
 	if ev.Type != protocol.EventQueueUpdated || p.Depth != 1 || len(p.Items) != 1 || p.Items[0].Preview != "next please" || p.Items[0].ID == "" {
 		t.Fatalf("queue event %s %s", ev.Type, ev.Payload)
 	}
@@ -36,7 +37,7 @@ func testQueueOnActive(t *testing.T, nt newTransport) {
 	if p := runStarted(t, th, m.Runs[1]); p.Source != "queue" || p.Message != "next please" {
 		t.Fatalf("queued run started with %+v", p)
 	}
-	if q := ofType(evs, protocol.EventQueueUpdated); len(q) != 1 || pl[protocol.QueueUpdatedPayload](t, q[0]).Depth != 0 {
+	if q := ofType(evs, protocol.EventQueueUpdated); len(q) != 1 || hubtest.Payload[protocol.QueueUpdatedPayload](t, q[0]).Depth != 0 {
 		t.Fatalf("the queued run's queue.updated events: %v", q)
 	}
 	tr.Session(t, run.SessionID, "queue drained", func(s protocol.SessionStatus) bool {
@@ -58,7 +59,7 @@ func testQueueThreeInOrder(t *testing.T, nt newTransport) {
 			t.Fatalf("queue %s: %+v (the run ended too soon? make it longer)", msg, res)
 		}
 		ev := waitEvent(t, th, run.RunID, "queue.updated", func(e *protocol.Envelope) bool { return e.EventID == res.EventID })
-		p := pl[protocol.QueueUpdatedPayload](t, ev)
+		p := hubtest.Payload[protocol.QueueUpdatedPayload](t, ev)
 		if p.Depth != i+1 || len(p.Items) != i+1 {
 			t.Fatalf("queue.updated after %s: %+v", msg, p)
 		}
@@ -72,14 +73,14 @@ func testQueueThreeInOrder(t *testing.T, nt newTransport) {
 	prevEnd := terminal(t, th, m.Runs[0])
 	for i, rid := range m.Runs[1:] {
 		evs := terminal(t, th, rid)
-		p := pl[protocol.RunStartedPayload](t, evs[0])
+		p := hubtest.Payload[protocol.RunStartedPayload](t, evs[0])
 		if p.Source != "queue" || p.Message != msgs[i] {
 			t.Fatalf("run %d started with %+v, want %q from the queue", i+2, p, msgs[i])
 		}
 		if evs[0].CreatedAt < prevEnd[len(prevEnd)-1].CreatedAt {
 			t.Fatalf("run %d started before the previous run ended", i+2)
 		}
-		if q := ofType(evs, protocol.EventQueueUpdated); len(q) != 1 || pl[protocol.QueueUpdatedPayload](t, q[0]).Depth != 2-i {
+		if q := ofType(evs, protocol.EventQueueUpdated); len(q) != 1 || hubtest.Payload[protocol.QueueUpdatedPayload](t, q[0]).Depth != 2-i {
 			t.Fatalf("run %d's queue.updated: %v", i+2, q)
 		}
 		if evs[len(evs)-1].Type != protocol.EventDone {
@@ -111,7 +112,7 @@ func testQueueOnIdle(t *testing.T, nt newTransport) {
 		t.Fatalf("run ended %s", evs[len(evs)-1].Type)
 	}
 	// Like every run of a queued message: run.started, then the queue left.
-	if evs[1].Type != protocol.EventQueueUpdated || pl[protocol.QueueUpdatedPayload](t, evs[1]).Depth != 0 {
+	if evs[1].Type != protocol.EventQueueUpdated || hubtest.Payload[protocol.QueueUpdatedPayload](t, evs[1]).Depth != 0 {
 		t.Fatalf("the run's second event is %s %s, want queue.updated with depth 0", evs[1].Type, evs[1].Payload)
 	}
 	settled(t, th, first.SessionID, 2)
@@ -178,7 +179,7 @@ func testSteer(t *testing.T, nt newTransport) {
 	evs := terminal(t, th, run.RunID)
 	steered, recorded := 0, 0
 	for _, e := range ofType(evs, protocol.EventProgress) {
-		p := pl[protocol.ProgressPayload](t, e)
+		p := hubtest.Payload[protocol.ProgressPayload](t, e)
 		if p.Text == "steered: go left" {
 			steered++
 		}
@@ -224,7 +225,7 @@ func goalEvents(t testing.TB, th *testHub, runID string) []protocol.GoalUpdatedP
 	t.Helper()
 	var out []protocol.GoalUpdatedPayload
 	for _, e := range ofType(journalEvents(t, th, runID), protocol.EventGoalUpdated) {
-		out = append(out, pl[protocol.GoalUpdatedPayload](t, e))
+		out = append(out, hubtest.Payload[protocol.GoalUpdatedPayload](t, e))
 	}
 	return out
 }
@@ -295,7 +296,7 @@ func testGoalPauseResume(t *testing.T, nt newTransport) {
 	evs := terminal(t, th, g1)
 	paused := 0
 	for _, e := range ofType(evs, protocol.EventGoalUpdated) {
-		if pl[protocol.GoalUpdatedPayload](t, e).State == protocol.GoalPaused {
+		if hubtest.Payload[protocol.GoalUpdatedPayload](t, e).State == protocol.GoalPaused {
 			paused++
 		}
 	}

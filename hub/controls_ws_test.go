@@ -21,6 +21,7 @@ import (
 
 	"github.com/runhub/runhub/client"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -59,7 +60,7 @@ type wsTransport struct {
 var controlSeq atomic.Uint64
 
 func newWS(t testing.TB, th *testHub) transport {
-	return &wsTransport{th: th, ctl: th.dial(t), watched: map[string]bool{}}
+	return &wsTransport{th: th, ctl: th.Dial(t), watched: map[string]bool{}}
 }
 
 func (w *wsTransport) Name() string { return "ws" }
@@ -112,7 +113,7 @@ func (w *wsTransport) Control(t testing.TB, m protocol.Control, key string) (pro
 func (w *wsTransport) Session(t testing.TB, sid, what string, cond func(protocol.SessionStatus) bool) protocol.SessionStatus {
 	t.Helper()
 	if w.tab == nil {
-		w.tab, w.col = w.th.dial(t), newCollector()
+		w.tab, w.col = w.th.Dial(t), newCollector()
 	}
 	if !w.watched[sid] {
 		if err := w.tab.Watch(ctxT(t, 5*time.Second), false, sid); err != nil {
@@ -120,11 +121,11 @@ func (w *wsTransport) Session(t testing.TB, sid, what string, cond func(protocol
 		}
 		w.watched[sid] = true
 	}
-	w.col.until(t, w.tab, 20*time.Second, what, func() bool {
-		st, ok := w.col.statuses[sid]
+	w.col.Until(t, w.tab, 20*time.Second, what, func() bool {
+		st, ok := w.col.Statuses[sid]
 		return ok && cond(st)
 	})
-	return w.col.statuses[sid]
+	return w.col.Statuses[sid]
 }
 
 // internalMarkers are fragments of Go errors and internal prefixes that
@@ -219,52 +220,6 @@ func goal(t testing.TB, tr transport, sid, action, text string) protocol.Control
 
 // --- journal and status helpers ------------------------------------------
 
-// waitFor polls cond until it holds.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// journalEvents reads every journaled event of a run.
-func journalEvents(t testing.TB, th *testHub, runID string) []protocol.Envelope {
-	t.Helper()
-	var out []protocol.Envelope
-	err := journal.ReadAll(context.Background(), th.store, runID, 0, func(e protocol.Envelope) error {
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read run %s: %v", runID, err)
-	}
-	return out
-}
-
-// waitEvent polls the journal until the run has an event matching pred.
-func waitEvent(t testing.TB, th *testHub, runID, what string, pred func(*protocol.Envelope) bool) protocol.Envelope {
-	t.Helper()
-	var found protocol.Envelope
-	waitFor(t, 20*time.Second, what, func() bool {
-		for _, e := range journalEvents(t, th, runID) {
-			if pred(&e) {
-				found = e
-				return true
-			}
-		}
-		return false
-	})
-	return found
-}
-
-func isType(typ protocol.EventType) func(*protocol.Envelope) bool {
-	return func(e *protocol.Envelope) bool { return e.Type == typ }
-}
-
 func ofType(events []protocol.Envelope, typ protocol.EventType) []protocol.Envelope {
 	var out []protocol.Envelope
 	for _, e := range events {
@@ -273,33 +228,6 @@ func ofType(events []protocol.Envelope, typ protocol.EventType) []protocol.Envel
 		}
 	}
 	return out
-}
-
-func pl[T any](t testing.TB, e protocol.Envelope) T {
-	t.Helper()
-	v, err := protocol.DecodePayload[T](&e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func sessionMeta(t testing.TB, th *testHub, sid string) journal.SessionMeta {
-	t.Helper()
-	m, err := th.store.Session(context.Background(), sid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-func runMeta(t testing.TB, th *testHub, runID string) journal.RunMeta {
-	t.Helper()
-	m, err := th.store.Run(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // settled waits until the session has n runs and none active.
@@ -349,17 +277,7 @@ func runStarted(t testing.TB, th *testHub, runID string) protocol.RunStartedPayl
 	if len(evs) == 0 || evs[0].Type != protocol.EventRunStarted {
 		t.Fatalf("run %s does not begin with run.started: %+v", runID, evs)
 	}
-	return pl[protocol.RunStartedPayload](t, evs[0])
-}
-
-// terminal waits for a run's end and returns its events (checked: seq
-// 1..N, exactly one terminal event, last).
-func terminal(t testing.TB, th *testHub, runID string) []protocol.Envelope {
-	t.Helper()
-	waitTerminal(t, th, runID)
-	evs := journalEvents(t, th, runID)
-	checkRun(t, evs, runID)
-	return evs
+	return hubtest.Payload[protocol.RunStartedPayload](t, evs[0])
 }
 
 func noErrors(t testing.TB, evs []protocol.Envelope) {

@@ -1,7 +1,32 @@
-// Package hub serves browser tabs: ONE WebSocket per tab (GET /v1/ws,
-// subprotocol runhub.v1) carrying the status of every session the tab
-// watches and every event of the one session it focuses, plus the HTTP and
-// SSE API of protocol.md §3.
+// Package hub is runhub's core: it serves browser tabs ONE WebSocket per
+// tab (GET /v1/ws, subprotocol runhub.v1) carrying the status of every
+// session the tab watches and every event of the one session it focuses
+// (watch, focus, replay then live, statuses, presence, controls over the
+// socket), and nothing else.
+//
+// Every other wire dialect is an edge: a package of its own that imports
+// hub and mounts its routes (Edge.Mount) over the core's public API
+// (API, api.go), never the reverse. The API is small and was cut from
+// what the edges call:
+//
+//   - who the caller is: Authenticate a bearer token, the CheckOrigin and
+//     RequireAuth middleware, the request's Caller (a Principal), and
+//     SetCaller for an edge with credentials of its own;
+//   - the sessions and runs a subject may see: ReadSession and ReadRun
+//     (ErrUnknown for what does not exist or is another's: never which),
+//     Sessions and SessionStatus (with presence), StatusOf, CreateSession
+//     and OpenSession (get or create under a client's id);
+//   - a control as one value: Control answers its ControlResult (StartRun
+//     and GetRun for the HTTP API's start and run status);
+//   - a run's events from a cursor, then live until the terminal event:
+//     Observe; and the journal an edge reads and updates (Journal);
+//   - the hub's life and settings: Context, Draining, Config, PublicError.
+//
+// docs/architecture.md lists the edges ("Adding an edge"); hub/httpapi is
+// the HTTP and SSE API of protocol.md §3; hub/httpx is what they and the
+// core share of HTTP. cmd/hub lists them, one line each (edges.go). hub/hubtest is the core in
+// memory for tests: a real Hub over journal/mem and the in-process runtime,
+// served on loopback with the edges a test names.
 //
 // Data flow inside a hub:
 //
@@ -38,11 +63,6 @@
 //     lock — its wire (wire.go) and its writer's lifecycle. A socket
 //     reaches its hub only through socketEnv.
 //
-// The AG-UI export (agui.go, the mapping in hub/agui) serves a run or a
-// session as AG-UI events over SSE (docs/agui.md); each stream reads the
-// journal through the runtime's ObserveRun and owns nothing beyond its
-// request.
-//
 // A socket accepts an event only if it is the next seq of the run it is
 // delivering (focus.go). Anything else — a gap, a queue over its bound, a
 // focus change, a cursor — puts the socket in catch-up: its writer reads the
@@ -53,12 +73,13 @@
 //
 // The files are layered so that no two use each other: config.go and
 // types.go (the types, with the contract of their state) at the bottom;
-// the primitives (wire.go, writer.go, sender.go, conn.go, httpx.go) above
-// them; the features (hello.go, watch.go, focus.go, control.go,
-// router.go, status.go, presence.go, the HTTP handlers) in the middle; and
-// the entry points on top (serve.go and writeloop.go for a socket, api.go
-// for the routes, hub.go for New and Shutdown). A method lives with the
-// layer it belongs to, not with its type.
+// the primitives (wire.go, writer.go, sender.go, conn.go) above them; the
+// features (hello.go, watch.go, focus.go, control.go, router.go,
+// status.go, presence.go, access.go, identity.go) in the middle; and the
+// entry points on top (serve.go and writeloop.go for a socket, api.go for
+// the routes and the edges' API, hub.go for New and Shutdown). A method
+// lives with the layer it belongs to, not with its type; the graph of
+// which file uses which has no cycle (TestCoreFileLayers, cmd/hub).
 //
 // Hub methods are safe for concurrent use. Close/Shutdown stop every
 // goroutine the hub started and wait for them.

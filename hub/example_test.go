@@ -13,14 +13,17 @@ import (
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpapi"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
 
 // A hub in-process: a journal (in memory here; journal/bolt or
 // journal/redis in a deployment), an executor with its drivers, the Router
-// between them, and the hub's routes on an HTTP server. Hub.Control is
-// what a tab's control message and the HTTP control routes go through.
+// between them, and the tab socket with the edges (here the HTTP API) on
+// an HTTP server. Hub.Control is what a tab's control message and every
+// edge's controls go through.
 func Example() {
 	store := mem.New(mem.Options{})
 	defer store.Close()
@@ -31,8 +34,8 @@ func Example() {
 	defer h.Shutdown(context.Background())
 
 	e := echo.New()
-	e.HTTPErrorHandler = hub.ErrorHandler
-	h.Routes(e)
+	e.HTTPErrorHandler = httpx.ErrorHandler
+	h.Routes(e, httpapi.New(nil))
 	srv := httptest.NewServer(e) // tabs dial ws://…/v1/ws
 	defer srv.Close()
 	fmt.Println(strings.HasPrefix(srv.URL, "http://127.0.0.1:"))

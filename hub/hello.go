@@ -77,7 +77,7 @@ func (c *conn) credentials(token string) (Principal, error) {
 		}
 		return *pre, nil
 	}
-	return c.hub.authenticate(token)
+	return c.hub.Authenticate(token)
 }
 
 // expire closes the socket with 4401 when its credentials run out, unless

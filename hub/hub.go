@@ -13,8 +13,7 @@ func New(cfg Config, store journal.Store, runtime adapter.RuntimeAdapter) *Hub {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{cfg: cfg, store: store, runtime: runtime, log: cfg.Logger,
-		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, sockets: map[string]int{},
-		aguiRuns: newBoundedMap[aguiTurn](maxAGUIRuns)}
+		ctx: ctx, cancel: cancel, conns: map[*conn]struct{}{}, sockets: map[string]int{}}
 	h.router = newRouter(h)
 	h.tracker = newTracker(h)
 	h.presence = newPresence(h)

@@ -17,18 +17,18 @@ import (
 // (The process-level version is TestFault_DiskFull in cmd/hub, make fault.)
 func TestJournalFault_TerminalLandsWhenWritesReturn(t *testing.T) {
 	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Faults: true})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	res := startRun(t, tab, simStart("", 100000, 1, ""))
 	ctx := ctxT(t, 60*time.Second)
 	lastSeq := func() (uint64, bool) {
-		meta, err := th.store.Run(ctx, res.RunID) // the store itself, past the fault
+		meta, err := th.Store.Run(ctx, res.RunID) // the store itself, past the fault
 		if err != nil {
 			t.Fatal(err)
 		}
 		return meta.LastSeq, meta.Terminal
 	}
 	waitFor(t, 10*time.Second, "a few events", func() bool { n, _ := lastSeq(); return n >= 10 })
-	th.fault.failing.Store(true)
+	th.Fault.Failing.Store(true)
 	// The driver's append gives up after DefaultAppendRetry (1.6 s), then
 	// the terminal append does too; give both time to fail.
 	time.Sleep(4 * time.Second)
@@ -40,9 +40,9 @@ func TestJournalFault_TerminalLandsWhenWritesReturn(t *testing.T) {
 	if n, _ := lastSeq(); n != stuck {
 		t.Fatalf("the journal moved from seq %d to %d while it refused writes", stuck, n)
 	}
-	th.fault.failing.Store(false)
+	th.Fault.Failing.Store(false)
 	waitFor(t, 20*time.Second, "the terminal event once writes return", func() bool { _, ended := lastSeq(); return ended })
-	events, err := th.store.Read(context.Background(), res.RunID, 0, 200000)
+	events, err := th.Store.Read(context.Background(), res.RunID, 0, 200000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,19 +69,19 @@ func TestJournalFault_TerminalLandsWhenWritesReturn(t *testing.T) {
 // what meets the fault.
 func TestJournalFault_StatusLoadRetried(t *testing.T) {
 	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Faults: true})
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	res := startRun(t, ctl, simStart("", 3, 0, ""))
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 30*time.Second)
 	if err := tab.Watch(ctx, false, res.SessionID); err != nil {
 		t.Fatal(err)
 	}
 	col := newCollector()
-	col.until(t, tab, 10*time.Second, "the completed status", func() bool {
-		return col.statuses[res.SessionID].Status == protocol.StatusCompleted
+	col.Until(t, tab, 10*time.Second, "the completed status", func() bool {
+		return col.Statuses[res.SessionID].Status == protocol.StatusCompleted
 	})
-	th.fault.failing.Store(true)
-	if _, err := th.store.UpdateSession(ctx, res.SessionID, func(m *journal.SessionMeta) error {
+	th.Fault.Failing.Store(true)
+	if _, err := th.Store.UpdateSession(ctx, res.SessionID, func(m *journal.SessionMeta) error {
 		m.Goal = &protocol.GoalUpdatedPayload{Text: "ship it", State: protocol.GoalPaused}
 		return nil
 	}); err != nil {
@@ -94,15 +94,15 @@ func TestJournalFault_StatusLoadRetried(t *testing.T) {
 		if err != nil {
 			break
 		}
-		col.add(m)
+		col.Add(m)
 	}
 	cancel()
-	if g := col.statuses[res.SessionID].Goal; g != nil {
+	if g := col.Statuses[res.SessionID].Goal; g != nil {
 		t.Fatalf("a status with the goal came while the journal failed: %+v", g)
 	}
-	th.fault.failing.Store(false)
-	col.until(t, tab, 10*time.Second, "the status with the goal once the journal reads again", func() bool {
-		g := col.statuses[res.SessionID].Goal
+	th.Fault.Failing.Store(false)
+	col.Until(t, tab, 10*time.Second, "the status with the goal once the journal reads again", func() bool {
+		g := col.Statuses[res.SessionID].Goal
 		return g != nil && g.Text == "ship it"
 	})
 }

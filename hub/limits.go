@@ -108,7 +108,7 @@ func (h *Hub) runGate(ctx context.Context, subject, sid string) (release func(),
 	metas, err := h.store.Sessions(ctx, subject)
 	if err != nil {
 		unlock()
-		return nil, h.publicError(err)
+		return nil, h.PublicError(err)
 	}
 	active := 0
 	for _, m := range metas {

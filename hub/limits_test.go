@@ -56,7 +56,7 @@ func drain(t testing.TB, c *client.Conn, last string, d time.Duration) (pongs, l
 // closed with 1008 when it floods.
 func TestLimits_MessageRate(t *testing.T) {
 	th := newTestHub(t, hub.Config{MessagesPerSecond: 5, MessageBurst: 5})
-	tab := th.dial(t) // hello took one token: 4 left
+	tab := th.Dial(t) // hello took one token: 4 left
 	if tab.Welcome.Limits.MessagesPerSecond != 5 {
 		t.Fatalf("welcome limits %+v", tab.Welcome.Limits)
 	}
@@ -80,7 +80,7 @@ func TestLimits_MessageRate(t *testing.T) {
 		t.Fatalf("flood: close %d, want 1008 (%v)", got, tab.Err())
 	}
 	// Other sockets are unaffected.
-	other := th.dial(t)
+	other := th.Dial(t)
 	other.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "x"})
 	if _, _, closed := drain(t, other, "x", 5*time.Second); closed {
 		t.Fatal("another socket was closed")
@@ -97,7 +97,7 @@ func TestLimits_RateLimitedControlAnswered(t *testing.T) {
 	// them, and every message after them is over the rate (a flood after
 	// four refusals in a second).
 	th := newTestHub(t, hub.Config{MessagesPerSecond: 0.01, MessageBurst: 4})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 20*time.Second)
 	tab.SendRaw(ctx, pings("a", 3))
 	if pongs, limited, closed := drain(t, tab, "a2", 5*time.Second); pongs != 3 || limited != 0 || closed {
@@ -119,7 +119,7 @@ func TestLimits_RateLimitedControlAnswered(t *testing.T) {
 			t.Fatalf("after the error of %s: %T %+v %v, want its control_result not-active", id, m, m, err)
 		}
 	}
-	if ss, err := th.store.Sessions(ctx, hub.OpenSubject); err != nil || len(ss) != 0 {
+	if ss, err := th.Store.Sessions(ctx, hub.OpenSubject); err != nil || len(ss) != 0 {
 		t.Fatalf("a dropped start ran: sessions %+v %v", ss, err)
 	}
 }
@@ -128,7 +128,7 @@ func TestLimits_RateLimitedControlAnswered(t *testing.T) {
 // messages close the socket with 1008, and the hub serves the next one.
 func TestLimits_JunkFlood(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 20*time.Second)
 	junk := []byte(strings.Repeat("{not json\n", 10000))
 	tab.SendRaw(ctx, junk)
@@ -140,7 +140,7 @@ func TestLimits_JunkFlood(t *testing.T) {
 	if got := client.CloseStatus(tab.Err()); got != protocol.ClosePolicy {
 		t.Fatalf("close %d, want 1008", got)
 	}
-	next := th.dial(t)
+	next := th.Dial(t)
 	startRun(t, next, simStart("", 3, 0, ""))
 }
 
@@ -150,15 +150,15 @@ func TestLimits_JunkFlood(t *testing.T) {
 func TestLimits_SocketsPerSubject(t *testing.T) {
 	th := newTestHub(t, withAuth(t, hub.Config{MaxSocketsPerSubject: 2}))
 	alice := token(t, "alice", time.Hour, "")
-	first := th.dialToken(t, alice)
-	th.dialToken(t, alice)
-	ws := th.rawSocket(t, nil)
+	first := th.DialToken(t, alice)
+	th.DialToken(t, alice)
+	ws := rawSocket(t, th, nil)
 	sendRaw(t, ws, `{"type":"hello","client":"t","token":"`+alice+`"}`)
 	got, code := readToClose(t, ws, 5*time.Second)
 	if code != protocol.ClosePolicy || len(got) != 1 || got[0] != "error:limit_exceeded" {
 		t.Fatalf("third socket of alice: %v close %d", got, code)
 	}
-	th.dialToken(t, token(t, "bob", time.Hour, ""))
+	th.DialToken(t, token(t, "bob", time.Hour, ""))
 	first.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -181,7 +181,7 @@ func TestLimits_SocketsPerSubject(t *testing.T) {
 func TestLimits_RunsPerSubject(t *testing.T) {
 	th := newTestHub(t, withAuth(t, hub.Config{MaxRunsPerSubject: 1}))
 	aliceTok := token(t, "alice", time.Hour, "")
-	alice := th.dialToken(t, aliceTok)
+	alice := th.DialToken(t, aliceTok)
 	ctx := ctxT(t, 30*time.Second)
 	long := startRun(t, alice, simStart("", 100000, 20, ""))
 
@@ -205,7 +205,7 @@ func TestLimits_RunsPerSubject(t *testing.T) {
 	if code := do(t, "POST", th.URL+"/v1/sessions/"+long.SessionID+"/queue", `{"message":"later"}`, hdr, nil); code != 200 {
 		t.Fatalf("queue behind the active run: %d", code)
 	}
-	bob := th.dialToken(t, token(t, "bob", time.Hour, ""))
+	bob := th.DialToken(t, token(t, "bob", time.Hour, ""))
 	startRun(t, bob, simStart("", 3, 0, ""))
 
 	// Cancel: the queued message would start next; clear it by cancelling
@@ -250,7 +250,7 @@ func TestLimits_RunsPerSubject(t *testing.T) {
 // past MaxWatch.
 func TestLimits_Bounds(t *testing.T) {
 	th := newTestHub(t, hub.Config{MaxWatch: 2})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 20*time.Second)
 	var sids []string
 	for range 3 {
@@ -273,9 +273,9 @@ func TestLimits_Bounds(t *testing.T) {
 	} {
 		tab.SendRaw(ctx, []byte(tc.msg))
 		col := newCollector()
-		col.until(t, tab, 5*time.Second, tc.name, func() bool { return len(col.errors) > 0 })
-		if col.errors[0].Code != tc.want {
-			t.Errorf("%s: %+v, want %s", tc.name, col.errors[0], tc.want)
+		col.Until(t, tab, 5*time.Second, tc.name, func() bool { return len(col.Errors) > 0 })
+		if col.Errors[0].Code != tc.want {
+			t.Errorf("%s: %+v, want %s", tc.name, col.Errors[0], tc.want)
 		}
 	}
 	tab.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "alive"})

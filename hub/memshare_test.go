@@ -16,15 +16,15 @@ import (
 func TestMemShare_SocketsAcrossHubs(t *testing.T) {
 	space := memshare.New()
 	a := newTestHub(t, withAuth(t, hub.Config{MaxSocketsPerSubject: 1, SocketCounter: space.Counter()}))
-	b := newTestHubRuntime(t, withAuth(t, hub.Config{MaxSocketsPerSubject: 1, SocketCounter: space.Counter()}), runtimeOpts{Shared: a.store})
+	b := newTestHubRuntime(t, withAuth(t, hub.Config{MaxSocketsPerSubject: 1, SocketCounter: space.Counter()}), runtimeOpts{Shared: a.Store})
 	alice := token(t, "alice", time.Hour, "")
-	first := a.dialToken(t, alice)
-	ws := b.rawSocket(t, nil)
+	first := a.DialToken(t, alice)
+	ws := rawSocket(t, b, nil)
 	sendRaw(t, ws, `{"type":"hello","client":"t","token":"`+alice+`"}`)
 	if got, code := readToClose(t, ws, 5*time.Second); code != protocol.ClosePolicy || len(got) != 1 || got[0] != "error:limit_exceeded" {
 		t.Fatalf("alice's second socket, on the other hub: %v close %d", got, code)
 	}
-	b.dialToken(t, token(t, "bob", time.Hour, ""))
+	b.DialToken(t, token(t, "bob", time.Hour, ""))
 	first.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -44,14 +44,14 @@ func TestMemShare_SocketsAcrossHubs(t *testing.T) {
 func TestMemShare_PresenceAcrossHubs(t *testing.T) {
 	space := memshare.New()
 	a := newTestHub(t, withAuth(t, hub.Config{PresenceStore: space.Presence()}))
-	b := newTestHubRuntime(t, withAuth(t, hub.Config{PresenceStore: space.Presence()}), runtimeOpts{Shared: a.store})
+	b := newTestHubRuntime(t, withAuth(t, hub.Config{PresenceStore: space.Presence()}), runtimeOpts{Shared: a.Store})
 	ctx := ctxT(t, 30*time.Second)
-	alice := a.dialToken(t, token(t, "alice", time.Hour, ""))
+	alice := a.DialToken(t, token(t, "alice", time.Hour, ""))
 	sid := startRun(t, alice, simStart("", 2, 0, "")).SessionID
 	if err := alice.Watch(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	there := b.dialToken(t, token(t, "alice", time.Hour, ""))
+	there := b.DialToken(t, token(t, "alice", time.Hour, ""))
 	if err := there.Watch(ctx, false, sid); err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +60,8 @@ func TestMemShare_PresenceAcrossHubs(t *testing.T) {
 	}
 	want := protocol.Presence{Watching: 2, Focused: 1, Subjects: []protocol.PresenceSubject{{Subject: "alice", Watching: 2, Focused: 1}}}
 	col := newCollector()
-	col.until(t, alice, 20*time.Second, "alice's tabs on both hubs", func() bool {
-		st, ok := col.statuses[sid]
+	col.Until(t, alice, 20*time.Second, "alice's tabs on both hubs", func() bool {
+		st, ok := col.Statuses[sid]
 		return ok && reflect.DeepEqual(presenceOf(st), want)
 	})
 }

@@ -73,7 +73,7 @@ func waitMetric(t testing.TB, m *metrics.Metrics, series string, want float64) {
 func TestMetrics_DeliveryReplayControls(t *testing.T) {
 	m := metrics.New("test")
 	th := newTestHub(t, hub.Config{Metrics: m})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, time.Minute)
 
 	first := startRun(t, tab, simStart("", 1, 0, `,"tools":0`))
@@ -85,8 +85,8 @@ func TestMetrics_DeliveryReplayControls(t *testing.T) {
 		t.Fatal(err)
 	}
 	col := newCollector()
-	col.until(t, tab, 10*time.Second, "replay of the first run", func() bool { return len(col.replayed) == 1 })
-	replayed := len(col.events)
+	col.Until(t, tab, 10*time.Second, "replay of the first run", func() bool { return len(col.Replayed) == 1 })
+	replayed := len(col.Events)
 	if replayed == 0 {
 		t.Fatal("nothing replayed")
 	}
@@ -99,9 +99,9 @@ func TestMetrics_DeliveryReplayControls(t *testing.T) {
 
 	// A second run streams live to the focused tab.
 	run := startRun(t, tab, simStart(first.SessionID, 20, 1, `,"tools":0`))
-	col.until(t, tab, 20*time.Second, "the live run", func() bool { return col.terminalOf(run.RunID) })
+	col.Until(t, tab, 20*time.Second, "the live run", func() bool { return col.TerminalOf(run.RunID) })
 	byType := map[protocol.EventType]int{}
-	for _, e := range col.events {
+	for _, e := range col.Events {
 		byType[e.Type]++
 	}
 	for typ, n := range byType {
@@ -144,7 +144,7 @@ func TestMetrics_DeliveryReplayControls(t *testing.T) {
 	}
 	waitMetric(t, m, `runhub_controls_total{op="start",status="accepted"}`, 3)
 
-	st := th.hub.Stats()
+	st := th.Hub.Stats()
 	if st.Watched != 1 || st.FocusedRuns != 1 || st.FocusedSockets != 1 || st.Sockets != 1 {
 		t.Fatalf("stats %+v: want 1 watched session, 1 focused run, 1 focused socket, 1 socket", st)
 	}
@@ -161,7 +161,7 @@ func TestMetrics_SlowConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	th := newTestHubListener(t, hub.Config{QueueEvents: queue, MaxBatchBytes: 8 << 10, WriteTimeout: 2 * time.Minute, Metrics: m}, ln)
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	ctx := ctxT(t, 2*time.Minute)
 	sess := startRun(t, ctl, simStart("", 1, 0, `,"tools":0`))
 	waitTerminal(t, th, sess.RunID)
@@ -218,7 +218,7 @@ func TestMetrics_SlowConsumer(t *testing.T) {
 		t.Fatalf("slow_consumer_catchups_total %v before the tab read again", got)
 	}
 	col := newCollector()
-	col.until(t, stalled, time.Minute, "stalled tab catches up", func() bool { return col.terminalOf(run.RunID) })
+	col.Until(t, stalled, time.Minute, "stalled tab catches up", func() bool { return col.TerminalOf(run.RunID) })
 	waitMetric(t, m, "runhub_slow_consumer_catchups_total", 1)
 	if drops, ups := metricValue(t, m, "runhub_slow_consumer_drops_total"), metricValue(t, m, "runhub_slow_consumer_catchups_total"); ups > drops {
 		t.Fatalf("%v catch-ups for %v drops", ups, drops)
@@ -232,12 +232,12 @@ func TestMetrics_ControlFailureLoggedWithIDs(t *testing.T) {
 	var logs syncBuf
 	m := metrics.New("test")
 	th := newTestHubRuntime(t, hub.Config{Metrics: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, runtimeOpts{Faults: true})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 30*time.Second)
 	run := startRun(t, tab, simStart("", 1, 0, `,"tools":0`))
 	waitTerminal(t, th, run.RunID)
-	th.fault.failing.Store(true)
-	defer th.fault.failing.Store(false)
+	th.Fault.Failing.Store(true)
+	defer th.Fault.Failing.Store(false)
 	if _, err := tab.Control(ctx, protocol.Control{Op: protocol.OpCancel, RunID: run.RunID}); err == nil {
 		t.Fatal("cancel with the journal failing did not fail")
 	}

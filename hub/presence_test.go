@@ -22,7 +22,7 @@ func presenceOf(st protocol.SessionStatus) protocol.Presence {
 func TestPresence_CountsTabs(t *testing.T) {
 	th := newTestHub(t, withAuth(t, hub.Config{}))
 	ctx := ctxT(t, 60*time.Second)
-	alice := th.dialToken(t, token(t, "alice", time.Hour, ""))
+	alice := th.DialToken(t, token(t, "alice", time.Hour, ""))
 	sid := startRun(t, alice, simStart("", 2, 0, "")).SessionID
 	other := startRun(t, alice, simStart("", 2, 0, "")).SessionID
 	if err := alice.Watch(ctx, true); err != nil {
@@ -31,8 +31,8 @@ func TestPresence_CountsTabs(t *testing.T) {
 	col := newCollector()
 	waitOf := func(sid, what string, want protocol.Presence) {
 		t.Helper()
-		col.until(t, alice, 20*time.Second, what, func() bool {
-			st, ok := col.statuses[sid]
+		col.Until(t, alice, 20*time.Second, what, func() bool {
+			st, ok := col.Statuses[sid]
 			return ok && reflect.DeepEqual(presenceOf(st), want)
 		})
 	}
@@ -41,12 +41,12 @@ func TestPresence_CountsTabs(t *testing.T) {
 
 	// A second tab of alice watches all, watches by id too (counted once)
 	// and focuses the session.
-	alice2 := th.dialToken(t, token(t, "alice", time.Hour, ""))
+	alice2 := th.DialToken(t, token(t, "alice", time.Hour, ""))
 	alice2.Watch(ctx, true)
 	alice2.Watch(ctx, false, sid)
 	alice2.Focus(ctx, sid, "")
 	// An admin watches it by id and focuses it.
-	admin := th.dialToken(t, token(t, "root", time.Hour, "admin"))
+	admin := th.DialToken(t, token(t, "root", time.Hour, "admin"))
 	admin.Watch(ctx, false, sid)
 	admin.Focus(ctx, sid, "")
 	wait("two tabs of alice and an admin", protocol.Presence{Watching: 3, Focused: 2, Subjects: []protocol.PresenceSubject{
@@ -74,7 +74,7 @@ func TestPresence_CountsTabs(t *testing.T) {
 		t.Errorf("GET session presence %+v", p)
 	}
 	bobTok := token(t, "bob", time.Hour, "")
-	bob := th.dialToken(t, bobTok)
+	bob := th.DialToken(t, bobTok)
 	bsid := startRun(t, bob, simStart("", 2, 0, "")).SessionID
 	bob.Focus(ctx, bsid, "")
 	bob.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "sync"})

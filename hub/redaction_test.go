@@ -142,7 +142,7 @@ type rawTab struct {
 
 func openRawTab(t *testing.T, th *testHub, first ...string) *rawTab {
 	t.Helper()
-	ws := th.rawSocket(t, nil)
+	ws := rawSocket(t, th, nil)
 	rt := &rawTab{ws: ws, done: make(chan struct{})}
 	go func() {
 		defer close(rt.done)
@@ -215,7 +215,7 @@ func TestRedaction_EndToEnd(t *testing.T) {
 	th := newTestHubRuntime(t, hub.Config{Logger: logger}, runtimeOpts{Adapter: executor.Options{Logger: logger,
 		Drivers: map[string]driver.Driver{"sim": &sim.Driver{}, "leaky": leakyDriver{s}}}, Bolt: true})
 	live := openRawTab(t, th, `{"type":"hello","client":"live"}`, `{"type":"watch","all":true}`)
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	ctx := ctxT(t, 60*time.Second)
 
 	md, _ := json.Marshal(map[string]any{"api_key": s.fieldKey, "notes": "Authorization: Bearer " + s.bearer})
@@ -297,7 +297,7 @@ func TestRedaction_EndToEnd(t *testing.T) {
 		get("/v1/runs/"+rid+"/events?limit=1000", nil)
 		get("/v1/runs/"+rid+"/events", map[string]string{"Accept": "text/event-stream"})
 	}
-	files, err := bolt.Files(th.path) // the journal file and its event log
+	files, err := bolt.Files(th.Path) // the journal file and its event log
 	if err != nil || len(files) < 2 {
 		t.Fatalf("journal files: %v, %v", files, err)
 	}

@@ -39,8 +39,8 @@ func runStartsDuringCatchUp(t *testing.T, bolt bool) {
 		iterations = 100
 	}
 	th := newTestHubWith(t, hub.Config{ReplayPage: 4, QueueEvents: 8, MessagesPerSecond: -1}, nil, runtimeOpts{Bolt: bolt})
-	ctl := th.dial(t)
-	tab := th.dial(t)
+	ctl := th.Dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 10*time.Minute)
 	rng := rand.New(rand.NewPCG(28, 4))
 	for i := range iterations {
@@ -75,7 +75,7 @@ func runStartsDuringCatchUp(t *testing.T, bolt bool) {
 		}
 		// The cursor: none (the latest run from seq 1), or a journaled
 		// event of the first run (sometimes its terminal).
-		meta, err := th.store.Run(ctx, first.RunID)
+		meta, err := th.Store.Run(ctx, first.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,22 +93,22 @@ func runStartsDuringCatchUp(t *testing.T, bolt bool) {
 		}
 		var second string
 		waitFor(t, 20*time.Second, "the second run", func() bool {
-			s, err := th.store.Session(ctx, sid)
+			s, err := th.Store.Session(ctx, sid)
 			if err == nil && len(s.Runs) == 2 {
 				second = s.Runs[1]
 			}
 			return second != ""
 		})
 		col := newCollector()
-		col.until(t, tab, time.Minute, "the second run's terminal event", func() bool { return col.terminalOf(second) })
-		if meta, err = th.store.Run(ctx, first.RunID); err != nil || !meta.Terminal {
+		col.Until(t, tab, time.Minute, "the second run's terminal event", func() bool { return col.TerminalOf(second) })
+		if meta, err = th.Store.Run(ctx, first.RunID); err != nil || !meta.Terminal {
 			t.Fatalf("iteration %d: the first run did not end first: %+v %v", i, meta, err)
 		}
 		next := map[string]uint64{first.RunID: from + 1, second: 1}
 		if cursor == "" {
 			next[first.RunID] = 0 // either not replayed (the second run was the latest) or from seq 1
 		}
-		for _, e := range col.events {
+		for _, e := range col.Events {
 			want, ok := next[e.RunID]
 			switch {
 			case !ok:
@@ -125,8 +125,8 @@ func runStartsDuringCatchUp(t *testing.T, bolt bool) {
 		if (cursor != "" || next[first.RunID] != 0) && next[first.RunID] != meta.LastSeq+1 {
 			t.Fatalf("iteration %d: the first run's rest ends at seq %d, want %d", i, next[first.RunID]-1, meta.LastSeq)
 		}
-		if len(col.errors) > 0 {
-			t.Fatalf("iteration %d: errors %v", i, col.errors)
+		if len(col.Errors) > 0 {
+			t.Fatalf("iteration %d: errors %v", i, col.Errors)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -20,22 +21,22 @@ import (
 // ServeWS upgrades GET /v1/ws to a tab socket.
 func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if h.Draining() {
-		writeJSONError(w, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down"))
+		httpx.WriteJSONError(w, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeUnavailable, "the hub is shutting down"))
 		return
 	}
-	if err := originAllowed(r, h.cfg.OriginPatterns); err != nil {
+	if err := httpx.OriginAllowed(r, h.cfg.OriginPatterns); err != nil {
 		h.log.Info("websocket upgrade refused: cross-origin", "origin", r.Header.Get("Origin"), "host", r.Host)
-		writeJSONError(w, http.StatusForbidden, errOrigin)
+		httpx.WriteJSONError(w, http.StatusForbidden, httpx.ErrOrigin)
 		return
 	}
 	// A non-browser client may authenticate the upgrade itself; a browser
 	// sends its token in hello.
 	var pre *Principal
-	if token, ok := bearer(r); ok && h.cfg.Authenticator != nil {
-		p, err := h.authenticate(token)
+	if token, ok := httpx.Bearer(r); ok && h.cfg.Authenticator != nil {
+		p, err := h.Authenticate(token)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runhub", error="invalid_token"`)
-			writeJSONError(w, http.StatusUnauthorized, err.(*protocol.Error))
+			httpx.WriteJSONError(w, http.StatusUnauthorized, err.(*protocol.Error))
 			return
 		}
 		pre = &p
@@ -89,9 +90,11 @@ func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 		ws.CloseNow()
 	}
 	snd := h.senders[int(h.nextSnd.Add(1))%len(h.senders)]
-	return &conn{socketEnv: &h.env, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: stop, snd: snd,
+	c := &conn{socketEnv: &h.env, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: stop, snd: snd,
 		rd: reader{pre: pre, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
 		w:  writer{wake: make(chan struct{}, 1)}}
+	c.w.loop = c.writeLoop
+	return c
 }
 
 // serve runs the reader on the calling goroutine and the writer on another,

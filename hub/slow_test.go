@@ -43,7 +43,7 @@ func checkSlowConsumer(t *testing.T, tokens, tokenMS int) {
 		t.Fatal(err)
 	}
 	th := newTestHubListener(t, hub.Config{QueueEvents: queue, MaxBatchBytes: 8 << 10, WriteTimeout: 2 * time.Minute}, ln)
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	ctx := ctxT(t, 2*time.Minute)
 
 	sess := startRun(t, ctl, simStart("", 1, 0, `,"tools":0`))
@@ -61,7 +61,7 @@ func checkSlowConsumer(t *testing.T, tokens, tokenMS int) {
 	defer stalled.Close()
 	stalled.Focus(ctx, sess.SessionID, "")
 
-	fast := th.dial(t)
+	fast := th.Dial(t)
 	fast.Focus(ctx, sess.SessionID, "")
 
 	run := startRun(t, ctl, simStart(sess.SessionID, tokens, tokenMS, `,"tools":0`))
@@ -77,16 +77,16 @@ func checkSlowConsumer(t *testing.T, tokens, tokenMS int) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			st := th.hub.Stats()
+			st := th.Hub.Stats()
 			maxQueued = max(maxQueued, st.MaxQueueEvents)
 			sawLagging = sawLagging || st.Lagging > 0
 		}
 	}()
-	col.until(t, fast, time.Minute, "fast tab gets the whole run", func() bool { return col.terminalOf(run.RunID) })
+	col.Until(t, fast, time.Minute, "fast tab gets the whole run", func() bool { return col.TerminalOf(run.RunID) })
 	close(stop)
 	<-done
 	var runEvents []protocol.Envelope
-	for _, e := range col.events {
+	for _, e := range col.Events {
 		if e.RunID == run.RunID {
 			runEvents = append(runEvents, e)
 		}
@@ -100,16 +100,16 @@ func checkSlowConsumer(t *testing.T, tokens, tokenMS int) {
 	if maxQueued > queue {
 		t.Fatalf("a socket queued %d events, bound %d", maxQueued, queue)
 	}
-	st := th.hub.Stats()
+	st := th.Hub.Stats()
 	if st.QueuedBytes > 4*queue*1024 {
 		t.Fatalf("hub holds %d queued bytes for a stalled tab", st.QueuedBytes)
 	}
 
 	// The stalled tab reads again: the whole run arrives, caught up.
 	rest := newCollector()
-	rest.until(t, stalled, time.Minute, "stalled tab catches up", func() bool { return rest.terminalOf(run.RunID) })
+	rest.Until(t, stalled, time.Minute, "stalled tab catches up", func() bool { return rest.TerminalOf(run.RunID) })
 	var got []protocol.Envelope
-	for _, e := range rest.events {
+	for _, e := range rest.Events {
 		if e.RunID == run.RunID {
 			got = append(got, e)
 		}

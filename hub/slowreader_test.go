@@ -44,7 +44,7 @@ func TestWS_SlowReaderIsThrottledNotCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	th := newTestHubWith(t, hub.Config{WriteTimeout: time.Second}, ln, runtimeOpts{Bolt: true})
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	ctx := ctxT(t, 3*time.Minute)
 	sess := startRun(t, ctl, simStart("", 1, 0, `,"tools":0`))
 	waitTerminal(t, th, sess.RunID)
@@ -84,7 +84,7 @@ func TestWS_SlowReaderIsThrottledNotCut(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			sawLagging = sawLagging || th.hub.Stats().Lagging > 0
+			sawLagging = sawLagging || th.Hub.Stats().Lagging > 0
 			id := strconv.FormatInt(pings.Add(1), 10)
 			if err := slow.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: id}); err != nil {
 				return
@@ -98,16 +98,16 @@ func TestWS_SlowReaderIsThrottledNotCut(t *testing.T) {
 		for !cond() {
 			m, err := slow.Next(ctx)
 			if err != nil {
-				t.Fatalf("waiting for %s: the socket ended: %v (close %d; %d events, %d pongs)", what, err, client.CloseStatus(err), len(col.events), len(pongs))
+				t.Fatalf("waiting for %s: the socket ended: %v (close %d; %d events, %d pongs)", what, err, client.CloseStatus(err), len(col.Events), len(pongs))
 			}
 			if p, ok := m.(*protocol.Pong); ok {
 				pongs[p.ID] = true
 				continue
 			}
-			col.add(m)
+			col.Add(m)
 		}
 	}
-	readUntil("the whole run", func() bool { return col.terminalOf(run.RunID) })
+	readUntil("the whole run", func() bool { return col.TerminalOf(run.RunID) })
 	close(stop)
 	<-done
 	sent := pings.Load()
@@ -118,7 +118,7 @@ func TestWS_SlowReaderIsThrottledNotCut(t *testing.T) {
 		}
 	}
 	var got []protocol.Envelope
-	for _, e := range col.events {
+	for _, e := range col.Events {
 		if e.RunID == run.RunID {
 			got = append(got, e)
 		}
@@ -129,8 +129,8 @@ func TestWS_SlowReaderIsThrottledNotCut(t *testing.T) {
 	if !sawLagging {
 		t.Fatal("the slow tab never lagged: the test did not overflow its queue")
 	}
-	if len(col.errors) > 0 {
-		t.Fatalf("errors: %v", col.errors)
+	if len(col.Errors) > 0 {
+		t.Fatalf("errors: %v", col.Errors)
 	}
 	t.Logf("%d events, %d pings answered", len(got), sent)
 }

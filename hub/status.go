@@ -306,7 +306,7 @@ func (t *tracker) flush(now time.Time) {
 }
 
 func (h *Hub) encodeStatus(s *session.Session) ([]byte, error) {
-	st := h.statusOf(s)
+	st := h.StatusOf(s)
 	return json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
 }
 
@@ -419,5 +419,25 @@ func (t *tracker) status(sid string) (protocol.SessionStatus, bool) {
 	if s == nil || !s.loaded {
 		return protocol.SessionStatus{}, false
 	}
-	return t.h.statusOf(&s.state), true
+	return t.h.StatusOf(&s.state), true
+}
+
+// gone tells the watchers of a session the journal no longer has (it was
+// deleted) with a last status, deleted: true, and stops tracking it.
+// Called with t.mu held.
+func (t *tracker) gone(s *tracked) {
+	st := protocol.SessionStatus{SessionID: s.id, ActiveControls: []string{}, Deleted: true}
+	frame, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
+	if err == nil {
+		for c := range s.watchers {
+			c.offerStatus(s.id, frame)
+		}
+		for c := range t.owners[s.owner] {
+			if _, dup := s.watchers[c]; !dup {
+				c.offerStatus(s.id, frame)
+			}
+		}
+	}
+	delete(t.sessions, s.id)
+	delete(t.dirty, s.id)
 }

@@ -51,8 +51,6 @@ type Hub struct {
 	stopOnce sync.Once
 
 	starts keyedMutex // serializes run-limit checks per subject
-
-	aguiRuns *boundedMap[aguiTurn] // AG-UI run ids of resumed turns (aguirun.go)
 }
 
 // socketEnv is what a socket uses of its hub: made once by New, shared by
@@ -75,7 +73,7 @@ type socketHub interface {
 	// releaseSocket gives the slot back.
 	releaseSocket(subject, id string)
 	// authenticate verifies a bearer token.
-	authenticate(token string) (Principal, error)
+	Authenticate(token string) (Principal, error)
 	// Control runs one control for subject.
 	Control(ctx context.Context, subject string, m *protocol.Control, key string) (protocol.ControlResult, error)
 }
@@ -247,6 +245,7 @@ type writer struct {
 	mu      sync.Mutex
 	stopped bool // serve has ended: no writer starts again
 	wg      sync.WaitGroup
+	loop    func() // the writer goroutine's body (writeLoop), set when the socket is made
 }
 
 // sender writes for a group of sockets. A socket offered something (an
@@ -422,19 +421,4 @@ type keyedMutex struct {
 type keyedEntry struct {
 	mu   sync.Mutex
 	refs int
-}
-
-// boundedMap is a map of at most max entries; past it the oldest entry
-// goes. It is safe for concurrent use.
-type boundedMap[V any] struct {
-	mu    sync.Mutex
-	max   int
-	m     map[string]V
-	order []string
-}
-
-// aguiTurn is an AG-UI run: turn Turn of runhub run Run.
-type aguiTurn struct {
-	Run  string
-	Turn int
 }

@@ -17,7 +17,7 @@ import (
 // known ones and names only the unknown ones.
 func TestWatch_UnknownIDsOneError(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 30*time.Second)
 	unknown := make([]string, 1000)
 	for i := range unknown {
@@ -29,18 +29,18 @@ func TestWatch_UnknownIDsOneError(t *testing.T) {
 	tab.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "after-watch"})
 	col := newCollector()
 	pong := func(id string) bool {
-		for _, m := range col.other {
+		for _, m := range col.Other {
 			if p, ok := m.(*protocol.Pong); ok && p.ID == id {
 				return true
 			}
 		}
 		return false
 	}
-	col.until(t, tab, 20*time.Second, "the pong after the watch", func() bool { return pong("after-watch") })
-	if len(col.errors) != 1 {
-		t.Fatalf("%d errors, want 1", len(col.errors))
+	col.Until(t, tab, 20*time.Second, "the pong after the watch", func() bool { return pong("after-watch") })
+	if len(col.Errors) != 1 {
+		t.Fatalf("%d errors, want 1", len(col.Errors))
 	}
-	e := col.errors[0]
+	e := col.Errors[0]
 	if e.Code != protocol.CodeNotFound || e.Ref != protocol.MsgWatch || !slices.Equal(e.Sessions, unknown) {
 		t.Fatalf("error %s %q ref %q listing %d ids, want not_found listing the 1,000 unknown ids", e.Code, e.Message, e.Ref, len(e.Sessions))
 	}
@@ -54,12 +54,12 @@ func TestWatch_UnknownIDsOneError(t *testing.T) {
 	}
 	tab.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "after-mixed"})
 	col = newCollector()
-	col.until(t, tab, 10*time.Second, "the known session's status and the pong", func() bool {
-		_, ok := col.statuses[sess.SessionID]
+	col.Until(t, tab, 10*time.Second, "the known session's status and the pong", func() bool {
+		_, ok := col.Statuses[sess.SessionID]
 		return ok && pong("after-mixed")
 	})
-	if len(col.errors) != 1 || !slices.Equal(col.errors[0].Sessions, []string{"s_nope"}) || col.errors[0].Message != "no such session: s_nope" {
-		t.Fatalf("errors %+v, want one naming s_nope", col.errors)
+	if len(col.Errors) != 1 || !slices.Equal(col.Errors[0].Sessions, []string{"s_nope"}) || col.Errors[0].Message != "no such session: s_nope" {
+		t.Fatalf("errors %+v, want one naming s_nope", col.Errors)
 	}
 	select {
 	case <-tab.Done():

@@ -8,22 +8,10 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// The socket's writer goroutine: wakeWriter starts it on demand and
-// writeLoop does what may wait (the rest of a frame, catching the focus up
+// The socket's writer goroutine: wakeWriter (writer.go) starts it on
+// demand and writeLoop does what may wait (the rest of a frame, catching the focus up
 // from the journal, the close), using the write primitives of writer.go
 // and the catch-up of focus.go.
-
-// wakeWriter tells the writer goroutine there is work, starting one if
-// none runs. It may be called with out.mu held.
-func (c *conn) wakeWriter() {
-	select {
-	case c.w.wake <- struct{}{}:
-	default:
-	}
-	if c.w.running.Load() == 0 && c.w.running.CompareAndSwap(0, 1) {
-		c.startWriter()
-	}
-}
 
 // writeLoop drains the socket's queues: everything waiting goes out as one
 // NDJSON frame (up to MaxBatchBytes); bytes a sender left pending go out
@@ -122,18 +110,4 @@ func (c *conn) writeLoop() {
 			idle.Reset(writerLinger / 2)
 		}
 	}
-}
-
-func (c *conn) startWriter() {
-	w := &c.w
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
-		return // the socket is done; running stays 1, so nothing starts again
-	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		c.writeLoop()
-	}()
 }

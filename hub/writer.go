@@ -126,3 +126,30 @@ func (c *conn) finish() {
 	c.ws.Close(code, reason)
 	c.cancel()
 }
+
+// wakeWriter tells the writer goroutine there is work, starting one if
+// none runs. It may be called with out.mu held.
+func (c *conn) wakeWriter() {
+	select {
+	case c.w.wake <- struct{}{}:
+	default:
+	}
+	if c.w.running.Load() == 0 && c.w.running.CompareAndSwap(0, 1) {
+		c.startWriter()
+	}
+}
+
+// startWriter starts the writer goroutine, unless serve has ended.
+func (c *conn) startWriter() {
+	w := &c.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return // the socket is done; running stays 1, so nothing starts again
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.loop()
+	}()
+}

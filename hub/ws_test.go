@@ -18,8 +18,8 @@ import (
 // events arrive, complete and in order, and every status ends completed.
 func TestWS_WatchAllFocusOne(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	ctl := th.dial(t)
-	tab := th.dial(t)
+	ctl := th.Dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 30*time.Second)
 	if err := tab.Watch(ctx, true); err != nil {
 		t.Fatal(err)
@@ -34,30 +34,30 @@ func TestWS_WatchAllFocusOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	col := newCollector()
-	col.until(t, tab, 20*time.Second, "all three completed", func() bool {
-		if !col.terminalOf(focused.RunID) {
+	col.Until(t, tab, 20*time.Second, "all three completed", func() bool {
+		if !col.TerminalOf(focused.RunID) {
 			return false
 		}
 		for _, r := range runs {
-			if st, ok := col.statuses[r.SessionID]; !ok || st.Status != protocol.StatusCompleted {
+			if st, ok := col.Statuses[r.SessionID]; !ok || st.Status != protocol.StatusCompleted {
 				return false
 			}
 		}
 		return true
 	})
-	for _, e := range col.events {
+	for _, e := range col.Events {
 		if e.SessionID != focused.SessionID {
 			t.Fatalf("event of unfocused session %s: %+v", e.SessionID, e)
 		}
 	}
-	if got, want := checkRun(t, col.events, focused.RunID), sim.Text(tokens); got != want {
+	if got, want := checkRun(t, col.Events, focused.RunID), sim.Text(tokens); got != want {
 		t.Fatalf("token text:\n got %q\nwant %q", got, want)
 	}
-	if len(col.replayed) != 1 || col.replayed[0].SessionID != focused.SessionID {
-		t.Fatalf("want one replayed marker for the focus, got %+v", col.replayed)
+	if len(col.Replayed) != 1 || col.Replayed[0].SessionID != focused.SessionID {
+		t.Fatalf("want one replayed marker for the focus, got %+v", col.Replayed)
 	}
 	for _, r := range runs {
-		st := col.statuses[r.SessionID]
+		st := col.Statuses[r.SessionID]
 		if st.RunID != r.RunID || !st.Terminal || st.TerminalState != protocol.StatusCompleted || st.Tokens != tokens {
 			t.Fatalf("status of %s: %+v", r.SessionID, st)
 		}
@@ -68,7 +68,7 @@ func TestWS_WatchAllFocusOne(t *testing.T) {
 // gets the rest: nothing twice, nothing missing.
 func TestWS_ReconnectWithCursor(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	const tokens = 80
 	run := startRun(t, ctl, simStart("", tokens, 10, ""))
 
@@ -79,21 +79,21 @@ func TestWS_ReconnectWithCursor(t *testing.T) {
 	}
 	tab1.Focus(ctx, run.SessionID, "")
 	first := newCollector()
-	first.until(t, tab1, 10*time.Second, "some tokens", func() bool { return len(first.events) >= 20 })
+	first.Until(t, tab1, 10*time.Second, "some tokens", func() bool { return len(first.Events) >= 20 })
 	tab1.Close() // mid-run
-	last := first.events[len(first.events)-1]
+	last := first.Events[len(first.Events)-1]
 	if last.Terminal {
 		t.Fatal("run ended before the disconnect; make it longer")
 	}
 
-	tab2 := th.dial(t)
+	tab2 := th.Dial(t)
 	tab2.Focus(ctx, run.SessionID, last.EventID)
 	rest := newCollector()
-	rest.until(t, tab2, 20*time.Second, "terminal", func() bool { return rest.terminalOf(run.RunID) })
-	if rest.events[0].Seq != last.Seq+1 {
-		t.Fatalf("resumed at seq %d, want %d", rest.events[0].Seq, last.Seq+1)
+	rest.Until(t, tab2, 20*time.Second, "terminal", func() bool { return rest.TerminalOf(run.RunID) })
+	if rest.Events[0].Seq != last.Seq+1 {
+		t.Fatalf("resumed at seq %d, want %d", rest.Events[0].Seq, last.Seq+1)
 	}
-	all := append(append([]protocol.Envelope{}, first.events...), rest.events...)
+	all := append(append([]protocol.Envelope{}, first.Events...), rest.Events...)
 	if got := checkRun(t, all, run.RunID); got != sim.Text(tokens) {
 		t.Fatalf("token text after reconnect: %q", got)
 	}
@@ -102,10 +102,10 @@ func TestWS_ReconnectWithCursor(t *testing.T) {
 // Switching focus back and forth replays each session's run in full.
 func TestWS_SwitchFocusReplays(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	a := startRun(t, ctl, simStart("", 40, 5, ""))
 	b := startRun(t, ctl, simStart("", 60, 5, ""))
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 60*time.Second)
 	for i, target := range []protocol.ControlResult{a, b, a, b, a} {
 		tab.Focus(ctx, target.SessionID, "")
@@ -113,19 +113,19 @@ func TestWS_SwitchFocusReplays(t *testing.T) {
 		// Skip what the previous focus left in flight: everything up to and
 		// including this focus's replayed marker belongs to this focus only
 		// if it names this session.
-		col.until(t, tab, 20*time.Second, "terminal", func() bool {
+		col.Until(t, tab, 20*time.Second, "terminal", func() bool {
 			// drop events of other sessions that were in flight
-			kept := col.events[:0]
-			for _, e := range col.events {
+			kept := col.Events[:0]
+			for _, e := range col.Events {
 				if e.SessionID == target.SessionID {
 					kept = append(kept, e)
 				}
 			}
-			col.events = kept
-			return col.terminalOf(target.RunID)
+			col.Events = kept
+			return col.TerminalOf(target.RunID)
 		})
 		want := map[string]int{a.RunID: 40, b.RunID: 60}[target.RunID]
-		if got := checkRun(t, col.events, target.RunID); got != sim.Text(want) {
+		if got := checkRun(t, col.Events, target.RunID); got != sim.Text(want) {
 			t.Fatalf("switch %d: text %q", i, got)
 		}
 	}
@@ -136,22 +136,22 @@ func TestWS_SwitchFocusReplays(t *testing.T) {
 // latest run replays from seq 1.
 func TestWS_CursorAcrossRunsAndBadCursor(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	ctl := th.dial(t)
+	ctl := th.Dial(t)
 	r1 := startRun(t, ctl, simStart("", 10, 0, ""))
 	waitTerminal(t, th, r1.RunID)
 	r2 := startRun(t, ctl, simStart(r1.SessionID, 12, 0, ""))
 	waitTerminal(t, th, r2.RunID)
 
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 20*time.Second)
 	tab.Focus(ctx, r1.SessionID, protocol.EventID(r1.RunID, 3))
 	col := newCollector()
-	col.until(t, tab, 10*time.Second, "replayed", func() bool { return len(col.replayed) == 1 })
-	if col.events[0].RunID != r1.RunID || col.events[0].Seq != 4 {
-		t.Fatalf("first replayed event %s, want %s:4", col.events[0].EventID, r1.RunID)
+	col.Until(t, tab, 10*time.Second, "replayed", func() bool { return len(col.Replayed) == 1 })
+	if col.Events[0].RunID != r1.RunID || col.Events[0].Seq != 4 {
+		t.Fatalf("first replayed event %s, want %s:4", col.Events[0].EventID, r1.RunID)
 	}
 	var r1Events, r2Events []protocol.Envelope
-	for _, e := range col.events {
+	for _, e := range col.Events {
 		if e.RunID == r1.RunID {
 			r1Events = append(r1Events, e)
 		} else {
@@ -164,18 +164,18 @@ func TestWS_CursorAcrossRunsAndBadCursor(t *testing.T) {
 	if got := checkRun(t, r2Events, r2.RunID); got != sim.Text(12) {
 		t.Fatalf("run 2 text %q", got)
 	}
-	if want := r2Events[len(r2Events)-1].EventID; col.replayed[0].Cursor != want || col.replayed[0].Count != len(col.events) {
-		t.Fatalf("replayed marker %+v, want cursor %s count %d", col.replayed[0], want, len(col.events))
+	if want := r2Events[len(r2Events)-1].EventID; col.Replayed[0].Cursor != want || col.Replayed[0].Count != len(col.Events) {
+		t.Fatalf("replayed marker %+v, want cursor %s count %d", col.Replayed[0], want, len(col.Events))
 	}
 
 	for _, bad := range []string{"garbage", protocol.EventID("r_unknown", 1), protocol.EventID(r2.RunID, 9999)} {
 		tab.Focus(ctx, r1.SessionID, bad)
 		col := newCollector()
-		col.until(t, tab, 10*time.Second, "replayed after bad cursor", func() bool { return len(col.replayed) == 1 })
-		if len(col.errors) == 0 || col.errors[0].Code != protocol.CodeBadCursor {
-			t.Fatalf("cursor %q: want bad_cursor error, got %+v", bad, col.errors)
+		col.Until(t, tab, 10*time.Second, "replayed after bad cursor", func() bool { return len(col.Replayed) == 1 })
+		if len(col.Errors) == 0 || col.Errors[0].Code != protocol.CodeBadCursor {
+			t.Fatalf("cursor %q: want bad_cursor error, got %+v", bad, col.Errors)
 		}
-		if got := checkRun(t, col.events, r2.RunID); got != sim.Text(12) {
+		if got := checkRun(t, col.Events, r2.RunID); got != sim.Text(12) {
 			t.Fatalf("fallback replay text %q", got)
 		}
 	}
@@ -184,30 +184,17 @@ func TestWS_CursorAcrossRunsAndBadCursor(t *testing.T) {
 	waitTerminal(t, th, other.RunID)
 	tab.Focus(ctx, r1.SessionID, protocol.EventID(other.RunID, 1))
 	col = newCollector()
-	col.until(t, tab, 10*time.Second, "replayed", func() bool { return len(col.replayed) == 1 })
-	if len(col.errors) == 0 || col.errors[0].Code != protocol.CodeBadCursor {
-		t.Fatalf("foreign cursor: want bad_cursor, got %+v", col.errors)
+	col.Until(t, tab, 10*time.Second, "replayed", func() bool { return len(col.Replayed) == 1 })
+	if len(col.Errors) == 0 || col.Errors[0].Code != protocol.CodeBadCursor {
+		t.Fatalf("foreign cursor: want bad_cursor, got %+v", col.Errors)
 	}
-}
-
-func waitTerminal(t testing.TB, th *testHub, runID string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		m, err := th.store.Run(context.Background(), runID)
-		if err == nil && m.Terminal {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("run %s did not end", runID)
 }
 
 // Bad input gets error frames and the socket keeps working; a frame over
 // the size limit closes it with 1009.
 func TestWS_BadInput(t *testing.T) {
 	th := newTestHub(t, hub.Config{MaxFrameBytes: 4096})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx := ctxT(t, 20*time.Second)
 	cases := []struct {
 		frame string
@@ -226,17 +213,17 @@ func TestWS_BadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		col := newCollector()
-		col.until(t, tab, 5*time.Second, "error for "+tc.frame, func() bool { return len(col.errors) > 0 })
-		if col.errors[0].Code != tc.code {
-			t.Fatalf("%s: code %s (%s), want %s", tc.frame, col.errors[0].Code, col.errors[0].Message, tc.code)
+		col.Until(t, tab, 5*time.Second, "error for "+tc.frame, func() bool { return len(col.Errors) > 0 })
+		if col.Errors[0].Code != tc.code {
+			t.Fatalf("%s: code %s (%s), want %s", tc.frame, col.Errors[0].Code, col.Errors[0].Message, tc.code)
 		}
 	}
 	// Still alive.
 	tab.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "p1"})
 	col := newCollector()
-	col.until(t, tab, 5*time.Second, "pong", func() bool { return len(col.other) > 0 })
-	if p, ok := col.other[0].(*protocol.Pong); !ok || p.ID != "p1" {
-		t.Fatalf("want pong p1, got %+v", col.other[0])
+	col.Until(t, tab, 5*time.Second, "pong", func() bool { return len(col.Other) > 0 })
+	if p, ok := col.Other[0].(*protocol.Pong); !ok || p.ID != "p1" {
+		t.Fatalf("want pong p1, got %+v", col.Other[0])
 	}
 	// Too big: 1009.
 	big := `{"type":"ping","id":"` + strings.Repeat("x", 8000) + `"}`
@@ -314,28 +301,28 @@ func TestWS_HelloTimeout(t *testing.T) {
 		}
 		ws.CloseNow()
 	}
-	tab := th.dial(t) // says hello
+	tab := th.Dial(t) // says hello
 	time.Sleep(3 * bound)
 	tab.Send(ctx, protocol.Ping{Type: protocol.MsgPing, ID: "p1"})
 	col := newCollector()
-	col.until(t, tab, 5*time.Second, "pong", func() bool { return len(col.other) > 0 })
-	if p, ok := col.other[0].(*protocol.Pong); !ok || p.ID != "p1" {
-		t.Fatalf("want pong p1, got %+v", col.other[0])
+	col.Until(t, tab, 5*time.Second, "pong", func() bool { return len(col.Other) > 0 })
+	if p, ok := col.Other[0].(*protocol.Pong); !ok || p.ID != "p1" {
+		t.Fatalf("want pong p1, got %+v", col.Other[0])
 	}
-	waitFor(t, 5*time.Second, "one socket left", func() bool { return th.hub.Conns() == 1 })
+	waitFor(t, 5*time.Second, "one socket left", func() bool { return th.Hub.Conns() == 1 })
 }
 
 // Shutdown sends goaway and closes with 1012.
 func TestWS_ShutdownGoaway(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	tab := th.dial(t)
+	tab := th.Dial(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	go th.hub.Shutdown(ctx)
+	go th.Hub.Shutdown(ctx)
 	col := newCollector()
-	col.until(t, tab, 5*time.Second, "goaway", func() bool { return len(col.other) > 0 })
-	if g, ok := col.other[0].(*protocol.Goaway); !ok || g.ReconnectAfterMS <= 0 {
-		t.Fatalf("want goaway, got %+v", col.other[0])
+	col.Until(t, tab, 5*time.Second, "goaway", func() bool { return len(col.Other) > 0 })
+	if g, ok := col.Other[0].(*protocol.Goaway); !ok || g.ReconnectAfterMS <= 0 {
+		t.Fatalf("want goaway, got %+v", col.Other[0])
 	}
 	<-tab.Done()
 	if got := client.CloseStatus(tab.Err()); got != protocol.CloseServiceRestart {

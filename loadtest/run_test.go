@@ -14,6 +14,8 @@ import (
 	"github.com/runhub/runhub/adapter/executor"
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpapi"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal/mem"
 )
 
@@ -30,8 +32,8 @@ func TestRunAgainstHub(t *testing.T) {
 	defer rt.Close()
 	h := hub.New(hub.Config{}, store, adapter.NewRouter(store, rt, nil))
 	e := echo.New()
-	e.HTTPErrorHandler = hub.ErrorHandler
-	h.Routes(e)
+	e.HTTPErrorHandler = httpx.ErrorHandler
+	h.Routes(e, httpapi.New(nil))
 	srv := httptest.NewServer(e)
 	defer srv.Close()
 	defer func() {

@@ -158,7 +158,7 @@ func (a *InProcess) Drain(ctx context.Context, sid string) bool { return a.drain
 // no crash can lose it or start it twice: a run registered but not started
 // is started by Recover (embedded) or by a node's reaper (ResumeStranded).
 func (a *InProcess) drain(ctx context.Context, sid string) bool {
-	// A queue edit (hub/queueedit.go) may change or remove the head between
+	// A queue edit (hub/httpapi/queue.go) may change or remove the head between
 	// the read and the pop: the pop then refuses (errHeadMoved) and the
 	// drain reads again, so the edited text runs and the next message is
 	// not left behind on an idle session. Bounded: each retry follows a

@@ -1,19 +1,18 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/durable"
 	"github.com/runhub/runhub/journal"
 )
 
 // The Durable Streams edge (hub/durable, docs/durable-streams.md): its
-// settings, and the edge built over the process's journal. The core
-// mounts it with durableEdge(...).Mount(e, h) once *hub.Hub has the
-// methods of durable.Core.
+// settings, and the edge built over the process's journal (edges.go
+// lists it).
 
 // DurableConfig is the edge's configuration.
 type DurableConfig struct {
@@ -53,13 +52,14 @@ func (c *DurableConfig) check(f *flagSet) error {
 	return nil
 }
 
-// durableEdge builds the edge over the process's journal (the backend
+// durableEdge is the edge over the process's journal (the backend
 // itself: rt.outbox holds it without the decorators, which hold no
-// streams).
-func durableEdge(cfg DurableConfig, rt *procRuntime) (*durable.Edge, error) {
+// streams). Both journals hold streams; one that held none would leave
+// the edge off.
+func durableEdge(cfg DurableConfig, rt *procRuntime) hub.Edge {
 	holder, ok := rt.outbox.(journal.StreamHolder)
 	if !ok {
-		return nil, errors.New("the journal holds no durable streams")
+		return nil
 	}
 	var origins []string
 	for _, o := range strings.Split(cfg.CORSOrigins, ",") {
@@ -74,5 +74,5 @@ func durableEdge(cfg DurableConfig, rt *procRuntime) (*durable.Edge, error) {
 		MaxAppendBytes:  int64(cfg.MaxAppendBytes),
 		MaxReadBytes:    cfg.MaxReadBytes,
 		CORSOrigins:     origins,
-	}), nil
+	})
 }

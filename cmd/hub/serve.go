@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/hub/metrics"
 	"github.com/runhub/runhub/hub/redislimit"
 	"github.com/runhub/runhub/hub/redispresence"
@@ -116,17 +117,15 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 }
 
 // routeServe registers every route of hub serve's main address on e:
-// /healthz and /readyz, /metrics (unless it has its own address), the
-// WebSocket and HTTP API, /v1/profiles, /debug/pprof (when on) and the web
+// /healthz and /readyz, /metrics (unless it has its own address), the tab
+// socket and every edge (edges.go), /debug/pprof (when on) and the web
 // UI.
 func routeServe(e *echo.Echo, cfg ServeConfig, rt *procRuntime, h *hub.Hub, m *metrics.Metrics) {
 	routeHealth(e, rt, h.Draining)
 	if cfg.MetricsAddr == "" {
 		routeMetrics(e, m)
 	}
-	h.Routes(e)
-	h.RouteProfiles(e, rt.profiles.Public())
-	routeWebUI(e, cfg.WebUI, rt, h)
+	h.Routes(e, edges(cfg, rt)...)
 	if cfg.PProf {
 		routePProf(e, h.RequireAdmin)
 	}
@@ -143,7 +142,7 @@ func hubGauges(m *metrics.Metrics, h *hub.Hub) {
 func newEcho(log *slog.Logger, m *metrics.Metrics) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = hub.ErrorHandler
+	e.HTTPErrorHandler = httpx.ErrorHandler
 	e.Use(requestMiddleware(log, m))
 	return e
 }

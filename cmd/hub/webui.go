@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hermeswebui"
 )
 
 // WebUIConfig configures hermes-webui's runner API on `hub serve`
@@ -53,14 +53,14 @@ func (c *WebUIConfig) check() error {
 // defaultWebUIBase is where the runner API is served by default.
 const defaultWebUIBase = "/compat/hermes-webui"
 
-// routeWebUI serves hermes-webui's runner API (unless its base is off; an
-// unset base is the default, never the root or /v1).
-func routeWebUI(e *echo.Echo, c WebUIConfig, rt *procRuntime, h *hub.Hub) {
+// webUIEdge is hermes-webui's runner API (unless its base is off: nil;
+// an unset base is the default, never the root or /v1).
+func webUIEdge(c WebUIConfig, rt *procRuntime) hub.Edge {
 	if c.Base == "off" {
-		return
+		return nil
 	}
 	if c.Base == "" {
 		c.Base = defaultWebUIBase
 	}
-	h.RouteHermesWebUI(e, hub.WebUIOptions{Base: c.Base, Keys: c.keys, Profiles: rt.profiles.Public()})
+	return hermeswebui.Runner(hermeswebui.RunnerOptions{Base: c.Base, Keys: c.keys, Profiles: rt.profiles.Public()})
 }

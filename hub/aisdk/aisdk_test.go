@@ -6,57 +6,35 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/runhub/runhub/internal/fuzzrun"
 	"github.com/runhub/runhub/protocol"
 )
 
-// fuzzRun turns bytes into a run's journal: run.started, one event per
-// byte (ids may be empty, as the journal allows), then a terminal event
-// chosen by the last byte.
+// fuzzRun turns bytes into a run's journal (fuzzrun.Run): run.started,
+// one event per byte, a terminal event chosen by the last byte.
 func fuzzRun(data []byte) []protocol.Envelope {
-	ids := []string{"", "a", "b"}
-	texts := []string{"", "x ", "y"}
-	var out []protocol.Envelope
-	add := func(typ protocol.EventType, terminal bool, payload string) {
-		seq := uint64(len(out) + 1)
-		out = append(out, protocol.Envelope{RunID: "r", SessionID: "s", Seq: seq, Type: typ, Terminal: terminal, CreatedAt: 1, Payload: json.RawMessage(payload)})
-	}
-	add(protocol.EventRunStarted, false, `{"message":"m","provider":"sim"}`)
-	for _, b := range data[:max(len(data)-1, 0)] {
-		id, text := ids[int(b>>4)%3], texts[int(b>>6)%3]
+	return fuzzrun.Run(data, func(b byte, id, text string, add fuzzrun.Add) {
 		switch b % 9 {
 		case 0:
-			add(protocol.EventTokenDelta, false, fmt.Sprintf(`{"message_id":%q,"text":%q}`, id, text))
+			add(protocol.EventTokenDelta, fmt.Sprintf(`{"message_id":%q,"text":%q}`, id, text))
 		case 1:
-			add(protocol.EventReasoningDelta, false, fmt.Sprintf(`{"block_id":%q,"text":%q}`, id, text))
+			add(protocol.EventReasoningDelta, fmt.Sprintf(`{"block_id":%q,"text":%q}`, id, text))
 		case 2:
-			add(protocol.EventReasoningDone, false, fmt.Sprintf(`{"block_id":%q,"text":%q}`, id, text))
+			add(protocol.EventReasoningDone, fmt.Sprintf(`{"block_id":%q,"text":%q}`, id, text))
 		case 3:
-			add(protocol.EventToolStarted, false, fmt.Sprintf(`{"tool_call_id":%q,"name":"t","args":{"q":%q}}`, id, text))
+			add(protocol.EventToolStarted, fmt.Sprintf(`{"tool_call_id":%q,"name":"t","args":{"q":%q}}`, id, text))
 		case 4:
-			add(protocol.EventToolDone, false, fmt.Sprintf(`{"tool_call_id":%q,"status":"ok","duration_ms":1,"error":%v,"result":%q}`, id, b&0x40 != 0, text))
+			add(protocol.EventToolDone, fmt.Sprintf(`{"tool_call_id":%q,"status":"ok","duration_ms":1,"error":%v,"result":%q}`, id, b&0x40 != 0, text))
 		case 5:
-			add(protocol.EventProgress, false, fmt.Sprintf(`{"text":%q}`, text))
+			add(protocol.EventProgress, fmt.Sprintf(`{"text":%q}`, text))
 		case 6:
-			add(protocol.EventApprovalReq, false, `{"approval_id":"p","summary":"s","risk":"low","choices":["once"]}`)
+			add(protocol.EventApprovalReq, `{"approval_id":"p","summary":"s","risk":"low","choices":["once"]}`)
 		case 7:
-			add(protocol.EventApprovalRes, false, `{"approval_id":"p","choice":"once","status":"resolved"}`)
+			add(protocol.EventApprovalRes, `{"approval_id":"p","choice":"once","status":"resolved"}`)
 		case 8:
-			add(protocol.EventClarifyReq, false, `{"clarify_id":"c","question":"q","choices":[],"input_mode":"text"}`)
+			add(protocol.EventClarifyReq, `{"clarify_id":"c","question":"q","choices":[],"input_mode":"text"}`)
 		}
-	}
-	last := byte(0)
-	if len(data) > 0 {
-		last = data[len(data)-1]
-	}
-	switch last % 3 {
-	case 0:
-		add(protocol.EventDone, true, `{"status":"completed","usage":null}`)
-	case 1:
-		add(protocol.EventCancelled, true, `{"reason":"cancelled by user","partial":true}`)
-	case 2:
-		add(protocol.EventError, true, `{"code":"provider_error","message":"boom","terminal":true}`)
-	}
-	return out
+	})
 }
 
 // verify checks the rules the AI SDK's processUIMessageStream enforces

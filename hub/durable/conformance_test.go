@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/durable"
 	"github.com/runhub/runhub/internal/npmtest"
 	"github.com/runhub/runhub/internal/redistest"
@@ -129,8 +130,8 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
-		srv, _ := serve(t, store, store.Streams(journal.StreamLimits{}), edgeOptions())
-		runSuite(t, node, dir, srv.URL)
+		th, _ := serve(t, store, store.Streams(journal.StreamLimits{}), edgeOptions(), hub.Config{})
+		runSuite(t, node, dir, th.URL)
 	})
 	t.Run("redis", func(t *testing.T) {
 		rs := redistest.Start(t, redistest.Options{})
@@ -139,7 +140,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
-		srv, _ := serve(t, store, store.Streams(journal.StreamLimits{}), edgeOptions())
-		runSuite(t, node, dir, srv.URL)
+		th, _ := serve(t, store, store.Streams(journal.StreamLimits{}), edgeOptions(), hub.Config{})
+		runSuite(t, node, dir, th.URL)
 	})
 }

@@ -24,7 +24,8 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// Core is what the edge needs of the hub's core (*hub.Hub).
+// Core is what the edge needs of the hub's core: the part of hub.API it
+// uses (*hub.Hub, hubtest's hub).
 type Core interface {
 	// CheckOrigin refuses a cross-origin browser request.
 	CheckOrigin(next echo.HandlerFunc) echo.HandlerFunc
@@ -102,8 +103,9 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Edge serves the protocol. Mount starts its reaper, which ends with the
-// core's context; Close ends it sooner and waits for it.
+// Edge serves the protocol; it is a hub.Edge. Mount starts its reaper,
+// which ends with the core's context; Close ends it sooner and waits for
+// it.
 type Edge struct {
 	opts Options
 	core Core
@@ -125,8 +127,14 @@ const Prefix = "/v1/stream/"
 // runsPrefix names, under Prefix, the read-only streams of runs.
 const runsPrefix = "runs/"
 
-// Mount serves the edge on e and starts the reaper of expired streams.
-func (d *Edge) Mount(e *echo.Echo, core Core) {
+var _ hub.Edge = (*Edge)(nil)
+
+// Mount serves the edge on e over the core (hub.Edge) and starts the
+// reaper of expired streams.
+func (d *Edge) Mount(e *echo.Echo, api hub.API) { d.MountCore(e, api) }
+
+// MountCore is Mount over what the edge needs of the core.
+func (d *Edge) MountCore(e *echo.Echo, core Core) {
 	d.core = core
 	e.OPTIONS(Prefix+"*", d.preflight, d.security)
 	h := d.security(d.cors(core.RequireAuth(d.serve)))

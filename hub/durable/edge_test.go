@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/runhub/runhub/adapter"
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/auth"
 	"github.com/runhub/runhub/hub/durable"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/mem"
 )
@@ -45,17 +44,32 @@ func do(t *testing.T, method, url, token string, headers map[string]string, body
 	return answer{resp.StatusCode, resp.Header, string(b)}
 }
 
-func memEdge(t *testing.T, o durable.Options) string {
+func memEdge(t *testing.T, o durable.Options, cfg hub.Config) string {
+	return memHub(t, o, cfg).URL + durable.Prefix
+}
+
+func memHub(t *testing.T, o durable.Options, cfg hub.Config) *hubtest.Hub {
 	store := mem.New(mem.Options{})
 	t.Cleanup(func() { store.Close() })
-	srv, _ := serve(t, store, store.Streams(journal.StreamLimits{MaxStreamBytes: 64}), o)
-	return srv.URL + durable.Prefix
+	th, _ := serve(t, store, store.Streams(journal.StreamLimits{MaxStreamBytes: 64}), o, cfg)
+	return th
 }
 
 // A stream is its creator's: another subject reads it as missing, an
 // admin reads it and writes nothing.
 func TestOwnership(t *testing.T) {
-	base := memEdge(t, durable.Options{})
+	base := memEdge(t, durable.Options{}, hubtest.WithAuth(t, hub.Config{}))
+	tokens := map[string]string{}
+	for _, sub := range []string{"alice", "bob"} {
+		tokens[sub] = hubtest.Token(t, sub, time.Hour, "")
+	}
+	tokens["admin"] = hubtest.Token(t, "root", time.Hour, auth.RoleAdmin)
+	do := func(t *testing.T, method, url, who string, headers map[string]string, body string) answer {
+		return do(t, method, url, tokens[who], headers, body)
+	}
+	if a := do(t, "GET", base+"alice/s", "", nil, ""); a.status != 401 {
+		t.Errorf("no token: %d, want 401", a.status)
+	}
 	text := map[string]string{"Content-Type": "text/plain"}
 	if a := do(t, "PUT", base+"alice/s", "alice", text, "secret"); a.status != 201 {
 		t.Fatalf("create: %d %s", a.status, a.body)
@@ -87,7 +101,7 @@ func TestOwnership(t *testing.T) {
 // Bad input: the protocol's status and a readable message, and nothing
 // changes.
 func TestBadInput(t *testing.T) {
-	base := memEdge(t, durable.Options{MaxAppendBytes: 16})
+	base := memEdge(t, durable.Options{MaxAppendBytes: 16}, hub.Config{})
 	if a := do(t, "PUT", base+"s", "", map[string]string{"Content-Type": "text/plain"}, "ok"); a.status != 201 {
 		t.Fatal(a.status)
 	}
@@ -139,7 +153,7 @@ func TestBadInput(t *testing.T) {
 // A listed origin gets CORS headers; any other cross-origin request goes
 // through the core's origin check, which refuses it.
 func TestCORS(t *testing.T) {
-	base := memEdge(t, durable.Options{CORSOrigins: []string{"https://app.example"}})
+	base := memEdge(t, durable.Options{CORSOrigins: []string{"https://app.example"}}, hub.Config{})
 	ok := do(t, "PUT", base+"c", "", map[string]string{"Origin": "https://app.example", "Content-Type": "text/plain"}, "")
 	if ok.status != 201 || ok.header.Get("Access-Control-Allow-Origin") != "https://app.example" ||
 		!strings.Contains(ok.header.Get("Access-Control-Expose-Headers"), "Stream-Next-Offset") {
@@ -159,16 +173,8 @@ func TestCORS(t *testing.T) {
 // The hub's shutdown (its context ending) ends the live reads waiting on
 // it at once, so that shutting down does not wait out their timeouts.
 func TestShutdownEndsLiveReads(t *testing.T) {
-	store := mem.New(mem.Options{})
-	defer store.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	edge := durable.New(durable.Options{Streams: store.Streams(journal.StreamLimits{}), LongPollTimeout: time.Minute})
-	e := echo.New()
-	edge.Mount(e, &testCore{store: store, rt: adapter.NewRouter(store, nil, nil), ctx: ctx})
-	srv := httptest.NewServer(e)
-	defer srv.Close()
-	defer edge.Close()
-	base := srv.URL + durable.Prefix
+	th := memHub(t, durable.Options{LongPollTimeout: time.Minute}, hub.Config{})
+	base := th.URL + durable.Prefix
 	if a := do(t, "PUT", base+"w", "", map[string]string{"Content-Type": "text/plain"}, ""); a.status != 201 {
 		t.Fatal(a.status)
 	}
@@ -184,7 +190,7 @@ func TestShutdownEndsLiveReads(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
-	cancel()
+	go th.Hub.Shutdown(context.Background())
 	for range 2 {
 		select {
 		case <-ended:
@@ -196,7 +202,7 @@ func TestShutdownEndsLiveReads(t *testing.T) {
 
 // A quiet SSE answer sends keep-alive comments, which SSE parsers skip.
 func TestSSEKeepAlive(t *testing.T) {
-	base := memEdge(t, durable.Options{SSEKeepAlive: 50 * time.Millisecond, SSEMaxDuration: 400 * time.Millisecond})
+	base := memEdge(t, durable.Options{SSEKeepAlive: 50 * time.Millisecond, SSEMaxDuration: 400 * time.Millisecond}, hub.Config{})
 	if a := do(t, "PUT", base+"quiet", "", map[string]string{"Content-Type": "text/plain"}, ""); a.status != 201 {
 		t.Fatal(a.status)
 	}

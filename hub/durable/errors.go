@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -53,7 +53,7 @@ func (d *Edge) streamError(err error) *httpError {
 		pe := d.core.PublicError(err)
 		var p *protocol.Error
 		if errors.As(pe, &p) {
-			return &httpError{status: hub.HTTPStatus(p.Code), code: p.Code, msg: p.Message}
+			return &httpError{status: httpx.HTTPStatus(p.Code), code: p.Code, msg: p.Message}
 		}
 		return &httpError{status: http.StatusInternalServerError, code: protocol.CodeInternal, msg: "internal error"}
 	}

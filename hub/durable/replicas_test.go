@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/internal/redistest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/redis"
@@ -23,8 +24,8 @@ func TestTwoReplicas_Redis(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
-		srv, _ := serve(t, store, store.Streams(journal.StreamLimits{}), edgeOptions())
-		return srv.URL + "/v1/stream/"
+		th, _ := serve(t, store, store.Streams(journal.StreamLimits{}), edgeOptions(), hub.Config{})
+		return th.URL + "/v1/stream/"
 	}
 	a, b := replica(), replica()
 	text := map[string]string{"Content-Type": "text/plain"}

@@ -6,62 +6,39 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/runhub/runhub/adapter"
-	"github.com/runhub/runhub/adapter/driver"
-	"github.com/runhub/runhub/adapter/executor"
-	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/durable"
+	"github.com/runhub/runhub/hub/hubtest"
 	"github.com/runhub/runhub/internal/npmtest"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
 
-// runHub is a hub (its own routes, /v1/runs/{id}/events among them) with
-// the simulator, and the edge beside it on the same server.
+// runHub is a real core with the simulator, the HTTP API (its
+// /v1/runs/{id}/events) and the edge on one server.
 type runHub struct {
-	srv *httptest.Server
-	h   *hub.Hub
-	rt  *adapter.Router
+	th *hubtest.Hub
 }
 
 func newRunHub(t *testing.T) *runHub {
 	t.Helper()
 	store := mem.New(mem.Options{})
-	exec := executor.New(store, executor.Options{Drivers: map[string]driver.Driver{"sim": &sim.Driver{}}})
-	rt := adapter.NewRouter(store, exec, nil)
-	h := hub.New(hub.Config{}, store, rt)
-	ctx, cancel := context.WithCancel(context.Background())
-	e := echo.New()
-	e.HTTPErrorHandler = hub.ErrorHandler
-	h.Routes(e)
-	edge := durable.New(durable.Options{Streams: store.Streams(journal.StreamLimits{}), LongPollTimeout: shortPoll})
-	edge.Mount(e, &testCore{store: store, rt: rt, ctx: ctx})
-	srv := httptest.NewServer(e)
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		edge.Close()
-		h.Shutdown(context.Background())
-		exec.Close()
-		store.Close()
-	})
-	return &runHub{srv: srv, h: h, rt: rt}
+	t.Cleanup(func() { store.Close() })
+	th, _ := serve(t, store, store.Streams(journal.StreamLimits{}), durable.Options{LongPollTimeout: shortPoll}, hub.Config{})
+	return &runHub{th: th}
 }
 
-// start starts a simulated run of "local" and returns its id.
+// start starts a simulated run of the open mode's subject and returns its
+// id.
 func (rh *runHub) start(t *testing.T, sim string) string {
 	t.Helper()
-	res, err := rh.h.Control(context.Background(), "local", &protocol.Control{Op: protocol.OpStart, Message: "hello",
+	res, err := rh.th.Hub.Control(context.Background(), hub.OpenSubject, &protocol.Control{Op: protocol.OpStart, Message: "hello",
 		Metadata: []byte(`{"sim":` + sim + `}`)}, "")
 	if err != nil || res.RunID == "" {
 		t.Fatalf("start: %+v, %v", res, err)
@@ -69,26 +46,10 @@ func (rh *runHub) start(t *testing.T, sim string) string {
 	return res.RunID
 }
 
-// wait waits for the run's terminal event.
-func (rh *runHub) wait(t *testing.T, rid string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for e, err := range rh.rt.ObserveRun(ctx, rid, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Terminal {
-			return
-		}
-	}
-	t.Fatal("the run did not end")
-}
-
 // events is what GET /v1/runs/{id}/events returns, each event as JSON.
 func (rh *runHub) events(t *testing.T, rid string) []any {
 	t.Helper()
-	resp, err := http.Get(rh.srv.URL + "/v1/runs/" + rid + "/events?limit=1000")
+	resp, err := http.Get(rh.th.URL + "/v1/runs/" + rid + "/events?limit=1000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +102,8 @@ func runStreamWithClient(t *testing.T, node, dir string) {
 	rh := newRunHub(t)
 
 	done := rh.start(t, `{"tokens":5,"token_ms":1,"tools":1}`)
-	rh.wait(t, done)
-	whole := readWithClient(t, node, dir, "whole", rh.srv.URL+"/v1/stream/runs/"+done)
+	hubtest.WaitTerminal(t, rh.th, done)
+	whole := readWithClient(t, node, dir, "whole", rh.th.URL+"/v1/stream/runs/"+done)
 	want := rh.events(t, done)
 	if !reflect.DeepEqual(whole.Items, want) {
 		t.Fatalf("the client read %d events, /v1/runs/{id}/events has %d:\n%v\nwant\n%v", len(whole.Items), len(want), whole.Items, want)
@@ -152,7 +113,7 @@ func runStreamWithClient(t *testing.T, node, dir string) {
 	}
 
 	live := rh.start(t, `{"tokens":40,"token_ms":20,"tools":1}`)
-	tailed := readWithClient(t, node, dir, "tail", rh.srv.URL+"/v1/stream/runs/"+live)
+	tailed := readWithClient(t, node, dir, "tail", rh.th.URL+"/v1/stream/runs/"+live)
 	want = rh.events(t, live)
 	if !reflect.DeepEqual(tailed.Items, want) {
 		t.Fatalf("the client tailed %d events, /v1/runs/{id}/events has %d", len(tailed.Items), len(want))
@@ -168,7 +129,7 @@ func runOffset(seq int) string { return fmt.Sprintf("%016d_%016d", seq, seq) }
 // writes every item once, in order, and closes the stream.
 func producerWithClient(t *testing.T, node, dir string) {
 	rh := newRunHub(t)
-	got := readWithClient(t, node, dir, "produce", rh.srv.URL+"/v1/stream/produced")
+	got := readWithClient(t, node, dir, "produce", rh.th.URL+"/v1/stream/produced")
 	if len(got.Items) != 200 || !got.Closed {
 		t.Fatalf("read back %d items, closed %v; want 200, closed", len(got.Items), got.Closed)
 	}

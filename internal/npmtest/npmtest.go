@@ -4,7 +4,9 @@
 package npmtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,4 +46,28 @@ func Install(t testing.TB, what, src string, files ...string) (node, dir string)
 		t.Fatalf("npm ci: %v\n%s", err, out)
 	}
 	return node, dir
+}
+
+// RunJSON runs node script in dir (with env added and args), within 90 s,
+// and decodes what it prints into out; a script that fails fails the test
+// with the end of its stderr (the first lines may echo minified sources).
+func RunJSON(t testing.TB, node, dir string, env []string, out any, script string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		errText := stderr.String()
+		if len(errText) > 3000 {
+			errText = "…" + errText[len(errText)-3000:]
+		}
+		t.Fatalf("node %s %v: %v\nstderr: %s\nstdout: %s", script, args, err, errText, stdout.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("%s output %q: %v", script, stdout.String(), err)
+	}
 }

@@ -1,0 +1,46 @@
+package hermeswebui_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/hermeswebui"
+	"github.com/runhub/runhub/hub/hubtest"
+	"github.com/runhub/runhub/internal/webuiclient"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
+)
+
+// hermes-webui's start with attachments on a profile whose driver takes
+// none is refused 501 unsupported before the WebUI session is made; the
+// same start without attachments runs.
+func TestWebUIStart_AttachmentsUnsupported(t *testing.T) {
+	noAttachments := func(profile, provider string) ([]string, bool) {
+		return []string{protocol.CapCancel, protocol.CapQueue, protocol.CapUsage}, true
+	}
+	th := newWebUIHub(t, hub.Config{Capabilities: noAttachments}, hermeswebui.RunnerOptions{})
+	c := webuiclient.New(th.runner, "")
+	ctx := hubtest.Ctx(t, 30*time.Second)
+	req := webuiclient.StartRunRequest{SessionID: "f00dfeed0001", Message: "read this", Profile: ptr("default"),
+		Attachments: []map[string]any{{"name": "log.txt", "path": "/tmp/log.txt", "mime": "text/plain", "size": 12}},
+		Metadata:    simMeta(map[string]any{"tokens": 1, "token_ms": 1})}
+	_, err := c.StartRun(ctx, req)
+	var we *webuiclient.Error
+	if !errors.As(err, &we) || we.Status != http.StatusNotImplemented || !strings.Contains(we.Msg, "attachments") {
+		t.Fatalf("start with attachments: %v, want 501 naming attachments", err)
+	}
+	if _, err := th.Store.Session(context.Background(), req.SessionID); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("the refused start made the session: %v", err)
+	}
+	req.Attachments = nil
+	st, err := c.StartRun(ctx, req)
+	if err != nil || st.RunID == "" {
+		t.Fatalf("start without attachments: %+v %v", st, err)
+	}
+	hubtest.Terminal(t, th.Hub, st.RunID)
+}

@@ -1,0 +1,14 @@
+package httpapi_test
+
+import (
+	"testing"
+
+	"github.com/runhub/runhub/hub/httpapi"
+	"github.com/runhub/runhub/hub/hubtest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newTestHub is the core in memory with this edge, on loopback.
+var newTestHub = hubtest.Server(httpapi.New(nil))
