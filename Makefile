@@ -61,15 +61,18 @@ test-short:
 # The fault suite (docs/security.md): hub processes under stalled tabs,
 # junk frames, socket churn, Redis down at start or killed mid-run, a
 # crash between a run's end and the start of the message queued behind it,
-# and a read-only or full data directory (cmd/hub/fault_*_test.go, build
-# tag fault). Needs redis-server; root mounts small tmpfs data directories
+# a read-only or full data directory (cmd/hub/fault_*_test.go, build
+# tag fault), and durable streams' appends under SIGKILL, a torn log
+# tail, repeated recovery and producer retries
+# (journal/bolt/fault_streams_test.go). Needs redis-server; root mounts
+# small tmpfs data directories
 # (otherwise RLIMIT_FSIZE stands in for a full disk and the read-only test
 # is skipped). Resident-memory bounds are checked without the race
 # detector; FAULTFLAGS=-race runs it with (slower; then only the live heap
 # and goroutines are bounded). CI runs it after make test.
 FAULTFLAGS ?=
 fault:
-	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) test $(FAULTFLAGS) -tags fault -count=1 -timeout 10m -run '^TestFault' -v ./cmd/hub
+	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) test $(FAULTFLAGS) -tags fault -count=1 -timeout 10m -run '^TestFault' -v ./cmd/hub ./journal/bolt
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./journal/... ./protocol/... ./session/... ./hub/...

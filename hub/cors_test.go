@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/hub"
 )
 
@@ -61,5 +62,34 @@ func TestCORS_AllowedOrigin(t *testing.T) {
 	}
 	if status, _ := rawDo(t, "POST", th.URL+"/v1/sessions", `{}`, map[string]string{"Origin": "http://evil.example"}); status != http.StatusForbidden {
 		t.Errorf("POST from another origin: %d, want 403", status)
+	}
+}
+
+// ownPreflight is an edge that answers its paths' preflights itself.
+type ownPreflight struct{}
+
+func (ownPreflight) Mount(e *echo.Echo, api hub.API) {
+	e.OPTIONS("/v1/own/*", func(c echo.Context) error {
+		c.Response().Header().Set("X-Own-Preflight", "yes")
+		return c.NoContent(http.StatusNoContent)
+	})
+	e.POST("/v1/own/*", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+}
+
+// An edge whose routes answer OPTIONS keeps its preflights: the core does
+// not answer them for it.
+func TestCORS_EdgeAnswersItsOwnPreflight(t *testing.T) {
+	th := newTestHubWith(t, hub.Config{OriginPatterns: []string{"localhost:13000"}}, nil,
+		runtimeOpts{Edges: append(coreEdges(), ownPreflight{})})
+	req, _ := http.NewRequest(http.MethodOptions, th.URL+"/v1/own/x", nil)
+	req.Header.Set("Origin", "http://localhost:13000")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("X-Own-Preflight") != "yes" || resp.Header.Get("Access-Control-Allow-Headers") != "" {
+		t.Errorf("the edge's own preflight was answered by the core: %v", resp.Header)
 	}
 }

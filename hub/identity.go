@@ -3,7 +3,6 @@ package hub
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -124,7 +123,7 @@ func (h *Hub) preflight(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		methods := httpx.AllowedMethods(c.Echo(), r.URL.Path)
-		if len(methods) == 0 || slices.Contains(methods, http.MethodOptions) {
+		if len(methods) == 0 || httpx.Routed(c.Echo(), http.MethodOptions, r.URL.Path) {
 			return next(c)
 		}
 		hd := c.Response().Header()

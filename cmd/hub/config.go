@@ -46,6 +46,7 @@ type ServeConfig struct {
 	Security
 	WebUI    WebUIConfig // hermes-webui's runner API (docs/hermes-webui.md)
 	Webhooks WebhookConfig
+	Durable  DurableConfig // the Durable Streams edge (durable.go)
 
 	addrFrom string // where Addr came from, for errors: "-addr" or "RUNHUB_ADDR"
 }
@@ -244,6 +245,7 @@ func serveFlags(cfg *ServeConfig, getenv func(string) string) *flagSet {
 	f.security(&cfg.Security)
 	f.webui(&cfg.WebUI)
 	f.webhooks(&cfg.Webhooks)
+	f.durable(&cfg.Durable)
 	return f
 }
 
@@ -254,6 +256,9 @@ func parseServeConfig(args []string, getenv func(string) string) (ServeConfig, e
 		return cfg, err
 	}
 	if err := cfg.Webhooks.parse(f); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Durable.check(f); err != nil {
 		return cfg, err
 	}
 	cfg.outbox = cfg.Webhooks.enabled()

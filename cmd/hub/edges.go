@@ -16,6 +16,7 @@ func edges(cfg ServeConfig, rt *procRuntime) []hub.Edge {
 		agui.New(),
 		aisdk.New(),
 		webUIEdge(cfg.WebUI, rt),
+		durableEdge(cfg.Durable, rt),
 	)
 }
 

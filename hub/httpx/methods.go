@@ -63,3 +63,16 @@ func methodNotAllowed(c echo.Context) (ok bool) {
 		Message: req.Method + " is not allowed on this path; allowed: " + allow}})
 	return true
 }
+
+// Routed reports whether e has a route of method for path (a group's
+// not-found route is none).
+func Routed(e *echo.Echo, method, path string) bool {
+	c := e.NewContext(nil, nil)
+	e.Router().Find(method, path, c)
+	for _, r := range e.Routes() {
+		if r.Method == method && r.Path == c.Path() {
+			return true
+		}
+	}
+	return false
+}

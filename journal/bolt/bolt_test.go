@@ -73,3 +73,7 @@ func BenchmarkStore(b *testing.B) {
 func BenchmarkStoreNoSync(b *testing.B) {
 	journaltest.RunBenchmarks(b, func(t testing.TB) journal.Store { return open(t, bolt.Options{NoSync: true}) })
 }
+
+func TestStreams(t *testing.T) {
+	journaltest.RunStreams(t, backend(bolt.Options{}))
+}

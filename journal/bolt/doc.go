@@ -118,6 +118,15 @@
 //	outbox    be64(n) → journal.OutboxEntry JSON: the notable events, written in
 //	          the transaction of the batch that appends them (outbox.go)
 //	meta      format → be64(2); log_end → be64(the log's committed end)
+//	streams   a durable stream's name → journal.StreamMeta JSON (streams.go)
+//	stream_records  name, 0, generation, 0, be64(index) → be64(end),
+//	          be32(JSON message count), the record's data
+//
+// A durable stream's commit (journal.StreamStore.CommitStream: its meta's
+// compare-and-set and the records it appends) is one step of a bbolt
+// transaction, fsynced before it returns; commits that arrive while one
+// runs share the next (streamcommit.go). The segment log holds run events
+// only.
 //
 // A file of the first layout (format 1: events in bbolt buckets log, index
 // and keys) is migrated by Open, in one transaction (migrate.go).

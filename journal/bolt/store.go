@@ -18,6 +18,7 @@ import (
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/internal/localbus"
+	"github.com/runhub/runhub/journal/internal/localstreams"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -51,6 +52,9 @@ type Store struct {
 	// log.mu (shared) first.
 	idxMu sync.RWMutex
 	index map[string]*runEntry
+
+	streamHub     localstreams.Hub // durable streams' change notifications (streams.go)
+	streamCommits streamCommitter  // durable streams' grouped commits (streamcommit.go)
 }
 
 var _ journal.Store = (*Store)(nil)

@@ -48,6 +48,7 @@ type data struct {
 	sessions map[string]*journal.SessionMeta
 	owners   map[string][]string // owner → session ids, oldest first
 	runs     map[string]*run
+	streams  streamData // durable streams (streams.go), under its own lock
 }
 
 // run is a run's meta and events.

@@ -26,21 +26,24 @@ func open(t testing.TB) journal.Store {
 	return s
 }
 
+// backend is the in-memory journal for the conformance suites.
+var backend = journaltest.Backend{
+	Open: open,
+	Reopen: func(t testing.TB, s journal.Store) journal.Store {
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close before reopen: %v", err)
+		}
+		again, err := mem.Reopen(s.(*mem.Store))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { again.Close() })
+		return again
+	},
+}
+
 func TestStore(t *testing.T) {
-	journaltest.Run(t, journaltest.Backend{
-		Open: open,
-		Reopen: func(t testing.TB, s journal.Store) journal.Store {
-			if err := s.Close(); err != nil {
-				t.Fatalf("Close before reopen: %v", err)
-			}
-			again, err := mem.Reopen(s.(*mem.Store))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { again.Close() })
-			return again
-		},
-	})
+	journaltest.Run(t, backend)
 }
 
 // Reopening a store still open is refused: two stores must not share
@@ -51,4 +54,8 @@ func TestReopenOpen(t *testing.T) {
 	if _, err := mem.Reopen(s); err == nil {
 		t.Fatal("Reopen of an open store succeeded")
 	}
+}
+
+func TestStreams(t *testing.T) {
+	journaltest.RunStreams(t, backend)
 }

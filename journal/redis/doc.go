@@ -51,6 +51,16 @@
 //	rh:{T}:batch:<random> string  the replies of one append batch, kept for
 //	                              Options.ReplyCacheTTL
 //	rh:loc:RID            string  the run's locator: its shard number
+//	rh:ds:{NAME}:m        hash    a durable stream's meta: v (version), g
+//	                              (generation), m (journal.StreamMeta JSON)
+//	rh:ds:{NAME}:r:GEN    list    its records of generation GEN (end, count,
+//	                              data); both under the stream name's hash
+//	                              tag, so the commit script (streams.go) is
+//	                              one slot
+//	rh:ds:expiring        set     the names of streams with a TTL or an
+//	                              expiry (a superset), for the reaper
+//	rh:ds:notify          channel a stream's name on every commit, to every
+//	                              Store's live readers
 //
 // Read, Run and SubscribeRun know only a run id: they read the run's
 // locator (written by BeginRun before the run exists, deleted by Trim)

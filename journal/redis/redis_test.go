@@ -112,3 +112,12 @@ func TestStore_Cluster(t *testing.T) {
 func BenchmarkStore(b *testing.B) {
 	journaltest.RunBenchmarks(b, func(tb testing.TB) journal.Store { return openStore(tb, Options{}) })
 }
+
+func TestStreams(t *testing.T) {
+	journaltest.RunStreams(t, backend(single))
+}
+
+// The streams on a Cluster: each stream's keys in its name's slot.
+func TestStreams_Cluster(t *testing.T) {
+	journaltest.RunStreams(t, backend(clusterURL))
+}

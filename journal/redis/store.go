@@ -169,6 +169,8 @@ type Store struct {
 	batch batcher
 	runs  runTail
 	feed  feedTail
+
+	streams streamNotifier // durable streams' notify channel (streams.go)
 }
 
 var _ journal.Store = (*Store)(nil)
