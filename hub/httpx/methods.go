@@ -12,7 +12,7 @@ import (
 // routeMethods are the methods a route may be registered for; a request
 // with another one (or one no route of its path has) is answered 405.
 var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-	http.MethodPatch, http.MethodDelete, http.MethodConnect, http.MethodTrace}
+	http.MethodPatch, http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace}
 
 // AllowedMethods lists, sorted, the methods e routes path with: empty
 // when no route matches path with any method. A group's not-found route
