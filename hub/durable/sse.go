@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/journal"
 )
 
@@ -22,69 +21,24 @@ type control struct {
 	StreamClosed     bool   `json:"streamClosed,omitempty"`
 }
 
-// sseWriter is one SSE answer: the handler's events and the keep-alive
-// comments are written, and flushed, under its lock.
-type sseWriter struct {
-	mu   sync.Mutex
-	res  *echo.Response
-	err  error // the first write error, kept
-	stop func()
-}
-
-// keepAlive is the comment a quiet SSE answer sends (SSE parsers skip it;
-// it keeps proxies from closing the idle connection).
-const keepAlive = ": keep-alive\n\n"
+// sseWriter is one SSE answer (httpx.Stream: the handler's events and the
+// keep-alive comments are written, and flushed, under its lock).
+type sseWriter struct{ *httpx.Stream }
 
 // startSSE commits the SSE headers and starts the keep-alive comments,
 // every Options.SSEKeepAlive until ctx ends or close.
 func (d *Edge) startSSE(ctx context.Context, c echo.Context, encoding string) *sseWriter {
-	h := c.Response().Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	var extra map[string]string
 	if encoding != "" {
-		h.Set("Stream-SSE-Data-Encoding", encoding)
+		extra = map[string]string{"Stream-SSE-Data-Encoding": encoding}
 	}
-	c.Response().WriteHeader(http.StatusOK)
-	c.Response().Flush()
-	s := &sseWriter{res: c.Response()}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(d.opts.SSEKeepAlive)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if s.write([]byte(keepAlive)) != nil {
-					return
-				}
-			}
-		}
-	}()
-	s.stop = func() { cancel(); <-done }
-	return s
+	return &sseWriter{httpx.StartSSE(ctx, c, d.opts.SSEKeepAlive, extra)}
 }
 
 // close stops the keep-alive comments and waits for them.
-func (s *sseWriter) close() { s.stop() }
+func (s *sseWriter) close() { s.Close() }
 
-func (s *sseWriter) write(b []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	if _, err := s.res.Write(b); err != nil {
-		s.err = err
-		return err
-	}
-	s.res.Flush()
-	return nil
-}
+func (s *sseWriter) write(b []byte) error { return s.Write(b) }
 
 // send writes a data event (when data is not nil) and the control event
 // that follows it, together. Each line of the data (split at CR, LF and
