@@ -17,24 +17,6 @@ import (
 // is not the caller's: it never tells which.
 var ErrUnknown = protocol.Errorf(protocol.CodeNotFound, "no such run or session")
 
-// ownSession loads a session the subject owns.
-func (h *Hub) ownSession(ctx context.Context, subject, sid string) (journal.SessionMeta, error) {
-	meta, err := h.store.Session(ctx, sid)
-	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
-		return meta, ErrUnknown
-	}
-	return meta, err
-}
-
-// ownRun loads a run the subject owns.
-func (h *Hub) ownRun(ctx context.Context, subject, runID string) (journal.RunMeta, error) {
-	meta, err := h.store.Run(ctx, runID)
-	if errors.Is(err, journal.ErrNotFound) || (err == nil && meta.Owner != subject) {
-		return meta, ErrUnknown
-	}
-	return meta, err
-}
-
 // ReadSession loads a session p may read: its own, or any for an admin;
 // ErrUnknown for any other, or one that does not exist.
 func (h *Hub) ReadSession(ctx context.Context, p Principal, sid string) (journal.SessionMeta, error) {

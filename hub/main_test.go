@@ -2,7 +2,6 @@ package hub_test
 
 import (
 	"net"
-	"strconv"
 	"testing"
 
 	"github.com/runhub/runhub/hub"
@@ -43,11 +42,7 @@ var (
 	sessionMeta   = hubtest.SessionMeta
 	runMeta       = hubtest.RunMeta
 	terminal      = hubtest.Terminal
-	testSecret    = hubtest.TestSecret
-	errFault      = hubtest.ErrFault
 )
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // coreEdges are the edges a core test mounts: the HTTP API, which many
 // socket tests set up or check runs with.

@@ -17,8 +17,6 @@ const (
 	maxPage     = 1000
 )
 
-func (h *api) now() time.Time { return time.Now() }
-
 // events answers GET /v1/runs/{rid}/events: a JSON page, or with
 // Accept: text/event-stream an SSE stream (id = event_id, event = type)
 // that honours Last-Event-ID and ends after the terminal event.
