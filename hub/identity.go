@@ -112,8 +112,8 @@ func (h *Hub) CheckOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 // path: 204 with the path's methods and the headers a page may send. A
 // path whose routes answer OPTIONS themselves (an edge with its own CORS
 // rules), a request from an origin not allowed, and any other request go
-// on as they would (an OPTIONS then gets 204 with Allow and no CORS
-// headers: the browser refuses the request).
+// on as they would (a preflight from an origin not allowed is then 403,
+// without CORS headers: the browser refuses the request).
 func (h *Hub) preflight(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
