@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -138,12 +139,29 @@ func (p *presence) change(c *conn, fn func(*connPresence)) {
 	if maps.Equal(next, cp.contrib) {
 		return
 	}
-	p.account(cp.subject, cp.contrib, -1)
+	p.rebook(cp.subject, cp.contrib, next)
 	cp.contrib = next
-	p.account(cp.subject, next, 1)
 	if len(next) == 0 {
 		delete(p.conns, c)
 	}
+}
+
+// rebook replaces a socket's share old with next, touching (and marking
+// dirty) only the targets whose counts differ: a focus switch changes two
+// sessions' presence, not every watched one's. Called with p.mu held.
+func (p *presence) rebook(subject string, old, next map[string]pcount) {
+	diff := map[string]pcount{}
+	for t, o := range old {
+		if n := next[t]; n != o {
+			diff[t] = pcount{W: n.W - o.W, F: n.F - o.F}
+		}
+	}
+	for t, n := range next {
+		if _, ok := old[t]; !ok {
+			diff[t] = n
+		}
+	}
+	p.account(subject, diff, 1)
 }
 
 // account adds (sign 1) or removes (-1) a socket's share. Called with p.mu
@@ -389,7 +407,8 @@ func (p *presence) retry(puts map[string][]byte, read map[string]struct{}) {
 }
 
 // restamp gives the tracked sessions of the changed targets their new
-// presence and marks them changed, for the next status flush.
+// presence and marks those whose presence did change, for the next status
+// flush.
 func (p *presence) restamp(changed map[string]struct{}) {
 	t := p.h.tracker
 	t.mu.Lock()
@@ -400,8 +419,10 @@ func (p *presence) restamp(changed map[string]struct{}) {
 		_, a := changed["s:"+sid]
 		_, b := changed["o:"+s.owner]
 		if (a || b) && s.loaded {
-			s.state.Presence = p.compute(sid, s.owner)
-			t.dirty[sid] = s
+			if pr := p.compute(sid, s.owner); !reflect.DeepEqual(pr, s.state.Presence) {
+				s.state.Presence = pr
+				t.dirty[sid] = s
+			}
 		}
 	}
 }
