@@ -54,7 +54,7 @@ const maxAGUIRuns = 4096
 // POST finds the run its first attempt started.
 const aguiMetaKey = "agui"
 
-func (h *edge) aguiPost(c echo.Context) (err error) {
+func (h *edge) aguiPost(c echo.Context) error {
 	started := false // a run of this request started
 	ctx := c.Request().Context()
 	p := h.core.Caller(c)
