@@ -8,7 +8,7 @@ BIN      := bin/hub
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build run test test-short fault bench lint fuzz loadtest loadtest-centrifugo bench-centrifugo test-centrifugo docker compose-up compose-down docs clean
+.PHONY: help build run test test-short fault bench lint fuzz loadtest loadtest-centrifugo bench-centrifugo bench-durable test-centrifugo docker compose-up compose-down docs clean
 
 # make help (also plain make) lists the targets and their variables.
 help:
@@ -28,6 +28,7 @@ help:
 	@echo '                     and the hub, alternating (-rounds 3 -hub-procs 1,2 -compare-floor): a markdown table'
 	@echo '                     with hub/Centrifugo ratios and hub CPU/floor CPU; skipped'
 	@echo '                     without a centrifugo binary (go install github.com/centrifugal/centrifugo/v6@v6.9.1)'
+	@echo '  make bench-durable CADDY=path [ARGS=…]  Durable Streams: the hub against the Caddy plugin, alternated rounds'
 	@echo '  make test-centrifugo [CENTRIFUGO=path]  the loadtest tests against a real Centrifugo (opt-in)'
 	@echo '  make docker        the image runhub:dev'
 	@echo '  make compose-up [MONITORING=1] / make compose-down  the scaled stack (deploy/compose.yaml)'
@@ -123,6 +124,13 @@ loadtest-centrifugo:
 BENCH_CENTRIFUGO_ARGS ?= -rounds 3 -hub-procs 1,2 -compare-floor
 bench-centrifugo:
 	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) run ./loadtest -compare centrifugo $(if $(CENTRIFUGO),-centrifugo $(CENTRIFUGO)) $(BENCH_CENTRIFUGO_ARGS) $(ARGS)
+
+# The Durable Streams benchmark (loadtest/dsbench): runhub's /v1/stream/*
+# and the durable-streams project's Caddy plugin, alternated round by round,
+# one client. CADDY=path to its server binary (built from its
+# packages/caddy-plugin: go build ./cmd/caddy).
+bench-durable: build
+	$(GO) run ./loadtest/dsbench -hub-bin ./$(BIN) -caddy-bin $(CADDY) $(ARGS)
 
 # The loadtest tests that start a real Centrifugo (build tag centrifugo);
 # opt-in, and they fail without the binary.
