@@ -66,3 +66,53 @@ func TestFocusSwitch_SendsOnlyChangedStatuses(t *testing.T) {
 		}
 	}
 }
+
+// The initial watch sends each watched session's status exactly once, to
+// the new tab (its snapshot already counts the tab in presence) and to a
+// tab that watched them before (whose presence view changed by one tab);
+// by id and with watch all alike.
+func TestWatch_SendsEachStatusOnce(t *testing.T) {
+	th := newTestHub(t, hub.Config{StatusInterval: 50 * time.Millisecond})
+	ctl := th.Dial(t)
+	var sids []string
+	for range 20 {
+		res := startRun(t, ctl, simStart("", 3, 0, `,"tools":0`))
+		sids = append(sids, res.SessionID)
+	}
+	for _, sid := range sids {
+		m := sessionMeta(t, th, sid)
+		waitTerminal(t, th, m.LatestRun())
+	}
+	check := func(what string, got map[string]int) {
+		t.Helper()
+		var bad []int
+		for _, sid := range sids {
+			if got[sid] != 1 {
+				bad = append(bad, got[sid])
+			}
+		}
+		if len(bad) > 0 || len(got) != len(sids) {
+			t.Errorf("%s: %d of %d sessions' statuses were not sent once (their counts %v; %d sessions in all)", what, len(bad), len(sids), bad, len(got))
+		}
+	}
+	first := th.Dial(t)
+	if err := first.Watch(ctxT(t, 10*time.Second), false, sids...); err != nil {
+		t.Fatal(err)
+	}
+	check("the first tab's watch", statusesFor(t, first, time.Second))
+
+	second := th.Dial(t)
+	if err := second.Watch(ctxT(t, 10*time.Second), false, sids...); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan map[string]int)
+	go func() { done <- statusesFor(t, first, time.Second) }()
+	check("the second tab's watch", statusesFor(t, second, time.Second))
+	check("the first tab, when the second watched", <-done)
+
+	third := th.Dial(t)
+	if err := third.Watch(ctxT(t, 10*time.Second), true); err != nil {
+		t.Fatal(err)
+	}
+	check("a watch all", statusesFor(t, third, time.Second))
+}

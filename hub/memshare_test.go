@@ -65,3 +65,60 @@ func TestMemShare_PresenceAcrossHubs(t *testing.T) {
 		return ok && reflect.DeepEqual(presenceOf(st), want)
 	})
 }
+
+// With presence shared over two hubs, a watch still sends each status
+// once: the tab on the second hub gets one status per session that already
+// counts the first hub's tab and its own, and the first hub's tab one
+// status per session (its count grew by one tab).
+func TestMemShare_WatchSendsEachStatusOnce(t *testing.T) {
+	space := memshare.New()
+	a := newTestHub(t, withAuth(t, hub.Config{PresenceStore: space.Presence(), StatusInterval: 50 * time.Millisecond}))
+	b := newTestHubRuntime(t, withAuth(t, hub.Config{PresenceStore: space.Presence(), StatusInterval: 50 * time.Millisecond}), runtimeOpts{Shared: a.Store})
+	ctl := a.DialToken(t, token(t, "alice", time.Hour, ""))
+	var sids []string
+	for range 10 {
+		sids = append(sids, startRun(t, ctl, simStart("", 2, 0, `,"tools":0`)).SessionID)
+	}
+	for _, sid := range sids {
+		m := sessionMeta(t, a, sid)
+		waitTerminal(t, a, m.LatestRun())
+	}
+	once := func(what string, got map[string]int) {
+		t.Helper()
+		for _, sid := range sids {
+			if got[sid] != 1 {
+				t.Errorf("%s: statuses per session %v, want 1 each of %d", what, got, len(sids))
+				return
+			}
+		}
+	}
+	here := a.DialToken(t, token(t, "alice", time.Hour, ""))
+	if err := here.Watch(ctxT(t, 10*time.Second), false, sids...); err != nil {
+		t.Fatal(err)
+	}
+	once("the first hub's tab", statusesFor(t, here, time.Second))
+	there := b.DialToken(t, token(t, "alice", time.Hour, ""))
+	if err := there.Watch(ctxT(t, 10*time.Second), false, sids...); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan map[string]int)
+	go func() { done <- statusesFor(t, here, 1500*time.Millisecond) }()
+	var last protocol.StatusMessage
+	got := map[string]int{}
+	ctx := ctxT(t, 1500*time.Millisecond)
+	for {
+		m, err := there.Next(ctx)
+		if err != nil {
+			break
+		}
+		if s, ok := m.(*protocol.StatusMessage); ok {
+			got[s.Session.SessionID]++
+			last = *s
+		}
+	}
+	once("the second hub's tab", got)
+	if last.Session == nil || presenceOf(*last.Session).Watching != 2 {
+		t.Errorf("the second hub's tab saw presence %+v, want 2 watching", last.Session)
+	}
+	once("the first hub's tab, when the second watched", <-done)
+}

@@ -33,7 +33,7 @@ const presenceRefresh = 3 * time.Second
 
 func newPresence(h *Hub) *presence {
 	return &presence{h: h, store: h.cfg.PresenceStore, conns: map[*conn]*connPresence{}, local: map[string]pentry{},
-		dirty: map[string]struct{}{}, stale: map[string]struct{}{}, merged: map[string]pentry{},
+		dirty: map[string]struct{}{}, stale: map[string]struct{}{}, merged: map[string]pentry{}, pub: map[string]pentry{},
 		quit: make(chan struct{})}
 }
 
@@ -190,58 +190,6 @@ func (p *presence) account(subject string, contrib map[string]pcount, sign int) 
 
 // --- what statuses carry -----------------------------------------------------
 
-// lookup returns the presence of a session as last merged, and has its
-// targets read when they are not known yet. The tracker calls it with its
-// lock held (lock order: tracker, then presence).
-func (p *presence) lookup(sid, owner string) *protocol.Presence {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.store != nil {
-		for _, t := range []string{"s:" + sid, "o:" + owner} {
-			if _, ok := p.merged[t]; !ok {
-				p.stale[t] = struct{}{}
-			}
-		}
-	}
-	return p.compute(sid, owner)
-}
-
-// compute merges a session's two targets: this hub's own counts without a
-// store, else the entries of every hub as last read. Called with p.mu held.
-func (p *presence) compute(sid, owner string) *protocol.Presence {
-	src := p.merged
-	if p.store == nil {
-		src = p.local
-	}
-	return computeFrom(src, sid, owner)
-}
-
-// computeFrom merges a session's two targets of src.
-func computeFrom(src map[string]pentry, sid, owner string) *protocol.Presence {
-	sum := map[string]pcount{}
-	for _, t := range []string{"s:" + sid, "o:" + owner} {
-		for subject, n := range src[t] {
-			cur := sum[subject]
-			cur.W += n.W
-			cur.F += n.F
-			sum[subject] = cur
-		}
-	}
-	if len(sum) == 0 {
-		return nil
-	}
-	out := &protocol.Presence{Subjects: make([]protocol.PresenceSubject, 0, min(len(sum), protocol.MaxPresenceSubjects))}
-	for _, subject := range slices.Sorted(maps.Keys(sum)) {
-		n := sum[subject]
-		out.Watching += n.W
-		out.Focused += n.F
-		if len(out.Subjects) < protocol.MaxPresenceSubjects {
-			out.Subjects = append(out.Subjects, protocol.PresenceSubject{Subject: subject, Watching: n.W, Focused: n.F})
-		}
-	}
-	return out
-}
-
 // stamp gives HTTP answers (statuses[i] of metas[i]) the presence of now:
 // this hub's counts, or with a store every hub's, read in one round trip.
 // Should the store fail, the statuses keep what the tracker had.
@@ -275,26 +223,6 @@ func (p *presence) stamp(ctx context.Context, statuses []protocol.SessionStatus,
 	for i, m := range metas {
 		statuses[i].Presence = computeFrom(got, m.ID, m.Owner)
 	}
-}
-
-// mergeEntries sums the entries of every hub of one target.
-func mergeEntries(raws [][]byte) pentry {
-	sum := pentry{}
-	for _, raw := range raws {
-		var e pentry
-		if json.Unmarshal(raw, &e) != nil {
-			continue
-		}
-		for subject, n := range e {
-			cur := sum[subject]
-			cur.W += max(n.W, 0)
-			cur.F += max(n.F, 0)
-			if cur.W > 0 || cur.F > 0 {
-				sum[subject] = cur
-			}
-		}
-	}
-	return sum
 }
 
 // flush publishes this hub's changed targets, reads the merged ones back
@@ -362,6 +290,16 @@ func (p *presence) flush() {
 			p.retry(puts, read)
 			return
 		}
+		p.mu.Lock()
+		for t, b := range puts {
+			var e pentry
+			if b != nil && json.Unmarshal(b, &e) == nil && len(e) > 0 {
+				p.pub[t] = e
+			} else {
+				delete(p.pub, t)
+			}
+		}
+		p.mu.Unlock()
 	}
 	if len(read) == 0 {
 		return

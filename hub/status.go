@@ -180,6 +180,9 @@ func (t *tracker) load(sid string) {
 			return // read the runs only of a session some tab watches
 		}
 		st, err = journal.FoldSessionMeta(ctx, t.h.store, meta)
+		if err == nil {
+			t.h.presence.prefetch(ctx, sid, meta.Owner) // the first status carries every hub's count
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -272,6 +275,7 @@ func (t *tracker) flush(now time.Time) {
 	for sid, s := range t.dirty {
 		if !s.loaded {
 			delete(t.dirty, sid)
+			s.fresh = nil
 			continue
 		}
 		if !s.meaningful && now.Sub(s.sentAt) < t.h.cfg.StatusInterval {
@@ -286,13 +290,16 @@ func (t *tracker) flush(now time.Time) {
 		}
 		o := statusOffer{sid: sid, frame: frame}
 		for c := range s.watchers {
-			byConn[c] = append(byConn[c], o)
-		}
-		for c := range t.owners[s.owner] {
-			if _, dup := s.watchers[c]; !dup {
+			if !s.has(c, frame) {
 				byConn[c] = append(byConn[c], o)
 			}
 		}
+		for c := range t.owners[s.owner] {
+			if _, dup := s.watchers[c]; !dup && !s.has(c, frame) {
+				byConn[c] = append(byConn[c], o)
+			}
+		}
+		s.fresh = nil
 	}
 	t.mu.Unlock()
 	for c, offers := range byConn {
@@ -310,26 +317,6 @@ func (h *Hub) encodeStatus(s *session.Session) ([]byte, error) {
 	return json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
 }
 
-// watch adds c as a watcher of a session the caller has checked it may see;
-// c gets the current status at once when it is known, else after the load.
-// It returns the tracker's copy of the session id, for c to keep: every
-// socket watching a session then shares one string.
-func (t *tracker) watch(c *conn, meta journal.SessionMeta) string {
-	t.mu.Lock()
-	s := t.ensure(meta)
-	s.watchers[c] = struct{}{}
-	var frame []byte
-	if s.loaded {
-		frame, _ = t.h.encodeStatus(&s.state)
-	}
-	id := s.id
-	t.mu.Unlock()
-	if frame != nil {
-		c.offerStatus(id, frame)
-	}
-	return id
-}
-
 // ensure returns the tracked entry of a session, creating it (and
 // scheduling its load) when missing. Called with t.mu held.
 func (t *tracker) ensure(meta journal.SessionMeta) *tracked {
@@ -340,30 +327,6 @@ func (t *tracker) ensure(meta journal.SessionMeta) *tracked {
 		t.scheduleLoad(meta.ID)
 	}
 	return s
-}
-
-// watchOwner makes c watch every session of owner, now and future.
-func (t *tracker) watchOwner(c *conn, owner string, metas []journal.SessionMeta) {
-	var snaps []statusOffer
-	t.mu.Lock()
-	set := t.owners[owner]
-	if set == nil {
-		set = map[*conn]struct{}{}
-		t.owners[owner] = set
-	}
-	set[c] = struct{}{}
-	for _, m := range metas {
-		s := t.ensure(m)
-		if s.loaded {
-			if frame, err := t.h.encodeStatus(&s.state); err == nil {
-				snaps = append(snaps, statusOffer{sid: m.ID, frame: frame})
-			}
-		}
-	}
-	t.mu.Unlock()
-	if len(snaps) > 0 {
-		c.offerStatuses(snaps)
-	}
 }
 
 // sessionCreated makes a session created on this hub visible to its owner's

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"sync"
@@ -335,12 +336,20 @@ type tracked struct {
 	pending  []protocol.Envelope // feed events that arrived while loading
 	overflow bool                // pending hit its bound: reload after this load
 	watchers map[*conn]struct{}  // watching by id
+	fresh    map[*conn][]byte    // sockets whose snapshot was taken while s was dirty: the frame each has (nil until one is)
 
 	// Cadence (see flush): the meaning of the status last sent, when it
 	// was sent, and whether the unsent changes alter its meaning.
 	sent       meaning
 	sentAt     time.Time
 	meaningful bool
+}
+
+// has reports whether c was sent frame as its snapshot since the last
+// flush of s.
+func (s *tracked) has(c *conn, frame []byte) bool {
+	f, ok := s.fresh[c]
+	return ok && bytes.Equal(f, frame)
 }
 
 // meaning is what of a SessionStatus matters to a person: a change to any
@@ -375,6 +384,7 @@ type presence struct {
 	dirty   map[string]struct{} // local targets changed since the last flush
 	stale   map[string]struct{} // targets to read again (another hub changed them, or unknown yet)
 	merged  map[string]pentry   // target → counts over every hub (targets some session here needs)
+	pub     map[string]pentry   // target → this hub's entry as last published (the share of it merged holds)
 	refresh time.Time           // when every needed target is read again (entries of dead hubs lapse)
 	pause   time.Time           // after a store failure, no store call before this
 

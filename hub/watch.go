@@ -21,11 +21,27 @@ func (c *conn) watch(w *protocol.Watch) {
 			return
 		}
 		c.watches.all = true
+		c.presence.watchAll(c) // first: the snapshots count this socket
 		c.tracker.watchOwner(c, c.subject, metas)
-		c.presence.watchAll(c)
 	}
+	// The sessions are checked first, then booked in presence, then
+	// watched: a status sent at once (a snapshot, or the one after a
+	// session's load) then already counts this socket, and no second one
+	// follows when presence is next flushed.
+	var metas []journal.SessionMeta
 	byID := map[string]string{} // watched now: session → owner
-	defer func() { c.presence.watch(c, byID) }()
+	defer func() {
+		c.presence.watch(c, byID)
+		added := make([]string, 0, len(metas))
+		for _, meta := range metas {
+			id := c.tracker.watch(c, meta)
+			if i, found := slices.BinarySearch(c.watches.ids, id); !found {
+				c.watches.ids = slices.Insert(c.watches.ids, i, id)
+			}
+			added = append(added, id)
+		}
+		c.tracker.snapshot(c, added)
+	}()
 	var unknown []string
 	defer func() {
 		switch len(unknown) {
@@ -40,7 +56,10 @@ func (c *conn) watch(w *protocol.Watch) {
 		if _, already := slices.BinarySearch(c.watches.ids, sid); already {
 			continue
 		}
-		if len(c.watches.ids) >= c.cfg.MaxWatch {
+		if _, dup := byID[sid]; dup {
+			continue
+		}
+		if len(c.watches.ids)+len(metas) >= c.cfg.MaxWatch {
 			c.sendError(protocol.CodeLimitExceeded, "watching more than the limit of sessions; unwatch some first", protocol.MsgWatch)
 			return
 		}
@@ -56,11 +75,9 @@ func (c *conn) watch(w *protocol.Watch) {
 			unknown = append(unknown, sid)
 			continue
 		}
-		id := c.tracker.watch(c, meta)
-		byID[id] = meta.Owner
-		if i, found := slices.BinarySearch(c.watches.ids, id); !found {
-			c.watches.ids = slices.Insert(c.watches.ids, i, id)
-		}
+		meta.ID = c.tracker.intern(meta.ID) // one string per session, shared by its watchers
+		metas = append(metas, meta)
+		byID[meta.ID] = meta.Owner
 	}
 }
 
