@@ -43,13 +43,16 @@ func NewStreams(st StreamStore, l StreamLimits) Streams {
 	if l.Now == nil {
 		l.Now = time.Now
 	}
-	return &streams{st: st, l: l}
+	return &streams{st: st, l: l, groups: map[string]*appendGroup{}}
 }
 
 type streams struct {
 	st    StreamStore
 	l     StreamLimits
 	locks [64]sync.Mutex // per stream name (striped): one commit at a time per name in this process
+
+	mu     sync.Mutex
+	groups map[string]*appendGroup // per stream name: the appends waiting for a commit that may still join it
 }
 
 func (s *streams) lock(name string) func() {
@@ -258,23 +261,31 @@ func (s *streams) ReadStream(ctx context.Context, name string, after uint64, max
 func (s *streams) records(ctx context.Context, name string, m StreamMeta, after, to uint64, maxBytes int) ([]StreamRecord, error) {
 	var out []StreamRecord
 	size := 0
+	batch := uint64(readBatch)
+	if maxBytes > 0 && m.Records > 0 {
+		// Ask for about as many records as maxBytes holds at the stream's
+		// mean record size: a stream of 1 MiB records read 1 MiB at a time
+		// must not copy 256 of them per answer.
+		mean := max(m.Bytes/m.Records, 1)
+		batch = min(batch, uint64(maxBytes)/mean+1)
+	}
 	for from := after + 1; from <= to; {
-		end := min(to, from+readBatch-1)
-		batch, err := s.st.StreamRecords(ctx, name, m.Gen, from, end)
+		end := min(to, from+batch-1)
+		got, err := s.st.StreamRecords(ctx, name, m.Gen, from, end)
 		if err != nil {
 			return nil, err
 		}
-		if len(batch) == 0 {
+		if len(got) == 0 {
 			return out, nil
 		}
-		for _, r := range batch {
+		for _, r := range got {
 			if maxBytes > 0 && len(out) > 0 && size+len(r.Data) > maxBytes {
 				return out, nil
 			}
 			out = append(out, r)
 			size += len(r.Data)
 		}
-		from = batch[len(batch)-1].Index + 1
+		from = got[len(got)-1].Index + 1
 	}
 	return out, nil
 }

@@ -239,42 +239,6 @@ func sameConfig(m StreamMeta, c StreamCreate) bool {
 	return true
 }
 
-func (s *streams) AppendStream(ctx context.Context, name string, a StreamAppend) (StreamAppendResult, error) {
-	unlock := s.lock(name)
-	res, rel, err := s.appendLocked(ctx, name, a)
-	unlock()
-	if rel != "" {
-		if rerr := s.release(ctx, rel); rerr != nil && err == nil {
-			err = rerr
-		}
-	}
-	return res, err
-}
-
-func (s *streams) appendLocked(ctx context.Context, name string, a StreamAppend) (StreamAppendResult, string, error) {
-	for range commitAttempts {
-		m, rel, err := s.live(ctx, name)
-		if err != nil {
-			return StreamAppendResult{}, rel, err
-		}
-		res, next, recs, err := s.decideAppend(m, a)
-		if err != nil || next == nil {
-			return res, "", err
-		}
-		err = s.st.CommitStream(ctx, name, m.Version, *next, recs)
-		if errors.Is(err, ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return StreamAppendResult{}, "", err
-		}
-		s.st.NotifyStream(ctx, name)
-		res.Info = StreamInfo{Meta: *next}
-		return res, "", nil
-	}
-	return StreamAppendResult{}, "", streamErr(StreamBusy, nil, "stream %q is too busy to append to", name)
-}
-
 // decideAppend is an append's verdict on m: the result, and the meta and
 // records to commit (nil next: nothing to commit).
 func (s *streams) decideAppend(m StreamMeta, a StreamAppend) (StreamAppendResult, *StreamMeta, []StreamRecord, error) {

@@ -27,6 +27,9 @@ func (s *Store) Streams(l journal.StreamLimits) journal.Streams {
 // StreamStore is the journal.StreamStore of a Store.
 type StreamStore struct{ s *Store }
 
+// StreamStore returns s's journal.StreamStore (for a caller that wraps it).
+func (s *Store) StreamStore() StreamStore { return StreamStore{s} }
+
 var _ journal.StreamStore = StreamStore{}
 
 func (ss StreamStore) data() (*streamData, error) {
