@@ -191,7 +191,12 @@ func readBody(r *http.Request, max int64) ([]byte, error) {
 		return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: "too_large",
 			msg: fmt.Sprintf("the body is %d bytes, more than the %d an append may be", r.ContentLength, max)}
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead) // one allocation, not a doubling per read
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, max+1))
+	b := buf.Bytes()
 	if err != nil {
 		return nil, badRequest("reading the body: %v", err)
 	}
