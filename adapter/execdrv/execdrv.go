@@ -72,7 +72,10 @@ type Config struct {
 }
 
 // Driver runs one command per run.
-type Driver struct{ cfg Config }
+type Driver struct {
+	cfg   Config
+	hello helloCaps // what the command's last hello line said it can do
+}
 
 // New returns a driver for cfg.
 func New(cfg Config) (*Driver, error) {
@@ -251,6 +254,9 @@ func (d *Driver) handle(ctx context.Context, log *slog.Logger, x *driver.Executi
 			return nil, false, &driver.Error{Code: cmp.Or(ep.Code, protocol.ErrorProviderError),
 				Message: d.safe(cmp.Or(ep.Message, "the command reported an error"))}
 		}
+	case lineHello:
+		d.hello.set(log, raw, l.Payload)
+		return nil, false, nil
 	case protocol.EventRunStarted, protocol.EventApprovalRes, protocol.EventClarifyRes:
 		*skipped++ // runhub writes these itself
 		log.Debug("exec: the command may not emit this event type", "type", l.Type)
