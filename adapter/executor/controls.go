@@ -57,7 +57,10 @@ func (a *InProcess) Control(ctx context.Context, run journal.RunMeta, c adapter.
 
 // onRun calls fn with run when it executes here; executing is false, and
 // fn is not called, when it does not. A control the run's driver cannot
-// do is answered unsupported without calling fn.
+// do is answered unsupported without calling fn: what it can do is
+// resolved now, not at the run's start, as a runtime may say so during
+// the run (an exec command's hello line, a Hermes server's refreshed
+// /v1/capabilities).
 func (a *InProcess) onRun(run journal.RunMeta, c adapter.Control, fn func(*live) (protocol.ControlResult, error)) (res protocol.ControlResult, executing bool, err error) {
 	a.mu.Lock()
 	l := a.live[run.ID]
@@ -65,8 +68,8 @@ func (a *InProcess) onRun(run journal.RunMeta, c adapter.Control, fn func(*live)
 	if l == nil {
 		return protocol.ControlResult{}, false, nil
 	}
-	if need := c.Capability(); l.caps.Lacks(need) {
-		return l.caps.Unsupported(need, run.ID, run.SessionID), true, nil
+	if caps, need := a.capsOf(l.x.Request), c.Capability(); caps.Lacks(need) {
+		return caps.Unsupported(need, run.ID, run.SessionID), true, nil
 	}
 	res, err = fn(l)
 	return res, true, err

@@ -32,7 +32,7 @@ func (a *InProcess) launch(x *driver.Execution, drv driver.Driver, owner string,
 		cancel(nil)
 		return false
 	}
-	a.live[x.RunID] = &live{x: x, drv: drv, caps: a.capsOf(x.Request), owner: owner, cancel: cancel}
+	a.live[x.RunID] = &live{x: x, drv: drv, owner: owner, cancel: cancel}
 	a.wg.Add(1)
 	a.mu.Unlock()
 	go func() {

@@ -108,7 +108,6 @@ type InProcess struct {
 type live struct {
 	x      *driver.Execution
 	drv    driver.Driver
-	caps   adapter.Capable // what its profile's driver can do
 	owner  string
 	cancel context.CancelCauseFunc
 }
