@@ -249,28 +249,6 @@ func acceptFence(raw json.RawMessage) map[string]any {
 	return f
 }
 
-// attachments converts WebUI's attachments: a file name, or
-// {name, path, mime, size, is_image}.
-func attachments(in []json.RawMessage) []protocol.Attachment {
-	var out []protocol.Attachment
-	for _, raw := range in {
-		var name string
-		if json.Unmarshal(raw, &name) == nil {
-			out = append(out, protocol.Attachment{Name: name})
-			continue
-		}
-		var a struct {
-			Name string `json:"name"`
-			Mime string `json:"mime"`
-			Size int64  `json:"size"`
-		}
-		if json.Unmarshal(raw, &a) == nil {
-			out = append(out, protocol.Attachment{Name: a.Name, MediaType: a.Mime, Size: a.Size})
-		}
-	}
-	return out
-}
-
 // session loads the WebUI session sid of subject, creating it on first use
 // under the same id (created). A session of another subject reads as
 // unknown.

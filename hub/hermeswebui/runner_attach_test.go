@@ -2,6 +2,7 @@ package hermeswebui_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -43,4 +44,33 @@ func TestWebUIStart_AttachmentsUnsupported(t *testing.T) {
 		t.Fatalf("start without attachments: %+v %v", st, err)
 	}
 	hubtest.Terminal(t, th.Hub, st.RunID)
+}
+
+// hermes-webui's attachment objects carry the path where it stored the
+// upload: on a profile that takes attachments the start keeps it, as the
+// attachment's file:// URL, beside name, mime and size; a bare file name
+// stays a name.
+func TestWebUIStart_AttachmentPathKept(t *testing.T) {
+	th := newWebUIHub(t, hub.Config{}, hermeswebui.RunnerOptions{})
+	c := webuiclient.New(th.runner, "")
+	ctx := hubtest.Ctx(t, 30*time.Second)
+	st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: "f00dfeed0002", Message: "read this", Profile: ptr("default"),
+		Attachments: []map[string]any{{"name": "log.txt", "path": "/home/ann/proj/uploads/log.txt", "mime": "text/plain", "size": 12}},
+		Metadata:    simMeta(map[string]any{"tokens": 1, "token_ms": 1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hubtest.Terminal(t, th.Hub, st.RunID)
+	meta, err := th.Store.Run(context.Background(), st.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req protocol.StartRunRequest
+	if err := json.Unmarshal(meta.Request, &req); err != nil {
+		t.Fatalf("run request %s: %v", meta.Request, err)
+	}
+	want := protocol.Attachment{Name: "log.txt", MediaType: "text/plain", URL: "file:///home/ann/proj/uploads/log.txt", Size: 12}
+	if len(req.Attachments) != 1 || req.Attachments[0] != want {
+		t.Fatalf("the run's attachments %+v, want [%+v]", req.Attachments, want)
+	}
 }
