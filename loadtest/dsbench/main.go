@@ -23,7 +23,8 @@ func main() {
 	target := fs.String("url", "", "measure the Durable Streams server whose stream root is this URL (e.g. http://127.0.0.1:8080/v1/stream)")
 	hubBin := fs.String("hub-bin", "", "compare: the runhub binary (started as `hub serve` on a fresh embedded journal)")
 	caddyBin := fs.String("caddy-bin", "", "compare: the durable-streams Caddy plugin's server binary (file store in a fresh data_dir)")
-	rounds := fs.Int("rounds", 4, "compare: rounds, alternated hub, caddy, hub, caddy, …")
+	anchorBin := fs.String("anchor-bin", "", "compare: also an earlier runhub build, first in every round (anchor, hub, caddy)")
+	rounds := fs.Int("rounds", 4, "compare: rounds, alternated hub, caddy, hub, caddy, … (with -anchor-bin: anchor, hub, caddy)")
 	dir := fs.String("dir", os.TempDir(), "compare: where the servers' data directories are made (use a real disk)")
 	jsonOut := fs.String("json", "", "also write every round's raw figures to this file")
 	sz := defaultSizes()
@@ -46,7 +47,11 @@ func main() {
 		r, err = newClient(strings.TrimSuffix(*target, "/")).run(ctx, sz)
 		rs = []round{{Server: *target, Result: r}}
 	} else {
-		rs, err = compare(ctx, []server{hubServer(*hubBin), caddyServer(*caddyBin)}, *rounds, *dir, sz)
+		servers := []server{hubServer("runhub", *hubBin), caddyServer(*caddyBin)}
+		if *anchorBin != "" {
+			servers = append([]server{hubServer("runhub-anchor", *anchorBin)}, servers...)
+		}
+		rs, err = compare(ctx, servers, *rounds, *dir, sz)
 	}
 	if len(rs) > 0 {
 		writeTable(os.Stdout, rs)
@@ -79,8 +84,8 @@ type server struct {
 	Root  string // the stream root's path
 }
 
-func hubServer(bin string) server {
-	return server{Name: "runhub", Root: "/v1/stream", Start: func(addr, dir string) *exec.Cmd {
+func hubServer(name, bin string) server {
+	return server{Name: name, Root: "/v1/stream", Start: func(addr, dir string) *exec.Cmd {
 		cmd := exec.Command(bin, "serve")
 		cmd.Env = append(os.Environ(), "RUNHUB_ADDR="+addr, "RUNHUB_DATA="+dir)
 		return cmd
