@@ -25,7 +25,8 @@
 // With -url it measures one server already running. With -hub-bin and
 // -caddy-bin it starts each in turn, on a fresh data directory (on the
 // disk of -dir; both servers fsync before acknowledging an append), in
-// alternated rounds (hub, caddy, hub, caddy, …), and prints a markdown
+// alternated rounds (hub, caddy, hub, caddy, …; -anchor-bin adds an
+// earlier runhub build, first in every round), and prints a markdown
 // table of every round and the medians. Load tests only ever target
 // 127.0.0.1.
 package main
