@@ -190,6 +190,61 @@ func TestWS_CursorAcrossRunsAndBadCursor(t *testing.T) {
 	}
 }
 
+// A completed, a failed and a cancelled run each replay to a new tab
+// their own terminal event (done, error, cancelled) exactly once and last;
+// a cursor just before the terminal replays the terminal alone, and a
+// cursor at it replays nothing of the run.
+func TestWS_TerminalReplayEveryEnd(t *testing.T) {
+	th := newTestHub(t, hub.Config{})
+	ctl := th.Dial(t)
+	ctx := ctxT(t, 60*time.Second)
+	completed := startRun(t, ctl, simStart("", 5, 0, ""))
+	failed := startRun(t, ctl, simStart("", 4, 0, `,"fail":"error"`))
+	cancelled := startRun(t, ctl, simStart("", 5000, 5, `,"tools":0`))
+	waitEvent(t, th, cancelled.RunID, "a token", isType(protocol.EventTokenDelta))
+	if res, err := ctl.Control(ctx, protocol.Control{Op: protocol.OpCancel, RunID: cancelled.RunID}); err != nil || res.Status != protocol.ResultAccepted {
+		t.Fatalf("cancel: %+v %v", res, err)
+	}
+	runs := []struct {
+		run protocol.ControlResult
+		end protocol.EventType
+	}{{completed, protocol.EventDone}, {failed, protocol.EventError}, {cancelled, protocol.EventCancelled}}
+	for _, r := range runs {
+		waitTerminal(t, th, r.run.RunID)
+	}
+
+	tab := th.Dial(t)
+	replay := func(sid, cursor string) []protocol.Envelope {
+		t.Helper()
+		if err := tab.Focus(ctx, sid, cursor); err != nil {
+			t.Fatal(err)
+		}
+		col := newCollector()
+		col.Until(t, tab, 10*time.Second, "replayed", func() bool { return len(col.Replayed) == 1 })
+		if len(col.Errors) != 0 {
+			t.Fatalf("focus %s at %q: errors %+v", sid, cursor, col.Errors)
+		}
+		return col.Events
+	}
+	for _, r := range runs {
+		evs := replay(r.run.SessionID, "")
+		checkRun(t, evs, r.run.RunID) // seq 1..N, one terminal, last
+		last := evs[len(evs)-1]
+		if last.RunID != r.run.RunID || last.Type != r.end {
+			t.Fatalf("run ending %s replayed %s %s last", r.end, last.Type, last.EventID)
+		}
+		tail := replay(r.run.SessionID, protocol.EventID(r.run.RunID, last.Seq-1))
+		if len(tail) != 1 || tail[0].EventID != last.EventID || tail[0].Type != r.end {
+			t.Fatalf("run ending %s: replay after seq %d gave %d events, want its terminal alone", r.end, last.Seq-1, len(tail))
+		}
+		for _, e := range replay(r.run.SessionID, last.EventID) {
+			if e.RunID == r.run.RunID {
+				t.Fatalf("run ending %s: replay after its terminal gave %s %s", r.end, e.Type, e.EventID)
+			}
+		}
+	}
+}
+
 // Bad input gets error frames and the socket keeps working; a frame over
 // the size limit closes it with 1009.
 func TestWS_BadInput(t *testing.T) {
