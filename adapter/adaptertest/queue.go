@@ -62,6 +62,27 @@ var queueTests = []subtest{
 		res, err = e.queue(ctx, first.SessionID, protocol.QueueRequest{Message: "done queued"}, "k1")
 		e.wantResult("QueueMessage with a repeated key", res, err, protocol.ResultNotActive, "", first.SessionID)
 	}},
+	{"InheritsTheRuntime", func(e *env) {
+		// A queued run is the next turn of the session: it runs on the
+		// latest run's driver with its model and toolsets, not the
+		// default's.
+		first := e.startReq(protocol.StartRunRequest{Message: "done", Provider: DriverNameNoSteer, Model: "m-switched", Toolsets: []string{"web"}})
+		e.wantRun(first.RunID, e.events(first.RunID), protocol.EventDone)
+		ctx, cancel := e.ctx()
+		defer cancel()
+		res, err := e.queue(ctx, first.SessionID, protocol.QueueRequest{Message: "done queued"}, "")
+		e.wantResult("QueueMessage on an idle session", res, err, protocol.ResultAccepted, "-", first.SessionID)
+		evs := e.events(res.RunID)
+		e.wantRun(res.RunID, evs, protocol.EventDone)
+		started, ok := find(evs, ofType(protocol.EventRunStarted))
+		if !ok {
+			e.t.Fatalf("the queued run has no run.started: %s", types(evs))
+		}
+		p := payload[protocol.RunStartedPayload](e.t, started)
+		if p.Provider != DriverNameNoSteer || p.Model != "m-switched" || fmt.Sprint(p.Toolsets) != "[web]" || p.Source != "queue" {
+			e.t.Errorf("the queued run started %+v; want provider %s, model m-switched, toolsets [web], source queue", p, DriverNameNoSteer)
+		}
+	}},
 	{"Full", func(e *env) {
 		r := e.startReady("", ScriptBlock)
 		ctx, cancel := e.ctx()
