@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,10 @@ func TestAPI_SessionsRunsEvents(t *testing.T) {
 	}
 	if start.RunID == "" || start.SessionID != sess.SessionID || start.Cursor != protocol.EventID(start.RunID, 1) {
 		t.Fatalf("start result %+v", start)
+	}
+	if start.StreamID != start.RunID || start.Status != protocol.StatusRunning || start.StartedAt <= 0 ||
+		!slices.Contains(start.ActiveControls, protocol.OpCancel) {
+		t.Fatalf("start result %+v: want stream_id = run_id, running, started_at set, cancel among the controls", start)
 	}
 	var conflict protocol.ControlResult
 	if code := hubtest.Do(t, "POST", th.URL+"/v1/sessions/"+sess.SessionID+"/runs", body, nil, &conflict); code != 409 || conflict.Status != protocol.ResultConflict {
