@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,11 @@ func testApprovalApprove(t *testing.T, nt newTransport) {
 	}
 	if rs := getRunStatus(t, th, run.RunID); rs.Status != protocol.StatusAwaitingApproval || rs.PendingApprovalID != req.ApprovalID {
 		t.Fatalf("run status %+v", rs)
+	}
+	// A choice the prompt does not offer is refused; the prompt still waits.
+	if _, perr := tr.Control(t, protocol.Control{Op: protocol.OpApprove, RunID: run.RunID, ApprovalID: req.ApprovalID, Choice: "sometimes"}, ""); perr == nil ||
+		perr.Code != protocol.CodeBadRequest || !strings.Contains(perr.Message, "choice") {
+		t.Fatalf("approve with a choice not offered: %+v, want bad_request on choice", perr)
 	}
 	res := approve(t, tr, run.RunID, req.ApprovalID, "once")
 	want(t, res, protocol.ResultAccepted, "approve")
