@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	// markedFence is a fenced block with the HTML comment, if any, on the
+	// line before it: `<!-- run: want REGEXP -->` or `<!-- not run: why -->`.
+	markedFence = regexp.MustCompile("(?s)(?:<!-- (run: want|not run:) ([^\n]*?) -->\n[ \t]*)?```([a-z]*)\n(.*?)```")
+	// talksToHub is a block that sends a hub a request.
+	talksToHub = regexp.MustCompile(`/v1/|wss?://`)
+	// docsHub is the address the documents' snippets reach a hub at.
+	docsHub = regexp.MustCompile(`\b(127\.0\.0\.1|localhost):8080\b`)
+)
+
+// Every code snippet of the README and docs/*.md that talks to a hub runs
+// as written against a default hub (embedded journal, the built-in sim
+// profile, no auth), as `make run` starts it, the test rewriting only the
+// address 127.0.0.1:8080 (or localhost:8080) to the test hub's. A snippet
+// runs when the line before its fence is `<!-- run: want REGEXP -->`: its
+// output must match REGEXP (Go syntax), what the snippet's effect shows.
+// A snippet it cannot run says why in `<!-- not run: why -->`. A snippet
+// that talks to a hub and carries neither fails the test, so none drifts
+// unseen.
+func TestDocsSnippetsRun(t *testing.T) {
+	hub := startHub(t, t.TempDir())
+	for f, doc := range repoDocs(t) {
+		name, _ := filepath.Rel(repoRoot, f)
+		for _, m := range markedFence.FindAllStringSubmatchIndex(doc, -1) {
+			line := strings.Count(doc[:m[0]], "\n") + 1
+			mark, arg, lang, code := sub(doc, m, 1), sub(doc, m, 2), sub(doc, m, 3), sub(doc, m, 4)
+			where := name + ":" + strconv.Itoa(line)
+			switch {
+			case mark == "not run:":
+				if strings.TrimSpace(arg) == "" {
+					t.Errorf("%s: a not-run snippet gives no reason", where)
+				}
+			case mark == "run: want":
+				want, err := regexp.Compile(arg)
+				if err != nil {
+					t.Errorf("%s: want %q: %v", where, arg, err)
+					continue
+				}
+				t.Run(strings.ReplaceAll(where, "/", "_"), func(t *testing.T) {
+					out := runSnippet(t, hub, lang, docsHub.ReplaceAllString(code, hub.addr))
+					if !want.MatchString(out) {
+						t.Errorf("%s: the snippet's output does not match %q:\n%s\n--- output:\n%s", where, arg, code, out)
+					}
+				})
+			case talksToHub.MatchString(code):
+				t.Errorf("%s: a snippet talks to a hub but neither runs (<!-- run: want REGEXP -->) nor says why not (<!-- not run: why -->):\n%s", where, code)
+			}
+		}
+	}
+}
+
+func sub(s string, m []int, i int) string {
+	if m[2*i] < 0 {
+		return ""
+	}
+	return s[m[2*i]:m[2*i+1]]
+}
+
+
+// runSnippet runs a snippet (a shell one with bash, errexit and pipefail)
+// within 20 s and returns its combined output.
+func runSnippet(t *testing.T, hub *hubProcess, lang, code string) string {
+	t.Helper()
+	switch lang {
+	case "sh", "bash":
+	default:
+		t.Fatalf("no runner for a %q snippet", lang)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", "set -eo pipefail\n"+code)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("the snippet failed: %v\n%s\n--- output:\n%s", err, code, out)
+	}
+	return string(out)
+}
