@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runhub/runhub/internal/npmtest"
 )
 
 var (
@@ -32,6 +35,7 @@ var (
 // unseen.
 func TestDocsSnippetsRun(t *testing.T) {
 	hub := startHub(t, t.TempDir())
+	npm := map[string]string{} // a web/ directory → where its pinned packages are installed
 	for f, doc := range repoDocs(t) {
 		name, _ := filepath.Rel(repoRoot, f)
 		for _, m := range markedFence.FindAllStringSubmatchIndex(doc, -1) {
@@ -49,8 +53,11 @@ func TestDocsSnippetsRun(t *testing.T) {
 					t.Errorf("%s: want %q: %v", where, arg, err)
 					continue
 				}
+				if pkg := snippetPackage(code); lang == "js" && pkg != "" && npm[pkg] == "" {
+					_, npm[pkg] = npmtest.Install(t, pkg, filepath.Join(repoRoot, "web", pkg), "package.json", "package-lock.json")
+				}
 				t.Run(strings.ReplaceAll(where, "/", "_"), func(t *testing.T) {
-					out := runSnippet(t, hub, lang, docsHub.ReplaceAllString(code, hub.addr))
+					out := runSnippet(t, npm, lang, docsHub.ReplaceAllString(code, hub.addr))
 					if !want.MatchString(out) {
 						t.Errorf("%s: the snippet's output does not match %q:\n%s\n--- output:\n%s", where, arg, code, out)
 					}
@@ -69,19 +76,49 @@ func sub(s string, m []int, i int) string {
 	return s[m[2*i]:m[2*i+1]]
 }
 
+// snippetPackages are the directories of web/ whose lockfiles pin the
+// packages a JavaScript snippet imports.
+var snippetPackages = map[string]string{
+	"@durable-streams/client": "durable-test",
+	"@ag-ui/client":           "agui-test",
+}
 
-// runSnippet runs a snippet (a shell one with bash, errexit and pipefail)
-// within 20 s and returns its combined output.
-func runSnippet(t *testing.T, hub *hubProcess, lang, code string) string {
+// snippetPackage is the web/ directory pinning what code imports, or "".
+func snippetPackage(code string) string {
+	for imp, d := range snippetPackages {
+		if strings.Contains(code, `from "`+imp+`"`) {
+			return d
+		}
+	}
+	return ""
+}
+
+// runSnippet runs a snippet within 20 s and returns its combined output:
+// a shell one with bash (errexit, pipefail), a JavaScript one as an ES
+// module with node, in the directory where npm ci installed the pinned
+// packages it imports (npm: a web/ directory's name → that directory).
+func runSnippet(t *testing.T, npm map[string]string, lang, code string) string {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var cmd *exec.Cmd
 	switch lang {
 	case "sh", "bash":
+		cmd = exec.CommandContext(ctx, "bash", "-c", "set -eo pipefail\n"+code)
+	case "js":
+		dir := npm[snippetPackage(code)]
+		if dir == "" {
+			t.Fatalf("the snippet imports no package of %v", snippetPackages)
+		}
+		f := filepath.Join(dir, "snippet.mjs")
+		if err := os.WriteFile(f, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.CommandContext(ctx, "node", f)
+		cmd.Dir = dir
 	default:
 		t.Fatalf("no runner for a %q snippet", lang)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", "set -eo pipefail\n"+code)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Errorf("the snippet failed: %v\n%s\n--- output:\n%s", err, code, out)
