@@ -27,14 +27,18 @@ var (
 // Every code snippet of the README and docs/*.md that talks to a hub runs
 // as written against a default hub (embedded journal, the built-in sim
 // profile, no auth), as `make run` starts it, the test rewriting only the
-// address 127.0.0.1:8080 (or localhost:8080) to the test hub's. A snippet
+// address 127.0.0.1:8080 (or localhost:8080) to the test hub's. A React
+// (tsx) snippet is a Chat component rendered in Chromium from a page on
+// another origin, which the hub allows (RUNHUB_ALLOWED_ORIGINS); the test
+// types "hello", presses its button and matches the page's text. A snippet
 // runs when the line before its fence is `<!-- run: want REGEXP -->`: its
 // output must match REGEXP (Go syntax), what the snippet's effect shows.
 // A snippet it cannot run says why in `<!-- not run: why -->`. A snippet
 // that talks to a hub and carries neither fails the test, so none drifts
 // unseen.
 func TestDocsSnippetsRun(t *testing.T) {
-	hub := startHub(t, t.TempDir())
+	react := newReactPages(t)
+	hub := startHub(t, t.TempDir(), "RUNHUB_ALLOWED_ORIGINS="+react.origin())
 	npm := map[string]string{} // a web/ directory → where its pinned packages are installed
 	for f, doc := range repoDocs(t) {
 		name, _ := filepath.Rel(repoRoot, f)
@@ -56,8 +60,17 @@ func TestDocsSnippetsRun(t *testing.T) {
 				if pkg := snippetPackage(code); lang == "js" && pkg != "" && npm[pkg] == "" {
 					_, npm[pkg] = npmtest.Install(t, pkg, filepath.Join(repoRoot, "web", pkg), "package.json", "package-lock.json")
 				}
+				if lang == "tsx" {
+					react.install(t)
+				}
 				t.Run(strings.ReplaceAll(where, "/", "_"), func(t *testing.T) {
-					out := runSnippet(t, npm, lang, docsHub.ReplaceAllString(code, hub.addr))
+					code := docsHub.ReplaceAllString(code, hub.addr)
+					var out string
+					if lang == "tsx" {
+						out = react.render(t, hub, code, "docs-chat-"+strconv.Itoa(line), want)
+					} else {
+						out = runSnippet(t, npm, lang, code)
+					}
 					if !want.MatchString(out) {
 						t.Errorf("%s: the snippet's output does not match %q:\n%s\n--- output:\n%s", where, arg, code, out)
 					}
