@@ -83,7 +83,8 @@ func (r *reactPages) origin() string {
 
 // render bundles code (the snippet, its hub address rewritten) under the
 // harness, loads the page, types "hello" into the component's input,
-// presses its button and returns the page's text once it matches want
+// presses its button (then its Stop button, if it has one, once enabled)
+// and returns the page's text once it matches want
 // (or after 20 s).
 func (r *reactPages) render(t *testing.T, hub *hubProcess, code, chat string, want *regexp.Regexp) string {
 	t.Helper()
@@ -108,6 +109,11 @@ func (r *reactPages) render(t *testing.T, hub *hubProcess, code, chat string, wa
 		chromedp.WaitEnabled(chromedp.CSS("#root button")),
 		chromedp.SendKeys(chromedp.CSS("#root input"), "hello"),
 		chromedp.Click(chromedp.CSS("#root button")))
+	if strings.Contains(code, ">Stop</button>") {
+		w.do("press Stop once the answer streams",
+			chromedp.WaitEnabled(chromedp.CSS("#root button:nth-of-type(2)")),
+			chromedp.Click(chromedp.CSS("#root button:nth-of-type(2)")))
+	}
 	var text string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if text = evalJS[string](w, "the page's text", `document.getElementById("root").innerText`); want.MatchString(text) {
