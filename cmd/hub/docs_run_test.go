@@ -16,8 +16,9 @@ import (
 
 var (
 	// markedFence is a fenced block with the HTML comment, if any, on the
-	// line before it: `<!-- run: want REGEXP -->` or `<!-- not run: why -->`.
-	markedFence = regexp.MustCompile("(?s)(?:<!-- (run: want|not run:) ([^\n]*?) -->\n[ \t]*)?```([a-z]*)\n(.*?)```")
+	// line before it: `<!-- run: want REGEXP -->`, `<!-- run with the
+	// profiles above: want REGEXP -->` or `<!-- not run: why -->`.
+	markedFence = regexp.MustCompile("(?s)(?:<!-- (run: want|" + profilesMark + "|not run:) ([^\n]*?) -->\n[ \t]*)?```([a-z]*)\n(.*?)```")
 	// talksToHub is a block that sends a hub a request.
 	talksToHub = regexp.MustCompile(`/v1/|wss?://`)
 	// docsHub is the address the documents' snippets reach a hub at.
@@ -51,7 +52,7 @@ func TestDocsSnippetsRun(t *testing.T) {
 				if strings.TrimSpace(arg) == "" {
 					t.Errorf("%s: a not-run snippet gives no reason", where)
 				}
-			case mark == "run: want":
+			case mark == "run: want" || mark == profilesMark:
 				want, err := regexp.Compile(arg)
 				if err != nil {
 					t.Errorf("%s: want %q: %v", where, arg, err)
@@ -63,7 +64,12 @@ func TestDocsSnippetsRun(t *testing.T) {
 				if lang == "tsx" {
 					react.install(t)
 				}
+				before := doc[:m[0]]
 				t.Run(strings.ReplaceAll(where, "/", "_"), func(t *testing.T) {
+					hub := hub
+					if mark == profilesMark {
+						hub = startProfilesHub(t, before)
+					}
 					code := docsHub.ReplaceAllString(code, hub.addr)
 					var out string
 					if lang == "tsx" {

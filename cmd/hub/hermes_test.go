@@ -27,6 +27,12 @@ const hermesKey = "hx4Tq8Lm2Wc6Zr9Bv3Np"
 // echo, another token, run.completed. It records every start body, and
 // the run id of every POST /stop (answered {status: "stopping"}).
 func fakeHermesServer(t *testing.T) (*httptest.Server, func() []map[string]any, func() []string) {
+	return fakeHermes(t, true)
+}
+
+// fakeHermes is fakeHermesServer; without approval its run asks none and
+// streams both tokens straight to run.completed.
+func fakeHermes(t *testing.T, approval bool) (*httptest.Server, func() []map[string]any, func() []string) {
 	var mu sync.Mutex
 	var starts []map[string]any
 	var stops []string
@@ -92,20 +98,22 @@ func fakeHermesServer(t *testing.T) (*httptest.Server, func() []map[string]any, 
 			w.(http.Flusher).Flush()
 		}
 		send("message.delta", map[string]any{"delta": "Checking. "})
-		send("approval.request", map[string]any{"command": "make clean", "description": "remove build output",
-			"choices": []string{"once", "deny"}, "request_id": "req_1"})
-		mu.Lock()
-		ch := approvals[id]
-		mu.Unlock()
-		var choice string
-		select {
-		case choice = <-ch:
-		case <-r.Context().Done():
-			return
-		case <-time.After(30 * time.Second):
-			return
+		if approval {
+			send("approval.request", map[string]any{"command": "make clean", "description": "remove build output",
+				"choices": []string{"once", "deny"}, "request_id": "req_1"})
+			mu.Lock()
+			ch := approvals[id]
+			mu.Unlock()
+			var choice string
+			select {
+			case choice = <-ch:
+			case <-r.Context().Done():
+				return
+			case <-time.After(30 * time.Second):
+				return
+			}
+			send("approval.responded", map[string]any{"choice": choice, "request_id": "req_1", "resolved": 1})
 		}
-		send("approval.responded", map[string]any{"choice": choice, "request_id": "req_1", "resolved": 1})
 		send("message.delta", map[string]any{"delta": "Cleaned."})
 		send("run.completed", map[string]any{"output": "Checking. Cleaned.",
 			"usage": map[string]any{"input_tokens": 9, "output_tokens": 3, "total_tokens": 12}})

@@ -33,6 +33,12 @@ const (
 // message containing "leak" is answered 401 with the key echoed back, as
 // some servers do.
 func fakeOpenAI(t *testing.T) (*httptest.Server, func() int) {
+	return fakeOpenAIKey(t, openaiKey)
+}
+
+// fakeOpenAIKey is fakeOpenAI wanting key, or none when key is "" (a
+// local server).
+func fakeOpenAIKey(t *testing.T, key string) (*httptest.Server, func() int) {
 	var mu sync.Mutex
 	authed := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -40,7 +46,7 @@ func fakeOpenAI(t *testing.T) (*httptest.Server, func() int) {
 			Messages []struct{ Content string } `json:"messages"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
-		if r.Header.Get("Authorization") != "Bearer "+openaiKey {
+		if key != "" && r.Header.Get("Authorization") != "Bearer "+key {
 			w.WriteHeader(http.StatusUnauthorized)
 			io.WriteString(w, `{"error":{"message":"no key"}}`)
 			return
