@@ -117,8 +117,9 @@ func (r *reactPages) render(t *testing.T, hub *hubProcess, code, chat string, wa
 	var text string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if text = evalJS[string](w, "the page's text", `document.getElementById("root").innerText`); want.MatchString(text) {
-			break
+			return text
 		}
 	}
+	t.Logf("the page's console and the hub's log:\n%s", w.diagnose())
 	return text
 }
