@@ -102,7 +102,8 @@ func (h *httpTransport) Control(t testing.TB, m protocol.Control, key string) (p
 			sid = cs.SessionID
 		}
 		path, ok = "/v1/sessions/"+esc(sid)+"/runs", http.StatusAccepted
-		body = protocol.StartRunRequest{Message: m.Message, Attachments: m.Attachments, Profile: m.Profile, Provider: m.Provider, Metadata: m.Metadata}
+		body = protocol.StartRunRequest{Message: m.Message, Attachments: m.Attachments, Workspace: m.Workspace, Profile: m.Profile,
+			Provider: m.Provider, Metadata: m.Metadata}
 	case protocol.OpCancel:
 		if m.RunID == "" {
 			return fail("HTTP cancels name a run")

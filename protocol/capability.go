@@ -14,6 +14,7 @@ const (
 	CapQueue       = "queue"       // messages queue for the session's next runs (control queue)
 	CapGoal        = "goal"        // the runtime evaluates a standing goal (control goal)
 	CapAttachments = "attachments" // a start's attachments reach the runtime
+	CapWorkspace   = "workspace"   // a start's workspace reaches the runtime
 	CapReasoning   = "reasoning"   // runs may stream reasoning.delta
 	CapUsage       = "usage"       // runs report token usage
 	CapTools       = "tools"       // runs may show tool calls
@@ -22,7 +23,7 @@ const (
 // Capabilities lists every capability, in the order answers list them.
 func Capabilities() []string {
 	return []string{CapCancel, CapApproval, CapClarify, CapSteer, CapQueue, CapGoal,
-		CapAttachments, CapReasoning, CapUsage, CapTools}
+		CapAttachments, CapWorkspace, CapReasoning, CapUsage, CapTools}
 }
 
 // KnownCapability reports whether name is a capability of protocol v1.

@@ -63,8 +63,11 @@ func setup(t *testing.T, script string, mod func(*Settings)) (*drivertest.Harnes
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The executor refuses what the driver does not declare, as the hub's.
+	declared, _ := reg.Capabilities(Kind)
 	h := drivertest.New(t, drivertest.Config{Log: log, Logs: logs,
-		Profiles: map[string]driver.Profile{"cmd": {Driver: d, Kind: Kind, Model: p.Model}}})
+		Profiles:     map[string]driver.Profile{"cmd": {Driver: d, Kind: Kind, Model: p.Model}},
+		Capabilities: func(string, string) ([]string, bool) { return declared, true }})
 	return h, out
 }
 

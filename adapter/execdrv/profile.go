@@ -16,15 +16,16 @@ const Kind = "exec"
 
 // Registration declares the driver to a profile.Registry. What a run can
 // do depends on the command: the JSONL convention carries cancel, approval
-// and clarify prompts, steer lines, attachments (in the start line),
-// reasoning, tool calls and usage (docs/exec-driver.md), so the driver
+// and clarify prompts, steer lines, attachments and the workspace (in the
+// start line), reasoning, tool calls and usage (docs/exec-driver.md), so
+// the driver
 // declares them all, and a profile whose command does less lists its own
 // "capabilities". It judges no goal (a profile naming a goal_judge has
 // goal).
 func Registration() profile.Registration {
 	return profile.NewRegistration(Kind, []string{
 		protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapSteer, protocol.CapQueue,
-		protocol.CapAttachments, protocol.CapReasoning, protocol.CapUsage, protocol.CapTools,
+		protocol.CapAttachments, protocol.CapWorkspace, protocol.CapReasoning, protocol.CapUsage, protocol.CapTools,
 	}, build)
 }
 

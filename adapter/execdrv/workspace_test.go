@@ -11,8 +11,10 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// A start's workspace reaches the command in its start line, and
-// run.started records it; a start without one has no workspace field.
+// A start's workspace reaches the command in its start line (the driver
+// declares workspace, and the harness's executor refuses what it does
+// not declare), and run.started records it; a start without one has no
+// workspace field.
 func TestStartLine_Workspace(t *testing.T) {
 	h, out := setup(t, `IFS= read -r start
 printf '%s\n' "$start" >> "$OUT/start.json"

@@ -60,7 +60,7 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 	if err != nil {
 		return journal.RunMeta{}, nil, err
 	}
-	if err := a.takesAttachments(req); err != nil {
+	if err := a.takesInputs(req); err != nil {
 		return journal.RunMeta{}, nil, err
 	}
 	if v, ok := drv.(driver.Validator); ok {
@@ -115,17 +115,20 @@ func (a *InProcess) begin(ctx context.Context, owner string, req protocol.StartR
 	return meta, drv, nil
 }
 
-// takesAttachments refuses a start with attachments whose driver lacks
-// protocol.CapAttachments (Options.Capabilities): an unsupported error on
-// the attachments field, naming the profile (or driver) and the
-// capability, before anything is journaled.
-func (a *InProcess) takesAttachments(req protocol.StartRunRequest) error {
-	if len(req.Attachments) == 0 {
-		return nil
-	}
-	if caps := a.capsOf(req); caps.Lacks(protocol.CapAttachments) {
-		res := caps.Unsupported(protocol.CapAttachments, "", req.SessionID)
-		return &protocol.Error{Code: protocol.CodeUnsupported, Field: "attachments", Message: res.Message}
+// takesInputs refuses a start with attachments, or a workspace, whose
+// driver lacks protocol.CapAttachments, or protocol.CapWorkspace
+// (Options.Capabilities): an unsupported error on the field, naming the
+// profile (or driver) and the capability, before anything is journaled.
+func (a *InProcess) takesInputs(req protocol.StartRunRequest) error {
+	caps := a.capsOf(req)
+	for _, in := range []struct {
+		given bool
+		need  string
+	}{{len(req.Attachments) > 0, protocol.CapAttachments}, {req.Workspace != "", protocol.CapWorkspace}} {
+		if in.given && caps.Lacks(in.need) {
+			res := caps.Unsupported(in.need, "", req.SessionID)
+			return &protocol.Error{Code: protocol.CodeUnsupported, Field: in.need, Message: res.Message}
+		}
 	}
 	return nil
 }

@@ -173,7 +173,7 @@ func TestParse_Capabilities(t *testing.T) {
 		"chat":   "cancel queue goal attachments reasoning usage",
 		"plain":  "cancel queue usage",
 		"mute":   "",
-		"agent":  "cancel approval clarify steer queue attachments reasoning usage tools",
+		"agent":  "cancel approval clarify steer queue attachments workspace reasoning usage tools",
 		"hermes": "cancel approval steer queue reasoning usage tools",
 		"sim":    "cancel approval clarify steer queue goal attachments reasoning usage tools",
 		"judged": "cancel approval steer queue goal reasoning usage tools",

@@ -269,7 +269,7 @@ func TestProcess_Profiles(t *testing.T) {
 	answers = append(answers, body)
 	if code != 200 || strings.TrimSpace(string(body)) != `{"profiles":[`+
 		`{"name":"local","driver":"openai","capabilities":["cancel","queue","goal","attachments","reasoning","usage"],"default":true},`+
-		`{"name":"script","driver":"exec","capabilities":["cancel","approval","clarify","steer","queue","attachments","reasoning","usage","tools"]},`+
+		`{"name":"script","driver":"exec","capabilities":["cancel","approval","clarify","steer","queue","attachments","workspace","reasoning","usage","tools"]},`+
 		`{"name":"sim","driver":"sim","capabilities":["cancel","approval","clarify","steer","queue","goal","attachments","reasoning","usage","tools"]}]}` {
 		t.Fatalf("GET /v1/profiles: %d %s", code, body)
 	}

@@ -164,7 +164,14 @@ func (w *webui) start(c echo.Context) (err error) {
 		}
 		prof = "" // WebUI's default profile: runhub's default
 	}
-	md, err := webuiMetadata(req.Metadata, str(req.Provider), str(req.Source))
+	// WebUI sends its default workspace with every start: a profile whose
+	// driver takes none runs without it (not refused), and the workspace
+	// stays in the run's request, metadata.hermes_webui.workspace.
+	ws, kept := str(req.Workspace), ""
+	if ws != "" && w.caps.Resolve(prof, "").Lacks(protocol.CapWorkspace) {
+		ws, kept = "", ws
+	}
+	md, err := webuiMetadata(req.Metadata, str(req.Provider), str(req.Source), kept)
 	if err != nil {
 		return err
 	}
@@ -174,9 +181,10 @@ func (w *webui) start(c echo.Context) (err error) {
 	m := protocol.Control{Type: protocol.MsgControl, ID: "hermes-webui", Op: protocol.OpStart, SessionID: sid,
 		Message: str(req.Message), Attachments: attachments(req.Attachments), Workspace: str(req.Workspace),
 		Profile: prof, Model: str(req.Model), Toolsets: req.Toolsets, Metadata: md}
-	if err := protocol.ValidateControl(&m); err != nil {
+	if err := protocol.ValidateControl(&m); err != nil { // the workspace's bounds hold, kept or not
 		return err
 	}
+	m.Workspace = ws
 	// Refused before the WebUI session is made: a profile whose driver
 	// takes no attachments (the executor answers the same, later).
 	if len(m.Attachments) > 0 {
@@ -220,19 +228,23 @@ func (w *webui) start(c echo.Context) (err error) {
 	return c.JSON(http.StatusOK, out)
 }
 
-// webuiMetadata is a start's metadata: WebUI's, with its model provider
-// and source under hermes_webui.
-func webuiMetadata(raw json.RawMessage, provider, source string) (json.RawMessage, error) {
+// webuiMetadata is a start's metadata: WebUI's, with its model provider,
+// source and a workspace the driver does not take under hermes_webui.
+func webuiMetadata(raw json.RawMessage, provider, source, workspace string) (json.RawMessage, error) {
 	md := map[string]json.RawMessage{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &md); err != nil || md == nil {
 			return nil, &protocol.Error{Code: protocol.CodeBadRequest, Field: "metadata", Message: "metadata: must be an object"}
 		}
 	}
-	if provider == "" && source == "" {
+	if provider == "" && source == "" && workspace == "" {
 		return raw, nil
 	}
-	extra, _ := json.Marshal(map[string]string{"provider": provider, "source": source})
+	extra, _ := json.Marshal(struct {
+		Provider  string `json:"provider"`
+		Source    string `json:"source"`
+		Workspace string `json:"workspace,omitempty"`
+	}{provider, source, workspace})
 	md["hermes_webui"] = extra
 	return json.Marshal(md)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,5 +73,56 @@ func TestWebUIStart_AttachmentPathKept(t *testing.T) {
 	want := protocol.Attachment{Name: "log.txt", MediaType: "text/plain", URL: "file:///home/ann/proj/uploads/log.txt", Size: 12}
 	if len(req.Attachments) != 1 || req.Attachments[0] != want {
 		t.Fatalf("the run's attachments %+v, want [%+v]", req.Attachments, want)
+	}
+}
+
+// hermes-webui sends its default workspace with every start. On a profile
+// whose driver takes no workspace the start is neither refused nor the
+// workspace passed on: the run's request has none (what its driver
+// receives) and keeps it in metadata.hermes_webui.workspace. On a profile
+// that takes one, the run gets it.
+func TestWebUIStart_WorkspaceKeptNotPassed(t *testing.T) {
+	var takes atomic.Bool
+	caps := func(profile, provider string) ([]string, bool) {
+		if takes.Load() {
+			return []string{protocol.CapCancel, protocol.CapWorkspace}, true
+		}
+		return []string{protocol.CapCancel, protocol.CapQueue, protocol.CapUsage}, true
+	}
+	th := newWebUIHub(t, hub.Config{Capabilities: caps}, hermeswebui.RunnerOptions{})
+	c := webuiclient.New(th.runner, "")
+	ctx := hubtest.Ctx(t, 30*time.Second)
+	request := func(sid string) protocol.StartRunRequest {
+		t.Helper()
+		st, err := c.StartRun(ctx, webuiclient.StartRunRequest{SessionID: sid, Message: "build", Profile: ptr("default"),
+			Workspace: ptr("/home/ann/proj"), Metadata: simMeta(map[string]any{"tokens": 1, "token_ms": 1})})
+		if err != nil {
+			t.Fatalf("start with a workspace (driver takes it: %v): %v", takes.Load(), err)
+		}
+		hubtest.Terminal(t, th.Hub, st.RunID)
+		meta, err := th.Store.Run(context.Background(), st.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req protocol.StartRunRequest
+		if err := json.Unmarshal(meta.Request, &req); err != nil {
+			t.Fatalf("run request %s: %v", meta.Request, err)
+		}
+		return req
+	}
+	req := request("f00dfeed0003")
+	var md struct {
+		WebUI struct {
+			Workspace string `json:"workspace"`
+		} `json:"hermes_webui"`
+	}
+	json.Unmarshal(req.Metadata, &md)
+	if req.Workspace != "" || md.WebUI.Workspace != "/home/ann/proj" {
+		t.Fatalf("no workspace capability: the run's workspace %q, metadata %s; want none, and it in hermes_webui.workspace",
+			req.Workspace, req.Metadata)
+	}
+	takes.Store(true)
+	if req := request("f00dfeed0004"); req.Workspace != "/home/ann/proj" || strings.Contains(string(req.Metadata), "workspace") {
+		t.Fatalf("workspace capability: the run's workspace %q, metadata %s", req.Workspace, req.Metadata)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -66,6 +67,8 @@ type Config struct {
 	ClarifyTimeout time.Duration // default 5s
 	Log            *slog.Logger  // with Logs; default: Logger()
 	Logs           *Buffer
+	// Capabilities is the executor's (nil: nothing is refused).
+	Capabilities adapter.Capabilities
 }
 
 // New starts an executor whose profiles are the given drivers (plus the
@@ -88,6 +91,7 @@ func New(t testing.TB, cfg Config) *Harness {
 		Profiles:       cfg.Profiles,
 		ClarifyTimeout: cfg.ClarifyTimeout,
 		Logger:         cfg.Log,
+		Capabilities:   cfg.Capabilities,
 	})
 	h := &Harness{t: t, Store: store, RT: adapter.NewRouter(store, rt, nil), Exec: rt, Path: path, Logs: cfg.Logs, Log: cfg.Log}
 	t.Cleanup(func() {
@@ -107,6 +111,24 @@ func (h *Harness) Start(req protocol.StartRunRequest) protocol.RunStartResult {
 		h.t.Fatalf("start: %v", err)
 	}
 	return r
+}
+
+// Refused starts req and fails the test unless the start is answered
+// unsupported on the field need, naming need and the profile, with no
+// session journaled.
+func (h *Harness) Refused(req protocol.StartRunRequest, need string) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := h.RT.StartRun(ctx, "local", req)
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Code != protocol.CodeUnsupported || pe.Field != need ||
+		!strings.Contains(pe.Message, need) || !strings.Contains(pe.Message, `profile "`+req.Profile+`"`) {
+		h.t.Fatalf("start with %s on profile %q: %v, want unsupported naming the profile and %s", need, req.Profile, err, need)
+	}
+	if list, err := h.Store.Sessions(ctx, "local"); err != nil || len(list) != 0 {
+		h.t.Fatalf("the refused start journaled sessions %+v (%v)", list, err)
+	}
 }
 
 // Events waits (at most within) for the run's terminal event and returns
