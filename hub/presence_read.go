@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -28,19 +29,27 @@ func (p *presence) lookup(sid, owner string) *protocol.Presence {
 	return p.compute(sid, owner)
 }
 
-// prefetch reads a session's targets from the store when they are not
-// known yet, so that the status its load installs carries every hub's
-// count rather than this hub's alone and a second status when the next
-// flush reads them. A failure leaves them to that flush.
-func (p *presence) prefetch(ctx context.Context, sid, owner string) {
-	if p.store == nil {
+// prefetch reads the sessions' targets from the store, in one call, when
+// they are not known yet, so that a status sent at once (a watch's
+// snapshot, the one after a load) carries every hub's count rather than
+// this hub's alone and a second status when the next flush reads them. A
+// failure leaves them to that flush (lookup marks them stale).
+func (p *presence) prefetch(ctx context.Context, metas ...journal.SessionMeta) {
+	if p.store == nil || len(metas) == 0 {
 		return
 	}
 	var missing []string
+	seen := map[string]struct{}{}
 	p.mu.Lock()
-	for _, t := range []string{"s:" + sid, "o:" + owner} {
-		if _, ok := p.merged[t]; !ok {
-			missing = append(missing, t)
+	for _, m := range metas {
+		for _, t := range []string{"s:" + m.ID, "o:" + m.Owner} {
+			if _, known := p.merged[t]; known {
+				continue
+			}
+			if _, dup := seen[t]; !dup {
+				seen[t] = struct{}{}
+				missing = append(missing, t)
+			}
 		}
 	}
 	p.mu.Unlock()

@@ -181,7 +181,7 @@ func (t *tracker) load(sid string) {
 		}
 		st, err = journal.FoldSessionMeta(ctx, t.h.store, meta)
 		if err == nil {
-			t.h.presence.prefetch(ctx, sid, meta.Owner) // the first status carries every hub's count
+			t.h.presence.prefetch(ctx, meta) // the first status carries every hub's count (a no-op after the watch's prefetch)
 		}
 	}
 	t.mu.Lock()
@@ -346,6 +346,7 @@ func (t *tracker) unwatch(c *conn, sids []string) {
 	for _, sid := range sids {
 		if s := t.sessions[sid]; s != nil {
 			delete(s.watchers, c)
+			delete(s.fresh, c)
 			t.gc(s)
 		}
 	}

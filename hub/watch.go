@@ -21,7 +21,8 @@ func (c *conn) watch(w *protocol.Watch) {
 			return
 		}
 		c.watches.all = true
-		c.presence.watchAll(c) // first: the snapshots count this socket
+		c.presence.prefetch(c.ctx, metas...) // one store read for the snapshots' presence
+		c.presence.watchAll(c)               // first: the snapshots count this socket
 		c.tracker.watchOwner(c, c.subject, metas)
 	}
 	// The sessions are checked first, then booked in presence, then
@@ -31,6 +32,7 @@ func (c *conn) watch(w *protocol.Watch) {
 	var metas []journal.SessionMeta
 	byID := map[string]string{} // watched now: session → owner
 	defer func() {
+		c.presence.prefetch(c.ctx, metas...) // one store read, not one per session's load
 		c.presence.watch(c, byID)
 		added := make([]string, 0, len(metas))
 		for _, meta := range metas {
