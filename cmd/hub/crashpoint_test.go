@@ -109,16 +109,6 @@ type queueCrash struct {
 	restart func(t *testing.T) string
 }
 
-// exitOf returns a channel closed when cmd's process exits (it reaps it).
-func exitOf(wait func() error) <-chan struct{} {
-	c := make(chan struct{})
-	go func() {
-		wait()
-		close(c)
-	}()
-	return c
-}
-
 // embeddedQueueCrash is a hub on the embedded journal, restarted on the
 // same data directory.
 func embeddedQueueCrash() queueCrash {
@@ -128,7 +118,7 @@ func embeddedQueueCrash() queueCrash {
 			data = t.TempDir()
 			p := startHub(t, data, env...)
 			addr = p.addr
-			return p.URL(), exitOf(p.cmd.Wait)
+			return p.URL(), p.done
 		},
 		restart: func(t *testing.T) string {
 			return startHubAt(t, addr, data).URL()
@@ -147,7 +137,7 @@ func redisQueueCrash() queueCrash {
 		start: func(t *testing.T, extra ...string) (string, <-chan struct{}) {
 			rs = redistest.Start(t, redistest.Options{})
 			p := startHub(t, t.TempDir(), append(env(), extra...)...)
-			return p.URL(), exitOf(p.cmd.Wait)
+			return p.URL(), p.done
 		},
 		restart: func(t *testing.T) string {
 			return startHub(t, t.TempDir(), env()...).URL()
@@ -168,7 +158,7 @@ func runnersQueueCrash() queueCrash {
 			rs = redistest.Start(t, redistest.Options{})
 			url = startHub(t, t.TempDir(), env()...).URL()
 			r := startRunner(t, append(env(), extra...)...)
-			return url, exitOf(r.cmd.Wait)
+			return url, r.done
 		},
 		restart: func(t *testing.T) string {
 			startRunner(t, env()...)

@@ -52,7 +52,7 @@ func TestProcess_SIGTERMLetsRunsFinish(t *testing.T) {
 	}
 	ta.until(10*time.Second, "10 tokens", func() bool { return count(ta.run(res.RunID), protocol.EventTokenDelta) >= 10 })
 
-	exited := sigterm(p.cmd)
+	exited := p.sigterm()
 	sigAt := time.Now()
 	var status int
 	var retry, code string
@@ -106,7 +106,7 @@ func TestProcess_SIGTERMPastGraceInterrupts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ta.until(10*time.Second, "5 tokens", func() bool { return count(ta.run(res.RunID), protocol.EventTokenDelta) >= 5 })
-	exited := sigterm(p.cmd)
+	exited := p.sigterm()
 	ta.until(10*time.Second, "the run's end", func() bool { return ta.terminal(res.RunID) })
 	evs := ta.run(res.RunID)
 	last := evs[len(evs)-1]
@@ -140,7 +140,7 @@ func TestProcess_SecondSignalStopsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ta.until(10*time.Second, "5 tokens", func() bool { return count(ta.run(res.RunID), protocol.EventTokenDelta) >= 5 })
-	exited := sigterm(p.cmd)
+	exited := p.sigterm()
 	waitFor(t, 5*time.Second, "the drain", func() bool { return strings.Contains(p.out.String(), "draining: new runs are refused") })
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if err := exited(5 * time.Second); err != nil && strings.Contains(err.Error(), "no exit") {

@@ -122,8 +122,8 @@ func bounded(t *testing.T, what string, heapBefore, heapAfter float64, before, a
 // answers 200 within within; it returns how long the answer took.
 func healthy(t testing.TB, p *hubProcess, within time.Duration) time.Duration {
 	t.Helper()
-	if p.cmd.ProcessState != nil {
-		t.Fatalf("the hub exited: %v\n%s", p.cmd.ProcessState, tail(p.out.String(), 4000))
+	if p.exited() {
+		t.Fatalf("the hub exited: %v\n%s", p.waitErr, tail(p.out.String(), 4000))
 	}
 	c := http.Client{Timeout: within}
 	start := time.Now()

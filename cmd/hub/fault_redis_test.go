@@ -38,7 +38,7 @@ func TestFault_RedisDownAtStart(t *testing.T) {
 		t.Fatalf("the API while Redis is down: %d %s", code, body)
 	}
 	time.Sleep(time.Second) // a few more attempts
-	if p.cmd.ProcessState != nil || r.cmd.ProcessState != nil {
+	if p.exited() || r.exited() {
 		t.Fatal("a process exited while Redis was down")
 	}
 

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,8 +43,8 @@ func testOnlyEnv(name string) bool {
 
 // hubProcess is a hub running as a child process.
 type hubProcess struct {
-	t    testing.TB
-	cmd  *exec.Cmd
+	t testing.TB
+	*child
 	addr string
 	data string
 	out  *syncBuffer
@@ -96,11 +95,12 @@ func startHubAt(t testing.TB, addr, data string, env ...string) *hubProcess {
 func startHubOn(t testing.TB, listenAddr, addr, data string, env ...string) *hubProcess {
 	t.Helper()
 	p := &hubProcess{t: t, addr: addr, data: data, out: &syncBuffer{}}
-	p.cmd = exec.Command(os.Args[0], "serve")
-	p.cmd.Env = append(os.Environ(), "RUNHUB_TEST_AS_HUB=1", "RUNHUB_ADDR="+listenAddr, "RUNHUB_DATA="+data)
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
+	cmd := exec.Command(os.Args[0], "serve")
+	cmd.Env = append(os.Environ(), "RUNHUB_TEST_AS_HUB=1", "RUNHUB_ADDR="+listenAddr, "RUNHUB_DATA="+data)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	var err error
+	if p.child, err = startChild(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.kill() })
@@ -121,25 +121,12 @@ func startHubOn(t testing.TB, listenAddr, addr, data string, env ...string) *hub
 
 func (p *hubProcess) URL() string { return "http://" + p.addr }
 
-func (p *hubProcess) kill() {
-	if p.cmd.ProcessState == nil {
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		p.cmd.Wait()
-	}
-}
-
 // stop sends SIGTERM and waits for a clean exit.
 func (p *hubProcess) stop() error {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(20 * time.Second):
-		p.kill()
-		return fmt.Errorf("hub did not stop on SIGTERM")
+	if err := p.term(20 * time.Second); err != nil {
+		return fmt.Errorf("hub did not stop on SIGTERM: %w", err)
 	}
+	return nil
 }
 
 // call does one JSON HTTP request and decodes the answer into out.

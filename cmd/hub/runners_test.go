@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,28 +15,22 @@ import (
 
 // runnerProcess is `hub runner` as a child process.
 type runnerProcess struct {
-	cmd *exec.Cmd
+	*child
 	out *syncBuffer
 }
 
 func startRunner(t testing.TB, env ...string) *runnerProcess {
 	t.Helper()
 	r := &runnerProcess{out: &syncBuffer{}}
-	r.cmd = exec.Command(os.Args[0], "runner")
-	r.cmd.Env = append(append(os.Environ(), "RUNHUB_TEST_AS_HUB=1"), env...)
-	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
-	if err := r.cmd.Start(); err != nil {
+	cmd := exec.Command(os.Args[0], "runner")
+	cmd.Env = append(append(os.Environ(), "RUNHUB_TEST_AS_HUB=1"), env...)
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	var err error
+	if r.child, err = startChild(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.kill)
 	return r
-}
-
-func (r *runnerProcess) kill() {
-	if r.cmd.ProcessState == nil {
-		r.cmd.Process.Signal(syscall.SIGKILL)
-		r.cmd.Wait()
-	}
 }
 
 // A hub dispatching to a runner: the run executes in the runner, streams to

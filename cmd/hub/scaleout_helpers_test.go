@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -139,28 +137,6 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-// sigterm sends SIGTERM to cmd's process and returns a func that waits
-// for it to exit (SIGKILL past within) and returns its exit error.
-func sigterm(cmd *exec.Cmd) func(within time.Duration) error {
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	return func(within time.Duration) error {
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(within):
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			return fmt.Errorf("no exit within %v of SIGTERM", within)
-		}
-	}
-}
-
-func (r *runnerProcess) term(within time.Duration) error { return sigterm(r.cmd)(within) }
-
-func (p *hubProcess) term(within time.Duration) error { return sigterm(p.cmd)(within) }
 
 // tab is a browser tab: one socket and everything it has received.
 type tab struct {

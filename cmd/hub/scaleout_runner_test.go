@@ -108,7 +108,7 @@ func TestScaleOut_RunnerSIGTERM(t *testing.T) {
 		t.Fatalf("owner %q", o)
 	}
 	waitFor(t, 10*time.Second, "tokens of the long run", func() bool { return runStatus(t, a, long.RunID).LastSeq >= 10 })
-	exited := sigterm(r2.cmd)
+	exited := r2.sigterm()
 	// The runner ends the run itself, before it exits.
 	events = waitTerminal(t, b, long.RunID, 10*time.Second)
 	checkInterrupted(t, "long run", events)
