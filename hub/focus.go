@@ -185,6 +185,7 @@ func (c *conn) caughtUp(f *focusState) {
 	} else {
 		f.verify = false
 	}
+	defer c.out.checkSettled()
 	if f.replayPending {
 		f.replayPending = false
 		cursor := ""
@@ -194,4 +195,43 @@ func (c *conn) caughtUp(f *focusState) {
 		b, _ := json.Marshal(protocol.Replayed{Type: protocol.MsgReplayed, SessionID: f.sid, Cursor: cursor, Count: f.replayed})
 		c.out.events = append(c.out.events, b)
 	}
+}
+
+// settle makes the socket read its focus from the journal to the end once
+// more, and returns a channel closed when that pass has ended and every
+// event it queued has been taken for writing (at once for a socket with
+// no focus). Shutdown settles every socket before the goaway: the events
+// the drain ended its runs with were journaled a moment before, and a
+// close queued ahead of their live delivery would drop them (a closing
+// socket sends no event).
+func (c *conn) settle() <-chan struct{} {
+	o := &c.out
+	o.mu.Lock()
+	ch := make(chan struct{})
+	if o.focus.sid == "" || o.closing {
+		close(ch)
+		o.mu.Unlock()
+		return ch
+	}
+	if o.settled != nil {
+		close(o.settled) // an earlier settle's waiter gives way to this one
+	}
+	o.settled = ch
+	if !o.focus.lagging && !o.focus.resolve {
+		o.focus.verify = true
+	}
+	o.mu.Unlock()
+	c.signal()
+	return ch
+}
+
+// checkSettled closes the settle channel once the focus needs no journal
+// read and no event waits. Called with out.mu held.
+func (o *outbox) checkSettled() {
+	f := &o.focus
+	if o.settled == nil || len(o.events) > 0 || (f.sid != "" && (f.lagging || f.verify || f.resolve)) {
+		return
+	}
+	close(o.settled)
+	o.settled = nil
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"time"
 
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/metrics"
@@ -56,6 +57,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		conns = append(conns, c)
 	}
 	h.mu.Unlock()
+	settle(ctx, conns)
 	for _, c := range conns {
 		c.goaway("server shutting down", h.cfg.GoawayReconnect)
 	}
@@ -109,4 +111,27 @@ func (h *Hub) Stats() metrics.HubStats {
 	}
 	h.router.mu.RUnlock()
 	return s
+}
+
+// maxSettle bounds how long a shutdown waits for the sockets to settle.
+const maxSettle = 2 * time.Second
+
+// settle gives every focused socket up to maxSettle (within ctx) to
+// deliver what its focus's journal holds (conn.settle). Past it the goaway
+// goes out anyway: the tab's cursor replays the rest when it reconnects.
+func settle(ctx context.Context, conns []*conn) {
+	ctx, cancel := context.WithTimeout(ctx, maxSettle)
+	defer cancel()
+	waits := make([]<-chan struct{}, len(conns))
+	for i, c := range conns {
+		waits[i] = c.settle()
+	}
+	for i, w := range waits {
+		select {
+		case <-w:
+		case <-conns[i].ctx.Done():
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -165,6 +165,9 @@ func (o *outbox) takeLocked(buf []byte, limit int) ([]byte, bool) {
 		o.events[n] = nil
 	}
 	o.events = compact(o.events, n)
+	if o.settled != nil {
+		o.checkSettled()
+	}
 	return trimNL(buf, base), false
 }
 

@@ -198,6 +198,9 @@ type outbox struct {
 	closeCode   websocket.StatusCode
 	closeReason string
 	focus       focusState // the focus state machine's (focus.go)
+	// settled, when not nil, is closed once the focus has read the journal
+	// to its end and every event taken from the queue (settle, focus.go).
+	settled chan struct{}
 	// busy: the socket's writer goroutine took a frame and has not written
 	// it yet; a sender takes nothing meanwhile, so frames leave in the
 	// order they were taken. limit is the frame size the writer set

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/client"
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -382,5 +385,59 @@ func TestWS_ShutdownGoaway(t *testing.T) {
 	<-tab.Done()
 	if got := client.CloseStatus(tab.Err()); got != protocol.CloseServiceRestart {
 		t.Fatalf("close %d, want 1012", got)
+	}
+}
+
+// heldBus is a journal whose run tails can be held: events are journaled
+// but not delivered live, as when the bus is a moment behind the journal.
+type heldBus struct {
+	journal.Store
+	held atomic.Bool
+}
+
+func (b *heldBus) SubscribeRun(runID string, fn func(protocol.Envelope)) func() {
+	return b.Store.SubscribeRun(runID, func(e protocol.Envelope) {
+		if !b.held.Load() {
+			fn(e)
+		}
+	})
+}
+
+// The events journaled just before a shutdown (the drain's interrupted
+// terminals) reach the focused tab before the goaway, even when their live
+// delivery has not come: the hub reads each focus to the journal's end
+// before it closes the sockets.
+func TestWS_ShutdownDeliversWhatTheJournalHolds(t *testing.T) {
+	store := &heldBus{Store: mem.New(mem.Options{})}
+	t.Cleanup(func() { store.Store.Close() })
+	th := newTestHubRuntime(t, hub.Config{}, runtimeOpts{Shared: store})
+	tab := th.Dial(t)
+	ctx := ctxT(t, 20*time.Second)
+	res := startRun(t, tab, simStart("", 100000, 20, ""))
+	if err := tab.Focus(ctx, res.SessionID, ""); err != nil {
+		t.Fatal(err)
+	}
+	col := newCollector()
+	col.Until(t, tab, 10*time.Second, "5 events", func() bool { return len(col.Events) >= 5 })
+	store.held.Store(true)
+	th.RT.Close() // the run ends interrupted, in the journal only
+	last := terminal(t, th, res.RunID)
+	go th.Hub.Shutdown(ctx)
+	for {
+		m, err := tab.Next(ctx)
+		if err != nil {
+			break
+		}
+		if _, ok := m.(*protocol.Goaway); ok && !col.TerminalOf(res.RunID) {
+			t.Fatalf("goaway before the run's terminal event (tab has %d events, the journal %d)", len(col.Events), last[len(last)-1].Seq)
+		}
+		col.Add(m)
+	}
+	if client.CloseStatus(tab.Err()) != protocol.CloseServiceRestart {
+		t.Fatalf("close %v, want 1012", tab.Err())
+	}
+	checkRun(t, col.Events, res.RunID)
+	if n := len(col.Events); uint64(n) != last[len(last)-1].Seq {
+		t.Fatalf("the tab has %d events, the journal %d", n, last[len(last)-1].Seq)
 	}
 }
