@@ -224,14 +224,3 @@ func (c *conn) settle() <-chan struct{} {
 	c.signal()
 	return ch
 }
-
-// checkSettled closes the settle channel once the focus needs no journal
-// read and no event waits. Called with out.mu held.
-func (o *outbox) checkSettled() {
-	f := &o.focus
-	if o.settled == nil || len(o.events) > 0 || (f.sid != "" && (f.lagging || f.verify || f.resolve)) {
-		return
-	}
-	close(o.settled)
-	o.settled = nil
-}

@@ -198,6 +198,17 @@ func (o *outbox) writerNeeded() bool {
 	return o.closing || (f.sid != "" && (f.lagging || f.verify || f.resolve))
 }
 
+// checkSettled closes the settle channel once the focus needs no journal
+// read and no event waits. Called with out.mu held.
+func (o *outbox) checkSettled() {
+	f := &o.focus
+	if o.settled == nil || len(o.events) > 0 || (f.sid != "" && (f.lagging || f.verify || f.resolve)) {
+		return
+	}
+	close(o.settled)
+	o.settled = nil
+}
+
 // growFrame makes room in buf for what take will move into it (at most
 // about limit bytes), so a frame costs at most one allocation however many
 // messages it carries. Called with mu held.
