@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/runhub/runhub/internal/npmtest"
 )
 
 // reactHarness mounts the snippet's Chat component as a page would, with
@@ -64,15 +63,15 @@ func newReactPages(t *testing.T) *reactPages {
 	return r
 }
 
-// install installs web/cors-test's pinned packages, once, for the test t
-// whose subtests render snippets.
-func (r *reactPages) install(t *testing.T) {
+// reactPackages is the web/ directory whose lockfile pins react,
+// react-dom, @ai-sdk/react and ai for the React snippets.
+const reactPackages = "cors-test"
+
+// installed tells the pages where npm ci put reactPackages.
+func (r *reactPages) installed(node, dir string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dir == "" {
-		r.node, r.dir = npmtest.Install(t, "react, react-dom and @ai-sdk/react", filepath.Join(repoRoot, "web", "cors-test"),
-			"package.json", "package-lock.json")
-	}
+	r.node, r.dir = node, dir
 }
 
 // origin is the page's origin as RUNHUB_ALLOWED_ORIGINS names it.

@@ -40,8 +40,9 @@ var (
 func TestDocsSnippetsRun(t *testing.T) {
 	react := newReactPages(t)
 	hub := startHub(t, t.TempDir(), "RUNHUB_ALLOWED_ORIGINS="+react.origin())
-	npm := map[string]string{} // a web/ directory → where its pinned packages are installed
-	for f, doc := range repoDocs(t) {
+	docs := repoDocs(t)
+	npm := installSnippetPackages(t, docs, react)
+	for f, doc := range docs {
 		name, _ := filepath.Rel(repoRoot, f)
 		for _, m := range markedFence.FindAllStringSubmatchIndex(doc, -1) {
 			line := strings.Count(doc[:m[0]], "\n") + 1
@@ -58,12 +59,6 @@ func TestDocsSnippetsRun(t *testing.T) {
 					t.Errorf("%s: want %q: %v", where, arg, err)
 					continue
 				}
-				if pkg := snippetPackage(code); lang == "js" && pkg != "" && npm[pkg] == "" {
-					_, npm[pkg] = npmtest.Install(t, pkg, filepath.Join(repoRoot, "web", pkg), "package.json", "package-lock.json")
-				}
-				if lang == "tsx" {
-					react.install(t)
-				}
 				before := doc[:m[0]]
 				t.Run(strings.ReplaceAll(where, "/", "_"), func(t *testing.T) {
 					hub := hub
@@ -75,7 +70,7 @@ func TestDocsSnippetsRun(t *testing.T) {
 					if lang == "tsx" {
 						out = react.render(t, hub, code, "docs-chat-"+strconv.Itoa(line), want)
 					} else {
-						out = runSnippet(t, npm, lang, code)
+						out = runSnippet(t, npm, hub, lang, code)
 					}
 					if !want.MatchString(out) {
 						t.Errorf("%s: the snippet's output does not match %q:\n%s\n--- output:\n%s", where, arg, code, out)
@@ -88,6 +83,50 @@ func TestDocsSnippetsRun(t *testing.T) {
 	}
 }
 
+// installSnippetPackages installs, all at once, the pinned packages of
+// web/ that the documents' runnable snippets import (and react's, when a
+// React snippet runs) and returns a web/ directory's name → where npm ci
+// put it. A directory's scripts (*.mjs) are copied beside its lockfile.
+func installSnippetPackages(t *testing.T, docs map[string]string, react *reactPages) map[string]string {
+	t.Helper()
+	need := map[string]bool{}
+	for _, doc := range docs {
+		for _, m := range markedFence.FindAllStringSubmatchIndex(doc, -1) {
+			mark, lang, code := sub(doc, m, 1), sub(doc, m, 3), sub(doc, m, 4)
+			switch {
+			case mark != "run: want" && mark != profilesMark:
+			case lang == "tsx":
+				need[reactPackages] = true
+			case (lang == "js" || lang == "ts") && snippetPackage(code) != "":
+				need[snippetPackage(code)] = true
+			}
+		}
+	}
+	var names []string
+	var pkgs []npmtest.Package
+	for name := range need {
+		src := filepath.Join(repoRoot, "web", name)
+		files := []string{"package.json", "package-lock.json"}
+		scripts, _ := filepath.Glob(filepath.Join(src, "*.mjs"))
+		for _, f := range scripts {
+			files = append(files, filepath.Base(f))
+		}
+		names = append(names, name)
+		pkgs = append(pkgs, npmtest.Package{What: "web/" + name, Src: src, Files: files})
+	}
+	npm := map[string]string{}
+	if len(pkgs) == 0 {
+		return npm
+	}
+	for i, in := range npmtest.InstallAll(t, pkgs...) {
+		npm[names[i]] = in.Dir
+		if names[i] == reactPackages {
+			react.installed(in.Node, in.Dir)
+		}
+	}
+	return npm
+}
+
 func sub(s string, m []int, i int) string {
 	if m[2*i] < 0 {
 		return ""
@@ -96,44 +135,56 @@ func sub(s string, m []int, i int) string {
 }
 
 // snippetPackages are the directories of web/ whose lockfiles pin the
-// packages a JavaScript snippet imports.
-var snippetPackages = map[string]string{
-	"@durable-streams/client": "durable-test",
-	"@ag-ui/client":           "agui-test",
+// packages a JavaScript or TypeScript snippet imports, the first that
+// matches chosen (CopilotKit's route imports @ag-ui/client too).
+var snippetPackages = []struct{ imp, dir string }{
+	{"@copilotkit/runtime/v2", "copilotkit-test"},
+	{"@durable-streams/client", "durable-test"},
+	{"@ag-ui/client", "agui-test"},
 }
 
 // snippetPackage is the web/ directory pinning what code imports, or "".
 func snippetPackage(code string) string {
-	for imp, d := range snippetPackages {
-		if strings.Contains(code, `from "`+imp+`"`) {
-			return d
+	for _, p := range snippetPackages {
+		if strings.Contains(code, `from "`+p.imp+`"`) {
+			return p.dir
 		}
 	}
 	return ""
 }
 
-// runSnippet runs a snippet within 20 s and returns its combined output:
+// runSnippet runs a snippet within 30 s and returns its combined output:
 // a shell one with bash (errexit, pipefail), a JavaScript one as an ES
 // module with node, in the directory where npm ci installed the pinned
-// packages it imports (npm: a web/ directory's name → that directory).
-func runSnippet(t *testing.T, npm map[string]string, lang, code string) string {
+// packages it imports (npm: a web/ directory's name → that directory). A
+// TypeScript one is a Next.js route file (CopilotKit's runtime): the
+// directory's route-driver.mjs bundles it and calls its GET and POST as
+// Next.js and CopilotKit's client would, with RUNHUB_URL the hub's address
+// and RUNHUB_TOKEN any token (a default hub runs open); CopilotKit's
+// telemetry is off, as a test must not call out.
+func runSnippet(t *testing.T, npm map[string]string, hub *hubProcess, lang, code string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var cmd *exec.Cmd
 	switch lang {
 	case "sh", "bash":
 		cmd = exec.CommandContext(ctx, "bash", "-c", "set -eo pipefail\n"+code)
-	case "js":
+	case "js", "ts":
 		dir := npm[snippetPackage(code)]
 		if dir == "" {
 			t.Fatalf("the snippet imports no package of %v", snippetPackages)
 		}
-		f := filepath.Join(dir, "snippet.mjs")
+		name := map[string]string{"js": "snippet.mjs", "ts": "route.ts"}[lang]
+		f := filepath.Join(dir, name)
 		if err := os.WriteFile(f, []byte(code), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd = exec.CommandContext(ctx, "node", f)
+		if lang == "ts" {
+			cmd = exec.CommandContext(ctx, "node", "route-driver.mjs", name)
+			cmd.Env = append(os.Environ(), "RUNHUB_URL="+hub.URL(), "RUNHUB_TOKEN=dev-token", "COPILOTKIT_TELEMETRY_DISABLED=true")
+		}
 		cmd.Dir = dir
 	default:
 		t.Fatalf("no runner for a %q snippet", lang)
