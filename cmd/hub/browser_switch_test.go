@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
+	"github.com/runhub/runhub/adapter/sim"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -88,7 +89,8 @@ const switchRounds = 3
 // the page in between) and logs, never asserts, the time from the click to
 // the frame that shows the run's end, what of it the page's main thread
 // was busy (thread time: script, layout, style), and the load average
-// (docs/benchmarks.md records them).
+// (docs/benchmarks.md records them). RUNHUB_SWITCH_TOKENS=1000,10000,…
+// switches to runs of those token counts instead (the cost curve there).
 func TestBrowser_SwitchToFinishedRunIsCompact(t *testing.T) {
 	w := openWorkbench(t)
 	base := w.hub.URL()
@@ -101,6 +103,17 @@ func TestBrowser_SwitchToFinishedRunIsCompact(t *testing.T) {
 		shown  []float64 // click → shown of every round, ms
 	}
 	targets := []*target{{name: "3,000 tokens", tokens: 3000}, {name: "10,000 events", tokens: 10000}}
+	if sizes := os.Getenv("RUNHUB_SWITCH_TOKENS"); sizes != "" {
+		// The cost curve of docs/benchmarks.md: runs of other sizes.
+		targets = targets[:0]
+		for _, f := range strings.Split(sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > sim.MaxTokens {
+				t.Fatalf("RUNHUB_SWITCH_TOKENS: %q is not a token count 1..%d", f, sim.MaxTokens)
+			}
+			targets = append(targets, &target{name: strconv.Itoa(n) + " tokens", tokens: n})
+		}
+	}
 	for _, tg := range targets {
 		tg.sid, tg.rid = finishedRun(t, base, "switch "+tg.name, tg.tokens)
 		tg.plain = plainReplayBytes(t, base, tg.sid)
