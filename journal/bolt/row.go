@@ -98,14 +98,21 @@ func lenPrefixed(b []byte) (field, rest []byte, ok bool) {
 
 // rowDecoder turns rows of one run into envelopes. It copies payloads into
 // shared chunks (one allocation per ~64 KiB rather than per event) and
-// reuses the strings that repeat from row to row.
+// reuses the strings that repeat from row to row. The chunks start small
+// and double, so that a read of a few events (a session's status folds
+// its latest run) costs what it returns, not 64 KiB: a chunk lives as
+// long as any payload in it, and a list of 100,000 sessions made 6 GB of
+// them.
 type rowDecoder struct {
 	runID   string
 	chunk   []byte
 	session string
 }
 
-const decodeChunk = 64 << 10
+const (
+	firstChunk  = 512      // a decoder's first shared chunk
+	decodeChunk = 64 << 10 // the largest one
+)
 
 // decode returns the envelope stored as row b at seq. The result does not
 // alias b, which bbolt owns.
@@ -137,7 +144,7 @@ func (d *rowDecoder) copyPayload(p []byte) []byte {
 		return append([]byte(nil), p...)
 	}
 	if cap(d.chunk)-len(d.chunk) < len(p) {
-		d.chunk = make([]byte, 0, decodeChunk)
+		d.chunk = make([]byte, 0, max(min(2*cap(d.chunk), decodeChunk), firstChunk, len(p)))
 	}
 	start := len(d.chunk)
 	d.chunk = append(d.chunk, p...)

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"reflect"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -132,3 +133,38 @@ func TestHeadV1Keys(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// Decoding a few small events allocates about their size, not a 64 KiB
+// chunk per decoder (a session list decodes each session's latest run);
+// a long run still shares chunks, a few allocations for many events.
+func TestRowDecoder_ChunksFitTheRead(t *testing.T) {
+	small := func() {
+		d := rowDecoder{runID: "r1"}
+		for seq := uint64(1); seq <= 3; seq++ {
+			e := protocol.Envelope{RunID: "r1", Seq: seq, SessionID: "s", Type: protocol.EventTokenDelta, Payload: []byte(`{"message_id":"m","text":"w0 "}`)}
+			if _, err := d.decode(seq, appendRow(nil, &e)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 1000
+	for range runs {
+		small()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 4<<10 {
+		t.Fatalf("decoding 3 events of 31 bytes allocates %d bytes", per)
+	}
+	row := appendRow(nil, &protocol.Envelope{RunID: "r1", Seq: 1, SessionID: "s", Type: protocol.EventTokenDelta, Payload: bytes.Repeat([]byte("x"), 100)})
+	allocs := testing.AllocsPerRun(10, func() {
+		d := rowDecoder{runID: "r1"}
+		for range 10000 {
+			d.decode(1, row)
+		}
+	})
+	if allocs > 10000+100 { // each event's id is one; the chunks a few more
+		t.Fatalf("decoding 10,000 events of 100 bytes: %.0f allocations", allocs)
+	}
+}
