@@ -134,8 +134,8 @@ func (h *Hub) Sessions(ctx context.Context, p Principal) ([]protocol.SessionStat
 		return nil, h.PublicError(err)
 	}
 	out := make([]protocol.SessionStatus, 0, len(metas))
-	for _, m := range metas {
-		st, err := h.sessionStatus(ctx, m.ID)
+	for i := range metas {
+		st, err := h.listedStatus(ctx, &metas[i])
 		if err != nil {
 			return nil, err
 		}
@@ -154,6 +154,19 @@ func (h *Hub) SessionStatus(ctx context.Context, meta journal.SessionMeta) (prot
 	one := []protocol.SessionStatus{st}
 	h.presence.stamp(ctx, one, []journal.SessionMeta{meta})
 	return one[0], nil
+}
+
+// listedStatus is sessionStatus for a session whose meta the list has
+// just read: the fold does not read it again.
+func (h *Hub) listedStatus(ctx context.Context, meta *journal.SessionMeta) (protocol.SessionStatus, error) {
+	if st, ok := h.tracker.status(meta.ID); ok {
+		return st, nil
+	}
+	st, err := journal.FoldSessionMeta(ctx, h.store, *meta)
+	if err != nil {
+		return protocol.SessionStatus{}, h.PublicError(err)
+	}
+	return h.StatusOf(&st), nil
 }
 
 // sessionStatus is the tracked status of sid, else its fold.

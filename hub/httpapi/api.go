@@ -102,7 +102,7 @@ func (h *api) listSessions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, protocol.SessionList{Sessions: list})
+	return writeSessionList(c, list)
 }
 
 func (h *api) getSession(c echo.Context) error {
