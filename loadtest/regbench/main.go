@@ -110,13 +110,12 @@ func measure(hubBin, root string, n, lists int) (result, error) {
 	var took []time.Duration
 	var ids []string
 	for range lists {
-		t := time.Now()
 		var list protocol.SessionList
-		size, err := getJSON(base+"/v1/sessions", &list)
+		size, took1, err := getJSON(base+"/v1/sessions", &list)
 		if err != nil {
 			return r, err
 		}
-		took = append(took, time.Since(t))
+		took = append(took, took1)
 		if len(list.Sessions) != n {
 			return r, fmt.Errorf("GET /v1/sessions listed %d sessions of %d", len(list.Sessions), n)
 		}
@@ -226,17 +225,21 @@ func watch(addr string, all bool, ids []string, want int) (time.Duration, error)
 	return time.Since(t0), nil
 }
 
-func getJSON(url string, out any) (int64, error) {
+// getJSON GETs url and decodes the answer into out; took is the time
+// until its last byte (the decoding, this client's cost, is not in it).
+func getJSON(url string, out any) (size int64, took time.Duration, err error) {
+	t0 := time.Now()
 	resp, err := http.Get(url)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	took = time.Since(t0)
 	if err != nil || resp.StatusCode != 200 {
-		return 0, fmt.Errorf("GET %s: %d %v %.200s", url, resp.StatusCode, err, b)
+		return 0, took, fmt.Errorf("GET %s: %d %v %.200s", url, resp.StatusCode, err, b)
 	}
-	return int64(len(b)), json.Unmarshal(b, out)
+	return int64(len(b)), took, json.Unmarshal(b, out)
 }
 
 func healthy(base string) bool {
