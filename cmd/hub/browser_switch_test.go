@@ -313,3 +313,56 @@ func TestBrowser_CompactedRecordAfterHistory(t *testing.T) {
 	}
 	w.noExceptions()
 }
+
+// An answer past the Markdown limit (64 KiB) streams as plain text in
+// blocks of at most 8 KiB, cut after a space (the sim's text has no
+// newline), that together are the whole answer, the caret on the last one
+// while it streams (the run is fast, so the test sets the streaming class
+// itself); a block is laid out only near the screen
+// (content-visibility), which is what makes switching to a 100,000-event
+// run fast (docs/benchmarks.md).
+func TestBrowser_LongAnswerInBlocks(t *testing.T) {
+	w := openWorkbench(t)
+	base := w.hub.URL()
+	var s struct {
+		SessionID string `json:"session_id"`
+	}
+	if code := call(t, "POST", base+"/v1/sessions", map[string]any{"title": "long answer"}, &s); code != 201 {
+		t.Fatalf("create session: %d", code)
+	}
+	w.do("open the session", chromedp.Navigate(base+"/#/s/"+s.SessionID))
+	w.waitConnected()
+	const tokens = 12000 // 76 KB of text
+	rid := httpRun(t, base, s.SessionID, "a long answer", map[string]any{"tokens": tokens, "token_ms": 0, "tools": 0})
+	chunks := runSel(rid) + " " + tid("assistant-text") + " .text-chunk"
+	waitJS[bool](w, "the run's end", jsBanner(rid)+` === "completed"`, runTimeout)
+	got := evalJS[[]string](w, "the blocks", `[...document.querySelectorAll(`+jsq(chunks)+`)].map((c) => c.textContent)`)
+	want := simText(tokens)
+	if strings.Join(got, "") != want || strings.TrimSpace(evalJS[string](w, "run text", jsRunText(rid))) != strings.TrimSpace(want) {
+		t.Fatalf("the blocks (%d) are not the answer (%d chars)", len(got), len(want))
+	}
+	if len(got) < len(want)/8192 {
+		t.Fatalf("%d blocks for %d chars, want at least %d", len(got), len(want), len(want)/8192)
+	}
+	for i, c := range got {
+		if len(c) > 8192 || (i < len(got)-1 && (!strings.HasSuffix(c, " ") || len(c) < 4096)) {
+			t.Fatalf("block %d of %d has %d chars, ends %q: want 4-8 KiB cut after a space", i, len(got), len(c), c[max(0, len(c)-8):])
+		}
+	}
+	// The caret, were it still streaming, goes after the last block only.
+	caret := evalJS[string](w, "the caret", `(() => {
+		const c = document.querySelectorAll(`+jsq(chunks)+`);
+		c[0].parentElement.classList.add("streaming");
+		const got = getComputedStyle(c[c.length - 1], "::after").content + "|" + getComputedStyle(c[0], "::after").content +
+			"|" + getComputedStyle(c[0].parentElement, "::after").content;
+		c[0].parentElement.classList.remove("streaming");
+		return got;
+	})()`)
+	if caret != `"▍"|none|none` {
+		t.Errorf("the caret (last block | first block | the message) is %q, want it after the last block only", caret)
+	}
+	if v := evalJS[string](w, "a block's content-visibility", `getComputedStyle(document.querySelector(`+jsq(chunks)+`)).contentVisibility`); v != "auto" {
+		t.Errorf("a block's content-visibility is %q, want auto", v)
+	}
+	w.noExceptions()
+}

@@ -16,6 +16,10 @@ import { ToolCard, ApprovalCard, ClarifyCard } from "./cards.js";
 // text, so a huge answer cannot make every frame expensive.
 const MAX_MARKDOWN = 64 * 1024;
 
+// Plain text is shown in blocks of about this many characters (see
+// renderPlain).
+const PLAIN_CHUNK = 8 * 1024;
+
 export class SessionView {
   // ctx: { status(): SessionStatus|undefined, approve(run, card, choice),
   //        clarify(run, card, response), fetchJSON(path) → Promise<body>,
@@ -560,13 +564,7 @@ class RunView {
 // blocks.
 function renderMessage(m) {
   if (m.raw.length > MAX_MARKDOWN) {
-    if (!m.plain) {
-      m.plain = document.createTextNode(m.raw);
-      m.textEl.classList.remove("md");
-      m.textEl.replaceChildren(m.plain);
-    } else {
-      m.plain.data = m.raw;
-    }
+    renderPlain(m);
     return;
   }
   const { frag, cut, nodes } = renderMarkdownParts(m.raw.slice(m.done));
@@ -575,6 +573,50 @@ function renderMessage(m) {
   m.textEl.append(frag);
   m.done += cut;
   m.tail = added.slice(nodes);
+}
+
+// renderPlain shows a message past MAX_MARKDOWN as plain text in blocks
+// (.text-chunk) of about PLAIN_CHUNK characters, each cut after a newline
+// where one is in its second half (else after a space), that the browser
+// does not lay out while they are off screen (content-visibility: auto,
+// style.css). One text node of a 600 KB answer cost its switch-to 340 ms
+// of layout; blocks cost a screenful. Streaming changes only the last
+// block; the earlier ones are sealed. A long line with no newline breaks
+// where a block ends. m.plain: { done: the characters of the sealed
+// blocks, last: the open block's text node }.
+function renderPlain(m) {
+  if (!m.plain) {
+    m.textEl.classList.remove("md");
+    m.textEl.classList.add("chunked");
+    m.textEl.replaceChildren();
+    m.plain = { done: 0, last: null };
+  }
+  const p = m.plain;
+  for (;;) {
+    const end = m.raw.length - p.done > PLAIN_CHUNK ? chunkEnd(m.raw, p.done) : m.raw.length;
+    if (!p.last) {
+      p.last = document.createTextNode("");
+      m.textEl.append(h("div", { class: "text-chunk" }, p.last));
+    }
+    const text = m.raw.slice(p.done, end);
+    if (p.last.data !== text) p.last.data = text;
+    if (end === m.raw.length) return;
+    p.done = end;
+    p.last = null;
+  }
+}
+
+// chunkEnd is where the block of s starting at from ends: after the last
+// newline, else the last space, of its second half, else at PLAIN_CHUNK
+// (not between the halves of a surrogate pair).
+function chunkEnd(s, from) {
+  const to = from + PLAIN_CHUNK;
+  for (const sep of ["\n", " "]) {
+    const i = s.lastIndexOf(sep, to - 1);
+    if (i >= from + PLAIN_CHUNK / 2) return i + 1;
+  }
+  const c = s.charCodeAt(to - 1);
+  return c >= 0xd800 && c <= 0xdbff ? to - 1 : to;
 }
 
 function usageText(u) {
