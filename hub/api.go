@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -44,6 +45,9 @@ type API interface {
 	// Sessions lists the statuses of p's own sessions, oldest first, with
 	// their presence.
 	Sessions(ctx context.Context, p Principal) ([]protocol.SessionStatus, error)
+	// SessionsPage is a page of Sessions: at most limit, after the session
+	// after, and whether more follow.
+	SessionsPage(ctx context.Context, p Principal, after string, limit int) ([]protocol.SessionStatus, bool, error)
 	// SessionStatus is the status of a session read with ReadSession, with
 	// its presence.
 	SessionStatus(ctx context.Context, meta journal.SessionMeta) (protocol.SessionStatus, error)
@@ -143,6 +147,36 @@ func (h *Hub) Sessions(ctx context.Context, p Principal) ([]protocol.SessionStat
 	}
 	h.presence.stamp(ctx, out, metas)
 	return out, nil
+}
+
+// SessionsPage is a page of Sessions: at most limit sessions, oldest
+// first, those after the session after (from the first without it), and
+// whether more follow. after must be one of p's sessions (bad_request
+// otherwise, field after); the statuses of the page alone are folded.
+func (h *Hub) SessionsPage(ctx context.Context, p Principal, after string, limit int) ([]protocol.SessionStatus, bool, error) {
+	metas, err := h.store.Sessions(ctx, p.Subject)
+	if err != nil {
+		return nil, false, h.PublicError(err)
+	}
+	start := 0
+	if after != "" {
+		i := slices.IndexFunc(metas, func(m journal.SessionMeta) bool { return m.ID == after })
+		if i < 0 {
+			return nil, false, &protocol.Error{Code: protocol.CodeBadRequest, Field: "after", Message: "after: is not one of your sessions (deleted since? list from the start)"}
+		}
+		start = i + 1
+	}
+	page := metas[start:min(len(metas), start+limit)]
+	out := make([]protocol.SessionStatus, 0, len(page))
+	for i := range page {
+		st, err := h.listedStatus(ctx, &page[i])
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, st)
+	}
+	h.presence.stamp(ctx, out, page)
+	return out, start+len(page) < len(metas), nil
 }
 
 // SessionStatus is meta's session's status with its presence.

@@ -140,9 +140,11 @@ type CreateSessionResult struct {
 	SessionID string `json:"session_id"`
 }
 
-// SessionList answers GET /v1/sessions.
+// SessionList answers GET /v1/sessions. More is set on a page
+// (?limit=N&after=<sid>): true when later sessions follow the last one.
 type SessionList struct {
 	Sessions []SessionStatus `json:"sessions"`
+	More     *bool           `json:"more,omitempty"`
 }
 
 // EventPage answers GET /v1/runs/{rid}/events.

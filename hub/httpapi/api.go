@@ -98,6 +98,21 @@ func (h *api) createSession(c echo.Context) error {
 }
 
 func (h *api) listSessions(c echo.Context) error {
+	_, paged := c.QueryParams()["limit"]
+	if after := c.QueryParam("after"); paged || after != "" {
+		limit, err := httpx.ParseUint(c, "limit", defaultSessionPage)
+		if err != nil {
+			return err
+		}
+		if limit < 1 || limit > maxSessionPage {
+			return &protocol.Error{Code: protocol.CodeBadRequest, Field: "limit", Message: "limit: must be 1 to 1000"}
+		}
+		list, more, err := h.core.SessionsPage(c.Request().Context(), h.core.Caller(c), after, int(limit))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, protocol.SessionList{Sessions: list, More: &more})
+	}
 	list, err := h.core.Sessions(c.Request().Context(), h.core.Caller(c))
 	if err != nil {
 		return err

@@ -15,10 +15,14 @@ import (
 	"github.com/runhub/runhub/session"
 )
 
-// Pages of GET /v1/sessions/{sid}/runs.
+// Pages of GET /v1/sessions/{sid}/runs and of GET /v1/sessions.
 const (
 	defaultRunPage = 20
 	maxRunPage     = 100
+	// A page of GET /v1/sessions: 100 unless ?limit says, at most 1,000
+	// (the sessions one watch may name).
+	defaultSessionPage = 100
+	maxSessionPage     = 1000
 )
 
 // listRuns answers GET /v1/sessions/{sid}/runs?before=<rid>&limit=N: the
