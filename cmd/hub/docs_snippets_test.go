@@ -77,3 +77,42 @@ func TestDocsReadmeNodeVersion(t *testing.T) {
 		t.Errorf("the README does not name the ai version the tests pin (%s)", want)
 	}
 }
+
+// The nginx excerpt of docs/operations.md is what deploy/nginx.conf, the
+// file TestDeploy runs in a real nginx, says: every directive of the
+// excerpt (its comments aside) is a line of that file, so the excerpt
+// cannot drift from the configuration that is tested.
+func TestDocsNginxExcerptIsDeployed(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(string(conf), "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	m := regexp.MustCompile("(?s)<!-- not run: an nginx configuration excerpt[^\n]*-->\n[ \t]*```\n(.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/operations.md has no nginx excerpt")
+	}
+	n := 0
+	for _, l := range strings.Split(string(m[1]), "\n") {
+		if i := strings.Index(l, "#"); i >= 0 {
+			l = l[:i]
+		}
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		n++
+		if !lines[l] {
+			t.Errorf("the excerpt's %q is not a line of deploy/nginx.conf", l)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("the excerpt has %d directives", n)
+	}
+}
