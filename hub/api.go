@@ -5,7 +5,6 @@ import (
 	"errors"
 	"iter"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -152,21 +151,16 @@ func (h *Hub) Sessions(ctx context.Context, p Principal) ([]protocol.SessionStat
 // SessionsPage is a page of Sessions: at most limit sessions, oldest
 // first, those after the session after (from the first without it), and
 // whether more follow. after must be one of p's sessions (bad_request
-// otherwise, field after); the statuses of the page alone are folded.
+// otherwise, field after). Only the page's sessions are read and folded
+// (journal.Registry.SessionsPage).
 func (h *Hub) SessionsPage(ctx context.Context, p Principal, after string, limit int) ([]protocol.SessionStatus, bool, error) {
-	metas, err := h.store.Sessions(ctx, p.Subject)
+	page, more, err := h.store.SessionsPage(ctx, p.Subject, after, limit)
+	if errors.Is(err, journal.ErrNotFound) && after != "" {
+		return nil, false, &protocol.Error{Code: protocol.CodeBadRequest, Field: "after", Message: "after: is not one of your sessions (deleted since? list from the start)"}
+	}
 	if err != nil {
 		return nil, false, h.PublicError(err)
 	}
-	start := 0
-	if after != "" {
-		i := slices.IndexFunc(metas, func(m journal.SessionMeta) bool { return m.ID == after })
-		if i < 0 {
-			return nil, false, &protocol.Error{Code: protocol.CodeBadRequest, Field: "after", Message: "after: is not one of your sessions (deleted since? list from the start)"}
-		}
-		start = i + 1
-	}
-	page := metas[start:min(len(metas), start+limit)]
 	out := make([]protocol.SessionStatus, 0, len(page))
 	for i := range page {
 		st, err := h.listedStatus(ctx, &page[i])
@@ -176,7 +170,7 @@ func (h *Hub) SessionsPage(ctx context.Context, p Principal, after string, limit
 		out = append(out, st)
 	}
 	h.presence.stamp(ctx, out, page)
-	return out, start+len(page) < len(metas), nil
+	return out, more, nil
 }
 
 // SessionStatus is meta's session's status with its presence.

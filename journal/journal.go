@@ -117,6 +117,12 @@ type Registry interface {
 	Session(ctx context.Context, id string) (SessionMeta, error)
 	// Sessions lists the sessions of an owner, oldest first.
 	Sessions(ctx context.Context, owner string) ([]SessionMeta, error)
+	// SessionsPage is a page of Sessions: at most limit sessions of owner,
+	// in Sessions' order, those after the session after (from the first
+	// when after is ""), and whether more follow. It reads no other
+	// session's meta where the backend can (bbolt, memory). ErrNotFound
+	// when after is not one of owner's sessions.
+	SessionsPage(ctx context.Context, owner, after string, limit int) ([]SessionMeta, bool, error)
 	// BeginRun registers a run as its session's newest and active run. It is
 	// ErrConflict when the session already has an active run, ErrNotFound
 	// when the session does not exist, ErrExists when the run id is taken.

@@ -336,6 +336,41 @@ func (s *Store) Sessions(ctx context.Context, owner string) ([]journal.SessionMe
 	return out, err
 }
 
+// SessionsPage lists a page of an owner's sessions; see journal.Registry.
+// The owner index is walked to after by its values (session ids), so only
+// the page's metas are read.
+func (s *Store) SessionsPage(ctx context.Context, owner, after string, limit int) ([]journal.SessionMeta, bool, error) {
+	out := []journal.SessionMeta{}
+	more := false
+	err := s.view(func(tx *bbolt.Tx) error {
+		prefix := ownerPrefix(owner)
+		c := tx.Bucket(bucketOwners).Cursor()
+		ours := func(k []byte) bool { return k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8 }
+		k, v := c.Seek(prefix)
+		if after != "" {
+			for ; ours(k) && string(v) != after; k, v = c.Next() {
+			}
+			if !ours(k) {
+				return fmt.Errorf("%w: session %q of %q", journal.ErrNotFound, after, owner)
+			}
+			k, v = c.Next()
+		}
+		for ; ours(k); k, v = c.Next() {
+			if len(out) == limit {
+				more = true
+				break
+			}
+			m, err := loadSession(tx, string(v))
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, more, err
+}
+
 // BeginRun registers a run as its session's active run; see journal.Registry.
 func (s *Store) BeginRun(ctx context.Context, m journal.RunMeta) error {
 	r, err := s.prepareBegin(m)

@@ -13,6 +13,7 @@ import (
 var registryTests = []subtest{
 	{"CreateSession", testCreateSession},
 	{"SessionsOfOwner", testSessionsOfOwner},
+	{"SessionsPage", testSessionsPage},
 	{"BeginRun", testBeginRun},
 	{"ConcurrentBeginRun", testConcurrentBeginRun},
 	{"ConcurrentBeginSameRunID", testConcurrentBeginSameRunID},

@@ -258,6 +258,28 @@ func (s *Store) Sessions(ctx context.Context, owner string) ([]journal.SessionMe
 	return out, err
 }
 
+// SessionsPage lists a page of an owner's sessions; see journal.Registry.
+func (s *Store) SessionsPage(ctx context.Context, owner, after string, limit int) ([]journal.SessionMeta, bool, error) {
+	out := []journal.SessionMeta{}
+	more := false
+	err := s.read(ctx, func(d *data) error {
+		ids := d.owners[owner]
+		if after != "" {
+			i := slices.Index(ids, after)
+			if i < 0 {
+				return fmt.Errorf("%w: session %q of %q", journal.ErrNotFound, after, owner)
+			}
+			ids = ids[i+1:]
+		}
+		more = len(ids) > limit
+		for _, id := range ids[:min(limit, len(ids))] {
+			out = append(out, cloneSession(*d.sessions[id]))
+		}
+		return nil
+	})
+	return out, more, err
+}
+
 // BeginRun registers a run as its session's active run; see
 // journal.Registry.
 func (s *Store) BeginRun(ctx context.Context, m journal.RunMeta) error {

@@ -82,6 +82,26 @@ func (s *Store) Sessions(ctx context.Context, owner string) ([]journal.SessionMe
 	return out, nil
 }
 
+// SessionsPage lists a page of an owner's sessions; see journal.Registry.
+// Sessions' order is by creation time across the owner's shards, known
+// only from the metas, so every one is read and the page cut from them.
+func (s *Store) SessionsPage(ctx context.Context, owner, after string, limit int) ([]journal.SessionMeta, bool, error) {
+	all, err := s.Sessions(ctx, owner)
+	if err != nil {
+		return nil, false, err
+	}
+	start := 0
+	if after != "" {
+		i := slices.IndexFunc(all, func(m journal.SessionMeta) bool { return m.ID == after })
+		if i < 0 {
+			return nil, false, fmt.Errorf("%w: session %q of %q", journal.ErrNotFound, after, owner)
+		}
+		start = i + 1
+	}
+	end := min(len(all), start+limit)
+	return all[start:end], end < len(all), nil
+}
+
 // sessions loads sessions by id in one pipeline, skipping missing ones.
 func (s *Store) sessions(ctx context.Context, ids []string) ([]journal.SessionMeta, error) {
 	out := []journal.SessionMeta{}
