@@ -39,15 +39,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: regbench -hub-bin BIN [-sessions N,N,…] [-dir DIR] [-lists N] (-h for more)", err)
 		os.Exit(2)
 	}
-	fmt.Printf("| sessions | seed | start-up | RSS after start-up | GET /v1/sessions p50 / p99 | its bytes | watch of %d ids: every status | watch all: every status | RSS after |\n|---|---|---|---|---|---|---|---|---|\n", protocol.MaxWatchSessions)
+	fmt.Printf("| sessions | seed | start-up | RSS after start-up | GET /v1/sessions p50 / p99 | its bytes | a page of 100 (p50 / p99) | watch of %d ids: every status | watch all: every status | RSS after |\n|---|---|---|---|---|---|---|---|---|---|\n", protocol.MaxWatchSessions)
 	for _, n := range ns {
 		r, err := measure(*hubBin, *dir, n, *lists)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "regbench: %d sessions: %v\n", n, err)
 			os.Exit(1)
 		}
-		fmt.Printf("| %d | %.1f s | %d ms | %.1f MiB | %d / %d ms | %.1f MiB | %d ms | %d ms | %.1f MiB |\n", n, r.seed.Seconds(), r.startup.Milliseconds(),
+		fmt.Printf("| %d | %.1f s | %d ms | %.1f MiB | %d / %d ms | %.1f MiB | %d / %d ms | %d ms | %d ms | %.1f MiB |\n", n, r.seed.Seconds(), r.startup.Milliseconds(),
 			float64(r.rss)/(1<<20), r.listP50.Milliseconds(), r.listP99.Milliseconds(), float64(r.listBytes)/(1<<20),
+			r.pageP50.Milliseconds(), r.pageP99.Milliseconds(),
 			r.watch.Milliseconds(), r.watchAll.Milliseconds(), float64(r.rssAfter)/(1<<20))
 	}
 }
@@ -65,8 +66,8 @@ func parseSizes(s string) ([]int, error) {
 }
 
 type result struct {
-	seed, startup, listP50, listP99, watch, watchAll time.Duration
-	rss, rssAfter, listBytes                         int64
+	seed, startup, listP50, listP99, pageP50, pageP99, watch, watchAll time.Duration
+	rss, rssAfter, listBytes                                           int64
 }
 
 func measure(hubBin, root string, n, lists int) (result, error) {
@@ -126,8 +127,22 @@ func measure(hubBin, root string, n, lists int) (result, error) {
 			}
 		}
 	}
-	slices.Sort(took)
-	r.listP50, r.listP99 = took[len(took)/2], took[min(len(took)-1, len(took)*99/100)]
+	r.listP50, r.listP99 = quantiles(took)
+	// A page of 100 from the middle of the list (GET /v1/sessions?limit&after).
+	took = took[:0]
+	mid := fmt.Sprintf("s_regbench%010d", n/2)
+	for range 4 * lists {
+		var page protocol.SessionList
+		_, took1, err := getJSON(base+"/v1/sessions?limit=100&after="+mid, &page)
+		if err != nil {
+			return r, err
+		}
+		if len(page.Sessions) != 100 {
+			return r, fmt.Errorf("a page of 100 listed %d sessions", len(page.Sessions))
+		}
+		took = append(took, took1)
+	}
+	r.pageP50, r.pageP99 = quantiles(took)
 	if r.watch, err = watch(addr, false, ids, len(ids)); err != nil {
 		return r, err
 	}
@@ -136,6 +151,12 @@ func measure(hubBin, root string, n, lists int) (result, error) {
 	}
 	r.rssAfter = rss(cmd.Process.Pid)
 	return r, nil
+}
+
+// quantiles are the p50 and p99 of d (sorted in place).
+func quantiles(d []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(d)
+	return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]
 }
 
 // seed writes n finished sessions: each one run of run.started, one
