@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 )
@@ -54,7 +53,7 @@ func (w *socketHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		// connection, not the reader: the WebSocket library resets the
 		// reader onto the connection it is given.
 		b, _ := brw.Reader.Peek(n)
-		conn = &prefixConn{Conn: conn, r: io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn)}
+		conn = &prefixConn{Conn: conn, prefix: bytes.Clone(b)}
 	}
 	w.wire = newWire(conn)
 	conn = w.wire.conn // its Close stops the wire's direct writes first

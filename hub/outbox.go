@@ -159,6 +159,13 @@ func (o *outbox) takeLocked(buf []byte, limit int) ([]byte, bool) {
 		delete(o.statuses, sid)
 	}
 	o.statusOrder = compactStrings(o.statusOrder, n)
+	if len(o.statusOrder) == 0 {
+		// Every status taken: the map and the order let go of their
+		// buckets (a socket that never retires a writer goroutine, being
+		// written by the senders, would keep them: ~1.1 KiB per idle
+		// socket after the initial watch).
+		o.statuses, o.statusOrder = nil, nil
+	}
 	n = 0
 	for ; n < len(o.events) && (len(buf) == base || len(buf)+len(o.events[n]) < limit); n++ {
 		buf = appendLine(buf, o.events[n])

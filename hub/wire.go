@@ -3,7 +3,6 @@ package hub
 import (
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -283,10 +282,21 @@ func putFrame(bp *[]byte) {
 // connection for everything else.
 type prefixConn struct {
 	net.Conn
-	r io.Reader
+	prefix []byte // read before the connection; let go once read
 }
 
-func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+// Read serves the prefix first, then the connection. One goroutine reads
+// (the socket's reader), as with any net.Conn read.
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) == 0 {
+		return c.Conn.Read(p)
+	}
+	n := copy(p, c.prefix)
+	if c.prefix = c.prefix[n:]; len(c.prefix) == 0 {
+		c.prefix = nil
+	}
+	return n, nil
+}
 
 // framePool holds frame buffers: a socket borrows one only while it has
 // something to send, so an idle socket holds none. 16 KiB holds a typical
