@@ -180,8 +180,9 @@ func runSnippet(t *testing.T, npm map[string]string, hub *hubProcess, lang, code
 		if err := os.WriteFile(f, []byte(code), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd = exec.CommandContext(ctx, "node", f)
-		if lang == "ts" {
+		if lang == "js" {
+			cmd = exec.CommandContext(ctx, "node", f)
+		} else {
 			cmd = exec.CommandContext(ctx, "node", "route-driver.mjs", name)
 			cmd.Env = append(os.Environ(), "RUNHUB_URL="+hub.URL(), "RUNHUB_TOKEN=dev-token", "COPILOTKIT_TELEMETRY_DISABLED=true")
 		}
