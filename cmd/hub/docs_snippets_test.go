@@ -79,7 +79,7 @@ func TestDocsReadmeNodeVersion(t *testing.T) {
 }
 
 // The nginx excerpt of docs/operations.md is what deploy/nginx.conf, the
-// file TestDeploy runs in a real nginx, says: every directive of the
+// file TestNginx_FrontsTheHubs runs in a real nginx, says: every directive of the
 // excerpt (its comments aside) is a line of that file, so the excerpt
 // cannot drift from the configuration that is tested.
 func TestDocsNginxExcerptIsDeployed(t *testing.T) {
