@@ -136,16 +136,7 @@ func (h *Hub) Sessions(ctx context.Context, p Principal) ([]protocol.SessionStat
 	if err != nil {
 		return nil, h.PublicError(err)
 	}
-	out := make([]protocol.SessionStatus, 0, len(metas))
-	for i := range metas {
-		st, err := h.listedStatus(ctx, &metas[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	h.presence.stamp(ctx, out, metas)
-	return out, nil
+	return h.listedStatuses(ctx, metas)
 }
 
 // SessionsPage is a page of Sessions: at most limit sessions, oldest
@@ -161,16 +152,23 @@ func (h *Hub) SessionsPage(ctx context.Context, p Principal, after string, limit
 	if err != nil {
 		return nil, false, h.PublicError(err)
 	}
-	out := make([]protocol.SessionStatus, 0, len(page))
-	for i := range page {
-		st, err := h.listedStatus(ctx, &page[i])
+	out, err := h.listedStatuses(ctx, page)
+	return out, more, err
+}
+
+// listedStatuses are the statuses of sessions a list has just read, with
+// their presence (one presence read for them all).
+func (h *Hub) listedStatuses(ctx context.Context, metas []journal.SessionMeta) ([]protocol.SessionStatus, error) {
+	out := make([]protocol.SessionStatus, 0, len(metas))
+	for i := range metas {
+		st, err := h.listedStatus(ctx, &metas[i])
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		out = append(out, st)
 	}
-	h.presence.stamp(ctx, out, page)
-	return out, more, nil
+	h.presence.stamp(ctx, out, metas)
+	return out, nil
 }
 
 // SessionStatus is meta's session's status with its presence.

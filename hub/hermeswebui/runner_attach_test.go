@@ -61,15 +61,7 @@ func TestWebUIStart_AttachmentPathKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hubtest.Terminal(t, th.Hub, st.RunID)
-	meta, err := th.Store.Run(context.Background(), st.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var req protocol.StartRunRequest
-	if err := json.Unmarshal(meta.Request, &req); err != nil {
-		t.Fatalf("run request %s: %v", meta.Request, err)
-	}
+	req := endedRunRequest(t, th.Hub, st.RunID)
 	want := protocol.Attachment{Name: "log.txt", MediaType: "text/plain", URL: "file:///home/ann/proj/uploads/log.txt", Size: 12}
 	if len(req.Attachments) != 1 || req.Attachments[0] != want {
 		t.Fatalf("the run's attachments %+v, want [%+v]", req.Attachments, want)
@@ -99,16 +91,7 @@ func TestWebUIStart_WorkspaceKeptNotPassed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("start with a workspace (driver takes it: %v): %v", takes.Load(), err)
 		}
-		hubtest.Terminal(t, th.Hub, st.RunID)
-		meta, err := th.Store.Run(context.Background(), st.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var req protocol.StartRunRequest
-		if err := json.Unmarshal(meta.Request, &req); err != nil {
-			t.Fatalf("run request %s: %v", meta.Request, err)
-		}
-		return req
+		return endedRunRequest(t, th.Hub, st.RunID)
 	}
 	req := request("f00dfeed0003")
 	var md struct {
@@ -125,4 +108,20 @@ func TestWebUIStart_WorkspaceKeptNotPassed(t *testing.T) {
 	if req := request("f00dfeed0004"); req.Workspace != "/home/ann/proj" || strings.Contains(string(req.Metadata), "workspace") {
 		t.Fatalf("workspace capability: the run's workspace %q, metadata %s", req.Workspace, req.Metadata)
 	}
+}
+
+// endedRunRequest waits for runID's end and returns the start request its
+// meta keeps (what its driver was given).
+func endedRunRequest(t *testing.T, th *hubtest.Hub, runID string) protocol.StartRunRequest {
+	t.Helper()
+	hubtest.Terminal(t, th, runID)
+	meta, err := th.Store.Run(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req protocol.StartRunRequest
+	if err := json.Unmarshal(meta.Request, &req); err != nil {
+		t.Fatalf("run request %s: %v", meta.Request, err)
+	}
+	return req
 }
