@@ -94,13 +94,26 @@ func measure(hubBin, root string, n, lists int) (result, error) {
 	if err := cmd.Start(); err != nil {
 		return r, err
 	}
+	// One goroutine waits for the hub; out is read only once it has
+	// exited (exec writes it until then).
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
+		<-exited
 	}()
 	base := "http://" + addr
 	for !healthy(base) {
+		select {
+		case err := <-exited:
+			exited <- err // for the deferred wait
+			return r, fmt.Errorf("hub serve exited (%v) before /healthz answered:\n%s", err, out.String())
+		default:
+		}
 		if time.Since(t0) > 10*time.Minute {
+			cmd.Process.Kill()
+			err := <-exited
+			exited <- err
 			return r, fmt.Errorf("no /healthz within 10 minutes:\n%s", out.String())
 		}
 		time.Sleep(5 * time.Millisecond)
