@@ -19,6 +19,8 @@ const (
 	opBeginRun
 	opTrim
 	opDeleteSession
+	opStreamCommit // a durable stream's commit (streamrec.go)
+	opStreamDrop
 )
 
 // request is one write waiting for the committer. The committer fills the
@@ -33,6 +35,7 @@ type request struct {
 	update  func(*journal.SessionMeta) error // opBeginRun: BeginRunUpdate's fn, or nil
 	before  float64                          // opTrim: cutoff (created_at form)
 	limit   int                              // opTrim: most runs to delete
+	stream  *streamOp                        // opStreamCommit, opStreamDrop
 
 	stored  protocol.Envelope   // opAppend: the stored (or existing) event
 	fresh   bool                // opAppend: stored was written by this request
@@ -41,6 +44,28 @@ type request struct {
 	err     error
 
 	done chan struct{}
+}
+
+// maxBatchBytes bounds the durable-stream data one batch takes (a batch
+// that reaches it commits; a larger single write commits alone).
+const maxBatchBytes = 16 << 20
+
+// size is the stream data r writes to the log (run events are bounded by
+// MaxBatch alone: journal.Prepare bounds each).
+func (r *request) size() int {
+	if r.stream == nil {
+		return 0
+	}
+	return r.stream.size()
+}
+
+// batchBytes is the stream data of batch.
+func batchBytes(batch []*request) int {
+	n := 0
+	for _, r := range batch {
+		n += r.size()
+	}
+	return n
 }
 
 // submit queues r and waits for its result. It returns ErrClosed when the
@@ -155,10 +180,12 @@ func (s *Store) pace(batch []*request, timer **time.Timer, last time.Time) []*re
 		(*timer).Reset(wait)
 	}
 	defer (*timer).Stop()
-	for len(batch) < s.opts.GroupCommit.MaxBatch {
+	size := batchBytes(batch)
+	for len(batch) < s.opts.GroupCommit.MaxBatch && size < maxBatchBytes {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
+			size += r.size()
 		case <-(*timer).C:
 			return batch
 		case <-s.stop:
@@ -176,10 +203,12 @@ func (s *Store) pace(batch []*request, timer **time.Timer, last time.Time) []*re
 func (s *Store) gather(batch []*request, timer **time.Timer) []*request {
 	max, wait := s.opts.GroupCommit.MaxBatch, s.opts.GroupCommit.MaxWait
 	var deadline <-chan time.Time
-	for len(batch) < max {
+	size := batchBytes(batch)
+	for len(batch) < max && size < maxBatchBytes {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
+			size += r.size()
 			continue
 		default:
 		}
@@ -197,6 +226,7 @@ func (s *Store) gather(batch []*request, timer **time.Timer) []*request {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
+			size += r.size()
 			continue
 		case <-deadline:
 			return batch
@@ -213,11 +243,12 @@ func (s *Store) gather(batch []*request, timer **time.Timer) []*request {
 // drain commits the writes queued before Close. Close holds no senders
 // back any more, so the queue only shrinks.
 func (s *Store) drain(w *writer, batch []*request) {
+	size := batchBytes(batch)
 	for {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
-			if len(batch) < s.opts.GroupCommit.MaxBatch {
+			if size += r.size(); len(batch) < s.opts.GroupCommit.MaxBatch && size < maxBatchBytes {
 				continue
 			}
 		default:
@@ -226,7 +257,7 @@ func (s *Store) drain(w *writer, batch []*request) {
 			return
 		}
 		s.commit(w, batch)
-		batch = batch[:0]
+		batch, size = batch[:0], 0
 	}
 }
 

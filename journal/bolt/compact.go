@@ -3,16 +3,20 @@ package bolt
 import (
 	"fmt"
 
+	"go.etcd.io/bbolt"
+
 	"github.com/runhub/runhub/journal"
 )
 
-// Compaction. A segment whose runs are all gone is dropped (merge.go). One
+// Compaction. A segment whose runs and streams are all gone is dropped
+// (merge.go). One
 // that a few live runs still hold — a run that stays active for long, its
 // events spread over segments whose other runs were trimmed — would hold
 // its dead bytes as long: when less than a quarter of a sealed segment is
 // live, the committer copies its live records to the end of the log (one
-// write, one fdatasync, no bbolt change), points the index at the copies
-// and drops the segment. A crash after the copies are durable and before
+// write, one fdatasync), points the index at the copies (a durable
+// stream's in bbolt, in one transaction after the copies are durable) and
+// drops the segment. A crash after the copies are durable and before
 // the drop leaves both: recovery takes the later record of a seq, so
 // either way each event is read once.
 
@@ -47,30 +51,63 @@ func (s *Store) compact() (more bool, err error) {
 		seq uint64
 		rel uint64 // in buf
 	}
-	var buf []byte
+	// buf starts with a marker, kept when stream records move: their index
+	// entries change in bbolt, after the copies are durable, as a batch's
+	// (a crash between leaves the copies past the log's end, cut on open).
+	buf := append([]byte(nil), markerRecord...)
 	var moves []moved
-	for off := uint64(0); off < seg.size.Load(); {
-		body, n, ok := frame(all[off:])
-		if !ok {
-			return false, fmt.Errorf("journal/bolt: compact segment %s: %w at %d", segName(seg.base), errRecord, off)
+	var smoves []streamMove
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		ib := tx.Bucket(bucketStreamIndex)
+		for off := uint64(0); off < seg.size.Load(); {
+			body, n, ok := frame(all[off:])
+			if !ok {
+				return fmt.Errorf("journal/bolt: compact segment %s: %w at %d", segName(seg.base), errRecord, off)
+			}
+			rec := all[off : off+uint64(n)]
+			if body[0] == recStream {
+				if m, live := liveStream(ib, seg.base+off, body); live {
+					m.rel = uint64(len(buf))
+					smoves = append(smoves, m)
+					buf = append(buf, rec...)
+				}
+			} else if e, seq := s.liveAt(seg.base+off, body); e != nil {
+				moves = append(moves, moved{e: e, seq: seq, rel: uint64(len(buf))})
+				buf = append(buf, rec...)
+			}
+			off += uint64(n)
 		}
-		if e, seq := s.liveAt(seg.base+off, body); e != nil {
-			moves = append(moves, moved{e: e, seq: seq, rel: uint64(len(buf))})
-			buf = append(buf, all[off:off+uint64(n)]...)
-		}
-		off += uint64(n)
+		return nil
+	})
+	if err != nil {
+		return false, err
 	}
-	if len(moves) > 0 {
-		start, err := s.log.reserve(uint64(len(buf)))
+	skip := uint64(0) // of buf's start: the marker, when no stream record moves
+	if len(smoves) == 0 {
+		skip = uint64(len(markerRecord))
+	}
+	if len(moves)+len(smoves) > 0 {
+		out := buf[skip:]
+		start, err := s.log.reserve(uint64(len(out)))
 		if err != nil {
 			return false, err
 		}
-		wedge, err := s.log.write(buf)
+		from := s.log.active().size.Load()
+		wedge, err := s.log.write(out)
 		if wedge != nil {
 			s.wedged = fmt.Errorf("%w: the event log cannot be repaired until reopened: %v", journal.ErrUnavailable, wedge)
 		}
 		if err != nil {
 			return false, err
+		}
+		at := func(rel uint64) uint64 { return start + rel - skip }
+		if len(smoves) > 0 {
+			if err := s.relocateStreams(smoves, at, start+uint64(len(out))); err != nil {
+				if cerr := s.log.cut(from); cerr != nil {
+					s.wedged = fmt.Errorf("%w: the event log cannot be repaired until reopened: %v", journal.ErrUnavailable, cerr)
+				}
+				return false, err
+			}
 		}
 		a := s.log.active()
 		byRun := map[*runEntry]map[uint64]uint64{}
@@ -78,9 +115,13 @@ func (s *Store) compact() (more bool, err error) {
 			if byRun[m.e] == nil {
 				byRun[m.e] = map[uint64]uint64{}
 			}
-			byRun[m.e][m.seq] = start + m.rel
+			byRun[m.e][m.seq] = at(m.rel)
 			a.live++
 			a.liveBytes += recordLen(buf[m.rel:])
+		}
+		for _, m := range smoves {
+			a.live++
+			a.liveBytes += uint64(m.ent.n)
 		}
 		s.idxMu.Lock()
 		for e, to := range byRun {
@@ -127,4 +168,45 @@ func (l *offList) relocate(to map[uint64]uint64) {
 	for _, off := range offs {
 		l.add(off)
 	}
+}
+
+// streamMove is a live stream record compaction copies forward.
+type streamMove struct {
+	key []byte
+	ent streamEntry
+	rel uint64 // in the copies' buffer
+}
+
+// liveStream reports whether the stream record at off (its body) is the
+// one the stream index ib points at.
+func liveStream(ib *bbolt.Bucket, off uint64, body []byte) (streamMove, bool) {
+	if ib == nil {
+		return streamMove{}, false
+	}
+	r, err := parseStreamBody(body)
+	if err != nil {
+		return streamMove{}, false
+	}
+	key := recordKey(string(r.name), string(r.gen), r.index)
+	ent, ok := decodeStreamEntry(ib.Get(key))
+	if !ok || ent.off != off {
+		return streamMove{}, false
+	}
+	return streamMove{key: key, ent: ent}, true
+}
+
+// relocateStreams points the stream index at the copies (at gives a
+// copy's offset) and records the log's new end, in one transaction.
+func (s *Store) relocateStreams(moves []streamMove, at func(rel uint64) uint64, logEnd uint64) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		ib := tx.Bucket(bucketStreamIndex)
+		for _, m := range moves {
+			ent := m.ent
+			ent.off = at(m.rel)
+			if err := ib.Put(m.key, ent.encode()); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(metaLogEnd, be64(logEnd))
+	})
 }

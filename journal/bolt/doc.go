@@ -5,9 +5,9 @@
 //
 // # Where things are
 //
-// Events are in the event log: segment files (seglog.go) of framed records
-// (record.go: length, CRC-32C, body), appended and never rewritten in
-// place. Everything else is in bbolt: sessions, runs' fixed meta, each
+// Events, and durable streams' records, are in the event log: segment
+// files (seglog.go) of framed records (record.go: length, CRC-32C, body),
+// appended and never rewritten in place. Everything else is in bbolt: sessions, runs' fixed meta, each
 // run's head (its session, birth offset and terminal state), the active
 // and ended indexes, the outbox, the log's committed end. A run's last seq,
 // the log offsets of its events and, while it is active, its idempotency
@@ -39,7 +39,8 @@
 //
 // A batch that also changes bbolt — a session or run registered, a run's
 // terminal event (its head, the active and ended indexes, the session's
-// active run), an outbox entry (Options.Outbox: a notable event's, which
+// active run), a durable stream's commit (its meta and the index of the
+// records it appends, streams.go), an outbox entry (Options.Outbox: a notable event's, which
 // must exist if and only if the event does), a deletion — applies those
 // changes in ONE bbolt read-write transaction opened for the batch. Its
 // records start with a marker record, and the order is:
@@ -117,19 +118,22 @@
 //	ended     be64(terminal_at µs) run id → ∅, terminal runs by age, for Trim
 //	outbox    be64(n) → journal.OutboxEntry JSON: the notable events, written in
 //	          the transaction of the batch that appends them (outbox.go)
-//	meta      format → be64(2); log_end → be64(the log's committed end)
+//	meta      format → be64(3); log_end → be64(the log's committed end)
 //	streams   a durable stream's name → journal.StreamMeta JSON (streams.go)
-//	stream_records  name, 0, generation, 0, be64(index) → be64(end),
-//	          be32(JSON message count), the record's data
+//	stream_index  name, 0, generation, 0, be64(index) → be64(end),
+//	          be32(JSON message count), be64(the record's log offset),
+//	          be32(its length)
 //
-// A durable stream's commit (journal.StreamStore.CommitStream: its meta's
-// compare-and-set and the records it appends) is one step of a bbolt
-// transaction, fsynced before it returns; commits that arrive while one
-// runs share the next (streamcommit.go). The segment log holds run events
-// only.
+// A durable stream's records count as live in their segments as long as
+// the stream index points at them (recovery counts them from the index);
+// compaction copies them forward like events, and points the index at the
+// copies in a transaction after they are durable (compact.go).
 //
 // A file of the first layout (format 1: events in bbolt buckets log, index
-// and keys) is migrated by Open, in one transaction (migrate.go).
+// and keys) is migrated by Open, in one transaction (migrate.go). A file
+// of layout 2 (streams' data in bbolt's stream_records bucket) has its
+// streams' records moved to the log by Open, a chunk at a time
+// (migrate_streams.go).
 //
 // # Concurrency
 //

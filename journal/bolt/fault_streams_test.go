@@ -209,19 +209,22 @@ func TestFaultStreams_KillTornRecoverRetry(t *testing.T) {
 	}
 	// The kill may have torn the last write already: the whole records
 	// end at size.
-	size, lastStart := 0, -1
+	// The half written is of the last stream record there.
+	size, lastStart, lastEnd := 0, -1, 0
 	for size < len(b) {
-		_, n, ok := frame(b[size:])
+		body, n, ok := frame(b[size:])
 		if !ok {
 			break
 		}
-		lastStart = size
+		if body[0] == recStream {
+			lastStart, lastEnd = size, size+n
+		}
 		size += n
 	}
 	if lastStart < 0 {
-		t.Fatal("the last segment holds no whole record")
+		t.Fatal("the last segment holds no whole stream record")
 	}
-	rec := b[lastStart:size]
+	rec := b[lastStart:lastEnd]
 	f, err := os.OpenFile(last, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ var bucketNames = [nBuckets][]byte{bucketSessions, bucketOwners, bucketRuns, buc
 
 // Keys of the meta bucket.
 var (
-	// metaFormat: be64 of the layout's version, formatSegments. A file
+	// metaFormat: be64 of the layout's version, formatStreamLog. A file
 	// without it is new (no heads) or of the first layout (migrate.go).
 	metaFormat = []byte("format")
 	// metaLogEnd: be64 of the event log's end when the last transaction
@@ -56,8 +56,13 @@ var (
 	metaLogEnd = []byte("log_end")
 )
 
-// formatSegments is the layout with events in segment files.
-const formatSegments = 2
+// The layouts: formatSegments has events in segment files and durable
+// streams' data in bbolt (stream_records); formatStreamLog, the current
+// one, has the streams' data in the segment files too.
+const (
+	formatSegments  = 2
+	formatStreamLog = 3
+)
 
 // createBuckets makes sure every top-level bucket exists.
 func createBuckets(tx *bbolt.Tx) error {

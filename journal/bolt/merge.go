@@ -47,6 +47,9 @@ func (s *Store) merge(w *writer) {
 		}
 	}
 	s.idxMu.Unlock()
+	if s.mergeStreams(w) {
+		dropped = true
+	}
 	if dropped {
 		s.dropDead()
 		s.compactDue = true

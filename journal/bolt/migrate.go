@@ -8,9 +8,9 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// format returns the layout of the file: formatSegments, or 1 for a file of
-// the first layout (events in bbolt's log bucket), which Open migrates. A
-// new file is marked formatSegments.
+// format returns the layout of the file: formatStreamLog, formatSegments
+// or 1 for a file of the first layout (events in bbolt's log bucket),
+// which Open migrates. A new file is marked formatStreamLog.
 func (s *Store) format() (uint64, error) {
 	var f uint64
 	err := s.db.Update(func(tx *bbolt.Tx) error {
@@ -23,8 +23,8 @@ func (s *Store) format() (uint64, error) {
 			f = 1
 			return nil
 		}
-		f = formatSegments
-		return meta.Put(metaFormat, be64(formatSegments))
+		f = formatStreamLog
+		return meta.Put(metaFormat, be64(formatStreamLog))
 	})
 	return f, err
 }

@@ -18,12 +18,16 @@ import (
 //	          recMarker: nothing — a batch that changes bbolt too starts here
 //	                     (in doubt until bbolt's log end covers it; see doc.go)
 //	          recCopy:   as recEvent: an event that compaction copied forward
+//	          recStream: a durable stream's record: uvarint-prefixed name and
+//	                     generation, uvarints index, end and message count,
+//	                     then the data (streamrec.go)
 const (
 	recHeader = 8
 
 	recEvent  byte = 1
 	recMarker byte = 2
 	recCopy   byte = 3
+	recStream byte = 4
 )
 
 // maxRecord bounds a record's body: far above any event the journal

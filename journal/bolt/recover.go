@@ -20,7 +20,10 @@ import (
 //     goes to the run's offsets (a later copy of the same seq, made by
 //     compaction, wins); the seqs must then run 1..n without a hole. An
 //     active run's idempotency keys go to its key table;
-//  4. segments without a live record are dropped.
+//  4. every durable-stream record the stream index points at counts as
+//     live in its segment (the index is bbolt's, committed after the
+//     records were durable: a record it names is whole);
+//  5. segments without a live record are dropped.
 func (s *Store) recover() error {
 	heads := map[string]*building{}
 	var logEnd uint64
@@ -94,6 +97,9 @@ func (s *Store) recover() error {
 		}
 		e.lastSeq = uint64(len(b.offs))
 		s.index[id] = e
+	}
+	if err := s.db.View(s.countStreams); err != nil {
+		return err
 	}
 	s.dropDead()
 	return nil

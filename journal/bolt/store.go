@@ -53,8 +53,7 @@ type Store struct {
 	idxMu sync.RWMutex
 	index map[string]*runEntry
 
-	streamHub     localstreams.Hub // durable streams' change notifications (streams.go)
-	streamCommits streamCommitter  // durable streams' grouped commits (streamcommit.go)
+	streamHub localstreams.Hub // durable streams' change notifications (streams.go)
 }
 
 var _ journal.Store = (*Store)(nil)
@@ -100,7 +99,8 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 // openEvents prepares bbolt's buckets, migrates a journal of the first
-// layout, opens the event log and recovers the index (recover.go).
+// layout, opens the event log, recovers the index (recover.go) and moves
+// a layout-2 file's stream data to the log (migrate_streams.go).
 func (s *Store) openEvents() error {
 	if err := s.db.Update(createBuckets); err != nil {
 		return err
@@ -109,11 +109,13 @@ func (s *Store) openEvents() error {
 	if err != nil {
 		return err
 	}
-	if format == 1 {
+	switch format {
+	case 1:
 		if err := s.migrate(); err != nil {
 			return fmt.Errorf("migrate to the segmented event log: %w", err)
 		}
-	} else if format != formatSegments {
+	case formatSegments, formatStreamLog:
+	default:
 		return fmt.Errorf("journal/bolt: unknown layout %d (written by a newer runhub?)", format)
 	}
 	if s.log, err = openLog(EventsDir(s.db.Path()), s.opts.segmentBytes, s.opts.NoSync); err != nil {
@@ -121,6 +123,11 @@ func (s *Store) openEvents() error {
 	}
 	if err := s.recover(); err != nil {
 		return err
+	}
+	if format != formatStreamLog {
+		if err := s.migrateStreams(); err != nil {
+			return fmt.Errorf("move the durable streams' data to the event log: %w", err)
+		}
 	}
 	s.compactDue = true
 	return nil

@@ -5,26 +5,34 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
+	"fmt"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/journal/internal/localstreams"
+	"github.com/runhub/runhub/protocol"
 )
 
-// Durable streams live in two buckets of the journal's bbolt file: each
-// stream's meta (JSON) under its name, and its records under name, 0,
-// generation, 0, index (big-endian), each the record's end (8 bytes), its
-// JSON message count (4 bytes) and its data. A commit is one bbolt
-// transaction (fsynced, as every journal commit; concurrent commits of
-// several streams share one): the meta's compare-and-set and the records
-// it appends are one step, so an
-// acknowledged append survives a crash and a producer's state never
-// disagrees with the data.
+// Durable streams live in the journal as runs do: each stream's meta
+// (JSON) is in bbolt's streams bucket under its name, its records are in
+// the event log (recStream records, streamrec.go), and bbolt's
+// stream_index bucket points at each one, under name, 0, generation, 0,
+// index (big-endian). A commit (the meta's compare-and-set and the records
+// it appends) is a write of the committer's batch, as a run's terminal
+// event is: the records are written and fdatasynced with the batch's other
+// records, then the meta and the index entries commit in the batch's bbolt
+// transaction, which records the log's new end; the commit is answered
+// after both. A crash between the two leaves a marked batch past the log's
+// end, which recovery cuts: an acknowledged append survives a crash, and a
+// producer's state never disagrees with the data. Commits of other streams
+// and run events that arrive meanwhile share the batch (one fdatasync).
 var (
-	bucketStreams       = []byte("streams")
-	bucketStreamRecords = []byte("stream_records")
+	bucketStreams     = []byte("streams")
+	bucketStreamIndex = []byte("stream_index")
+	// bucketStreamRecordsV2 held the records' data in bbolt itself (layout
+	// 2); Open moves them to the log (migrate_streams.go).
+	bucketStreamRecordsV2 = []byte("stream_records")
 )
 
 // Streams returns the durable streams held in s.
@@ -39,18 +47,6 @@ var _ journal.StreamStore = StreamStore{}
 
 // streamHubs: one notification hub per Store (keyed by the Store).
 func (ss StreamStore) hub() *localstreams.Hub { return &ss.s.streamHub }
-
-// update runs fn in a write transaction, grouped with the commits of
-// other streams that arrive meanwhile (streamcommit.go).
-func (ss StreamStore) update(fn func(tx *bbolt.Tx) error) error {
-	s := ss.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return journal.ErrClosed
-	}
-	return s.streamCommits.do(s.db, fn)
-}
 
 func recordPrefix(name, gen string) []byte {
 	k := make([]byte, 0, len(name)+len(gen)+2)
@@ -92,11 +88,21 @@ func (ss StreamStore) LoadStream(_ context.Context, name string) (journal.Stream
 	return m, err
 }
 
-// StreamRecords implements journal.StreamStore.
+// StreamRecords implements journal.StreamStore: the index entries from
+// bbolt, the data from the log, under the log's read lock (no segment is
+// dropped while the records are copied out).
 func (ss StreamStore) StreamRecords(_ context.Context, name, gen string, from, to uint64) ([]journal.StreamRecord, error) {
+	s := ss.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, journal.ErrClosed
+	}
+	s.log.mu.RLock()
+	defer s.log.mu.RUnlock()
 	var out []journal.StreamRecord
-	err := ss.s.view(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketStreamRecords)
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketStreamIndex)
 		if b == nil {
 			return nil
 		}
@@ -107,11 +113,20 @@ func (ss StreamStore) StreamRecords(_ context.Context, name, gen string, from, t
 			if i > to {
 				break
 			}
-			if len(v) < 12 {
-				return errors.New("journal/bolt: a stream record is cut short")
+			ent, ok := decodeStreamEntry(v)
+			if !ok {
+				return fmt.Errorf("journal/bolt: stream %q: the index entry of record %d is cut short", name, i)
 			}
-			out = append(out, journal.StreamRecord{Index: i, End: binary.BigEndian.Uint64(v),
-				Count: int(binary.BigEndian.Uint32(v[8:])), Data: append([]byte(nil), v[12:]...)})
+			body, _, err := s.log.body(ent.off)
+			if err != nil {
+				return fmt.Errorf("journal/bolt: stream %q, record %d: %w", name, i, err)
+			}
+			r, err := parseStreamBody(body)
+			if err != nil || string(r.name) != name || string(r.gen) != gen || r.index != i {
+				return fmt.Errorf("journal/bolt: stream %q: record %d at offset %d is another record", name, i, ent.off)
+			}
+			out = append(out, journal.StreamRecord{Index: i, End: ent.end, Count: int(ent.count),
+				Data: bytes.Clone(r.data)})
 		}
 		return nil
 	})
@@ -119,78 +134,31 @@ func (ss StreamStore) StreamRecords(_ context.Context, name, gen string, from, t
 }
 
 // CommitStream implements journal.StreamStore.
-func (ss StreamStore) CommitStream(_ context.Context, name string, prev uint64, next journal.StreamMeta, recs []journal.StreamRecord) error {
+func (ss StreamStore) CommitStream(ctx context.Context, name string, prev uint64, next journal.StreamMeta, recs []journal.StreamRecord) error {
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return err
 	}
-	return ss.update(func(tx *bbolt.Tx) error {
-		m, ok, err := loadMeta(tx, name)
-		if err != nil {
-			return err
+	for _, r := range recs {
+		if n := streamRecordLen(name, next.Gen, r); n > maxRecord {
+			return protocol.Errorf(protocol.CodeTooLarge, "stream %s: a record of %d bytes is past the journal's bound of %d", name, n, maxRecord)
 		}
-		var cur uint64
-		if ok {
-			cur = m.Version
-		}
-		if cur != prev {
-			return journal.ErrConflict
-		}
-		b, err := tx.CreateBucketIfNotExists(bucketStreams)
-		if err != nil {
-			return err
-		}
-		if err := b.Put([]byte(name), raw); err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			return nil
-		}
-		rb, err := tx.CreateBucketIfNotExists(bucketStreamRecords)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			v := make([]byte, 12, 12+len(r.Data))
-			binary.BigEndian.PutUint64(v, r.End)
-			binary.BigEndian.PutUint32(v[8:], uint32(r.Count))
-			if err := rb.Put(recordKey(name, next.Gen, r.Index), append(v, r.Data...)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return ss.submit(ctx, &request{kind: opStreamCommit,
+		stream: &streamOp{name: name, version: prev, next: next, raw: raw, recs: recs}})
 }
 
 // DropStream implements journal.StreamStore.
-func (ss StreamStore) DropStream(_ context.Context, name string, version uint64) error {
-	return ss.update(func(tx *bbolt.Tx) error {
-		m, ok, err := loadMeta(tx, name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return journal.ErrNotFound
-		}
-		if m.Version != version {
-			return journal.ErrConflict
-		}
-		if err := tx.Bucket(bucketStreams).Delete([]byte(name)); err != nil {
-			return err
-		}
-		rb := tx.Bucket(bucketStreamRecords)
-		if rb == nil {
-			return nil
-		}
-		prefix := recordPrefix(name, m.Gen)
-		c := rb.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+func (ss StreamStore) DropStream(ctx context.Context, name string, version uint64) error {
+	return ss.submit(ctx, &request{kind: opStreamDrop, stream: &streamOp{name: name, version: version}})
+}
+
+// submit queues a stream write and returns its answer.
+func (ss StreamStore) submit(ctx context.Context, r *request) error {
+	if err := ss.s.submit(ctx, r); err != nil {
+		return err
+	}
+	return r.err
 }
 
 // ExpiringStreams implements journal.StreamStore.

@@ -33,6 +33,9 @@ type writer struct {
 	start     uint64 // log offset the batch's output starts at (set by the committer before flush)
 	marked    bool   // the output starts with markerRecord
 	free      []*runState
+
+	streams     []pendingStream // the batch's durable-stream records (streamrec.go)
+	deadStreams []streamEntry   // the records of the streams it drops
 }
 
 // runState is a run as the batch sees it.
@@ -93,6 +96,8 @@ func (w *writer) end() {
 	w.touched = w.touched[:0]
 	clear(w.runCache)
 	clear(w.sessCache)
+	clear(w.streams)
+	w.streams, w.deadStreams = w.streams[:0], w.deadStreams[:0]
 	if cap(w.buf) > maxKeptBuf {
 		w.buf = nil
 	}
@@ -143,6 +148,10 @@ func (w *writer) apply(r *request) error {
 		return w.trim(r)
 	case opDeleteSession:
 		return w.deleteSession(r)
+	case opStreamCommit:
+		return w.streamCommit(r)
+	case opStreamDrop:
+		return w.streamDrop(r)
 	}
 	return fmt.Errorf("journal/bolt: unknown write %d", r.kind)
 }
@@ -185,6 +194,9 @@ func (w *writer) flush(logEnd uint64) error {
 				return err
 			}
 		}
+	}
+	if err := w.flushStreams(); err != nil {
+		return err
 	}
 	return w.mustBucket(bMeta).Put(metaLogEnd, be64(logEnd))
 }
