@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/runhub/runhub/journal"
@@ -321,6 +322,10 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 		}
 		w.end()
 	}()
+	if n := batchBytes(batch); n > 0 {
+		// Stream data: the buffer grows once, not by doubling through it.
+		w.buf = slices.Grow(w.buf, n+len(batch)*streamRecordOverhead)
+	}
 	for _, r := range batch {
 		if err := w.apply(r); err != nil {
 			return err

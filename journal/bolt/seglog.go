@@ -343,7 +343,8 @@ func (l *segLog) zeroAhead(a *segment, n uint64) {
 		return
 	}
 	end := min(max(need, a.zeroed)+zeroChunk, max(l.maxBytes, need))
-	for off := max(a.zeroed, a.size.Load()); off < end; {
+	// The n bytes themselves are about to be written: zeros go past them.
+	for off := max(a.zeroed, need); off < end; {
 		m := min(uint64(len(zeroBuf)), end-off)
 		if _, err := a.f.WriteAt(zeroBuf[:m], int64(off)); err != nil {
 			return // a full disk: the write says so

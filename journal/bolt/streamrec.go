@@ -60,8 +60,13 @@ func appendStreamRecord(dst []byte, name, gen string, r journal.StreamRecord) []
 // streamRecordLen bounds the body length of r's record (as maxRecord
 // bounds it).
 func streamRecordLen(name, gen string, r journal.StreamRecord) int {
-	return 1 + 2*binary.MaxVarintLen64 + len(name) + len(gen) + 3*binary.MaxVarintLen64 + len(r.Data)
+	return 1 + 5*binary.MaxVarintLen64 + len(name) + len(gen) + len(r.Data)
 }
+
+// streamRecordOverhead is about what a stream record adds to its data
+// (its header and fields, a name of ~64 bytes): a batch's buffer is grown
+// by it per write.
+const streamRecordOverhead = recHeader + 1 + 5*binary.MaxVarintLen64 + 64 + 16
 
 // parseStreamBody decodes the body of a recStream record.
 func parseStreamBody(body []byte) (streamBody, error) {

@@ -71,8 +71,10 @@ type sessState struct {
 	dirty bool
 }
 
-// maxKeptBuf is the largest record buffer kept from one batch to the next.
-const maxKeptBuf = 4 << 20
+// maxKeptBuf is the largest record buffer kept from one batch to the next:
+// one that holds a batch of stream data (maxBatchBytes), so that large
+// appends do not allocate (and clear) a new one per batch.
+const maxKeptBuf = maxBatchBytes + 1<<20
 
 func newWriter(s *Store) *writer {
 	return &writer{s: s, runCache: make(map[string]*runState), sessCache: make(map[string]*sessState)}
