@@ -39,9 +39,15 @@ func (r *Router) WithCapabilities(caps Capabilities) *Router {
 }
 
 // StartRun implements RuntimeAdapter: the local executor starts the run
-// (or hands it to the run queue).
+// (or hands it to the run queue). The answer's active_controls offer only
+// what the driver of the start's profile (else provider, else the
+// default) can do, as GetRun's do.
 func (r *Router) StartRun(ctx context.Context, owner string, req protocol.StartRunRequest) (protocol.RunStartResult, error) {
-	return r.local.StartRun(ctx, owner, req)
+	res, err := r.local.StartRun(ctx, owner, req)
+	if c := r.caps.Resolve(req.Profile, req.Provider); err == nil && c.Known {
+		res.ActiveControls = protocol.OfferedControls(res.ActiveControls, c.Caps)
+	}
+	return res, err
 }
 
 // ObserveRun implements RuntimeAdapter from the journal: replay then live.

@@ -70,3 +70,45 @@ func TestRouter_GetRunFollowsCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// startLocal answers every start as the executor does: running, cancel
+// offered.
+type startLocal struct{ fakeLocal }
+
+func (*startLocal) StartRun(_ context.Context, _ string, req protocol.StartRunRequest) (protocol.RunStartResult, error) {
+	return protocol.RunStartResult{RunID: "r_1", SessionID: req.SessionID, Status: protocol.StatusRunning,
+		ActiveControls: []string{protocol.OpCancel}}, nil
+}
+
+// StartRun's answer offers in active_controls only what the driver of the
+// start's profile (else its provider) can do: cancel under a profile that
+// can, nothing (an empty list) under one that cannot, everything under a
+// name the capabilities do not know.
+func TestRouter_StartRunFollowsCapabilities(t *testing.T) {
+	store := mem.New(mem.Options{})
+	defer store.Close()
+	caps := adapter.Capabilities(func(profile, provider string) ([]string, bool) {
+		switch {
+		case profile == "full":
+			return []string{protocol.CapCancel, protocol.CapQueue}, true
+		case profile == "bare" || provider == "nocancel":
+			return []string{protocol.CapQueue}, true
+		}
+		return nil, false
+	})
+	r := adapter.NewRouter(store, &startLocal{}, nil).WithCapabilities(caps)
+	for _, tc := range []struct {
+		req  protocol.StartRunRequest
+		want []string
+	}{
+		{protocol.StartRunRequest{Message: "m", Profile: "full"}, []string{protocol.OpCancel}},
+		{protocol.StartRunRequest{Message: "m", Profile: "bare"}, []string{}},
+		{protocol.StartRunRequest{Message: "m", Provider: "nocancel"}, []string{}},
+		{protocol.StartRunRequest{Message: "m", Profile: "unknown"}, []string{protocol.OpCancel}},
+	} {
+		res, err := r.StartRun(context.Background(), "o", tc.req)
+		if err != nil || res.ActiveControls == nil || !slices.Equal(res.ActiveControls, tc.want) {
+			t.Errorf("start %+v: active_controls %#v (%v), want %#v", tc.req, res.ActiveControls, err, tc.want)
+		}
+	}
+}
