@@ -16,9 +16,9 @@ import (
 )
 
 // capsRuntime rebuilds h's runtime as the binary wires it: a profile file
-// with one hermes profile at the fake (and, with judge, a goal_judge), its
-// drivers built by the registry, the executor refusing what the profile's
-// capabilities lack. It returns the configuration.
+// with one hermes profile at the fake, its drivers built by the registry,
+// the executor refusing and the router's run statuses not offering what
+// the profile's capabilities lack. It returns the configuration.
 func capsRuntime(t *testing.T, h *harness, options string) *profile.Config {
 	t.Helper()
 	reg := profile.NewRegistry(hermes.Registration())
@@ -34,7 +34,7 @@ func capsRuntime(t *testing.T, h *harness, options string) *profile.Config {
 	h.exec.Close()
 	h.exec = executor.New(h.store, executor.Options{Profiles: built, DefaultProfile: "agent",
 		Capabilities: c.Capabilities, Logger: h.logger})
-	h.rt = adapter.NewRouter(h.store, h.exec, nil)
+	h.rt = adapter.NewRouter(h.store, h.exec, nil).WithCapabilities(c.Capabilities)
 	return c
 }
 
@@ -64,9 +64,10 @@ func publicCaps(t *testing.T, c *profile.Config) []string {
 // mapped: 0.18.x's features give cancel, approval, queue, reasoning,
 // usage and tools, and never clarify (the runs API has none) nor steer
 // (no run_steer). A server that turns approval off, or stop off, loses
-// approval or cancel: GET /v1/profiles follows the next read, and a
-// control that needs it is answered unsupported naming it, with nothing
-// sent to Hermes.
+// approval or cancel: GET /v1/profiles follows the next read, a run
+// waiting on an approval no longer offers approve or cancel in its
+// active_controls, and a control that needs it is answered unsupported
+// naming it, with nothing sent to Hermes.
 func TestCapabilities_FromTheServer(t *testing.T) {
 	approved := make(chan struct{})
 	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
@@ -95,6 +96,7 @@ func TestCapabilities_FromTheServer(t *testing.T) {
 	res := h.start("", "clean up")
 	ch := h.watch(res.RunID)
 	req := payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
+	offers(t, h, res.RunID, protocol.OpCancel, protocol.OpApprove)
 	r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpApprove, RunID: res.RunID, ApprovalID: req.ApprovalID, Choice: "once"})
 	if err != nil || !r.Accepted {
 		t.Fatalf("approve %+v %v", r, err)
@@ -112,6 +114,7 @@ func TestCapabilities_FromTheServer(t *testing.T) {
 	res = h.start(res.SessionID, "clean again")
 	ch = h.watch(res.RunID)
 	req = payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
+	offers(t, h, res.RunID)
 	for _, tc := range []struct {
 		m    protocol.Control
 		need string
@@ -126,10 +129,21 @@ func TestCapabilities_FromTheServer(t *testing.T) {
 		}
 	}
 	fr := h.fake.onlyRunN(t, 2)
-	if len(fr.approvals) != 0 || fr.stopCount() != 0 {
-		t.Errorf("an unsupported control reached Hermes: %d approvals, %d stops", len(fr.approvals), fr.stopCount())
+	if len(fr.approvals) != 0 || fr.stopCount() != 0 || h.fake.absentCalls() != 0 {
+		t.Errorf("an unsupported control reached Hermes: %d approvals, %d stops, %d requests to routes it lacks",
+			len(fr.approvals), fr.stopCount(), h.fake.absentCalls())
 	}
 	h.exec.Close() // ends the held run (interrupted) for the cleanup
+}
+
+// offers fails the test unless the run, waiting on an approval, offers
+// exactly want in its RunStatus active_controls (GET /v1/runs/{id}).
+func offers(t *testing.T, h *harness, runID string, want ...string) {
+	t.Helper()
+	st, err := h.rt.GetRun(context.Background(), runID)
+	if err != nil || st.Status != protocol.StatusAwaitingApproval || !slices.Equal(st.ActiveControls, append([]string{}, want...)) {
+		t.Fatalf("run status %+v (%v): active_controls %v, want %v", st, err, st.ActiveControls, want)
+	}
 }
 
 // waitCaps waits until the agent profile's capabilities are want (each

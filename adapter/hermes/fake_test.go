@@ -35,9 +35,14 @@ import (
 //     runtime, features, endpoints}; features are 0.18.x's (features018)
 //     unless the test sets its own, and a fake with noCapabilities is a
 //     Hermes older than the endpoint: 404, as aiohttp answers a route it
-//     does not have. The runs API has no clarify route in 0.18.x, nor a
-//     steer route: POST /steer is served only when the features say
-//     run_steer (later servers), else it is aiohttp's 404 too.
+//     does not have. A control route is served only while the features
+//     say the server has it: POST /approval with run_approval_response,
+//     POST /stop with run_stop, POST /steer with run_steer (servers after
+//     0.18.x); else it is aiohttp's 404 too, counted (absentCalls). The
+//     runs API has no clarify route in 0.18.x and its runs never stream
+//     clarify.request: POST /clarify is served only for the driver's
+//     mapping of a clarify.request (TestClarifyRoundTrip,
+//     TestClarifyExpires), which no 0.18.x run exercises.
 //
 // What a run streams is the test's script.
 type fakeHermes struct {
@@ -72,6 +77,7 @@ type fakeHermes struct {
 	features       map[string]any
 	noCapabilities bool
 	capsCalls      int
+	absent         int // requests to a control route the features say the server lacks
 
 	mu       sync.Mutex
 	attempts int
@@ -141,18 +147,11 @@ func newFakeHermes(t *testing.T, key string) *fakeHermes {
 	mux.HandleFunc("POST /v1/runs", f.handleStart)
 	mux.HandleFunc("GET /v1/runs/{id}", f.handleGet)
 	mux.HandleFunc("GET /v1/runs/{id}/events", f.handleEvents)
-	mux.HandleFunc("POST /v1/runs/{id}/approval", f.control(func(fr *fakeRun) chan map[string]any { return fr.approvals }))
+	mux.HandleFunc("POST /v1/runs/{id}/approval", f.routed("run_approval_response", f.control(func(fr *fakeRun) chan map[string]any { return fr.approvals })))
 	mux.HandleFunc("POST /v1/runs/{id}/clarify", f.control(func(fr *fakeRun) chan map[string]any { return fr.clarifies }))
-	steer := f.control(func(fr *fakeRun) chan map[string]any { return fr.steers })
-	mux.HandleFunc("POST /v1/runs/{id}/steer", func(w http.ResponseWriter, r *http.Request) {
-		if !f.feature("run_steer") {
-			aiohttpNotFound(w)
-			return
-		}
-		steer(w, r)
-	})
+	mux.HandleFunc("POST /v1/runs/{id}/steer", f.routed("run_steer", f.control(func(fr *fakeRun) chan map[string]any { return fr.steers })))
 	mux.HandleFunc("GET /v1/capabilities", f.handleCapabilities)
-	mux.HandleFunc("POST /v1/runs/{id}/stop", f.handleStop)
+	mux.HandleFunc("POST /v1/runs/{id}/stop", f.routed("run_stop", f.handleStop))
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -197,6 +196,28 @@ func (f *fakeHermes) feature(name string) bool {
 	}
 	on, _ := feats[name].(bool)
 	return on
+}
+
+// routed serves h while the features say the server has the route
+// (feature), else answers as a server without it does, counted.
+func (f *fakeHermes) routed(feature string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !f.feature(feature) {
+			f.mu.Lock()
+			f.absent++
+			f.mu.Unlock()
+			aiohttpNotFound(w)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// absentCalls is how many requests went to a route the server lacked.
+func (f *fakeHermes) absentCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.absent
 }
 
 // aiohttpNotFound is aiohttp's answer to a route the server does not

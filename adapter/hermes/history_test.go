@@ -1,9 +1,12 @@
 package hermes_test
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -69,5 +72,60 @@ func TestHistory_OwnedByTheServer(t *testing.T) {
 	}
 	if _, ok := body["conversation_history"]; ok {
 		t.Errorf("conversation_history sent to a server that owns the history: %v", body["conversation_history"])
+	}
+}
+
+// An imported session (hermes-webui's context_messages, under the start
+// request's history key) has its earlier turns only in runhub's journal:
+// its first run sends them as conversation_history, also to a server that
+// owns the history; the next run sends the server that owns it none, and
+// a 0.18.x server the imported turns with the first run's.
+func TestHistory_ImportedReachesHermes(t *testing.T) {
+	for _, owns := range []bool{false, true} {
+		h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
+			deltas(s, "ok")
+			completed(s, "ok")
+		}, nil)
+		if owns {
+			h.fake.setFeatures(func(f map[string]any) {
+				f["managed_run_sessions"] = true
+				f["managed_run_history_authority"] = "hermes_session_db"
+			})
+		}
+		ctx := context.Background()
+		sid, rid := "s_imported", "r_imported"
+		req, _ := json.Marshal(map[string]any{"session_id": sid, "message": "earlier question", "source": "import",
+			"history": []map[string]string{{"role": "user", "content": "earlier question"}, {"role": "assistant", "content": "earlier answer"}}})
+		done, err := protocol.NewEvent(rid, sid, protocol.EventDone, protocol.DonePayload{Status: "completed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.store.CreateSession(ctx, journal.SessionMeta{ID: sid, Owner: "local"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.store.BeginRun(ctx, journal.RunMeta{ID: rid, SessionID: sid, Owner: "local", Request: req}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.store.Append(ctx, done, ""); err != nil {
+			t.Fatal(err)
+		}
+		h.finish(h.start(sid, "first here").RunID)
+		h.finish(h.start(sid, "second here").RunID)
+		calls := h.fake.startCalls()
+		hist := func(i int) string {
+			b, _ := json.Marshal(calls[i].Body["conversation_history"])
+			return string(b)
+		}
+		imported := `[{"content":"earlier question","role":"user"},{"content":"earlier answer","role":"assistant"}]`
+		if got := hist(0); got != imported {
+			t.Errorf("owns history %v: the imported session's first run sent %s, want %s", owns, got, imported)
+		}
+		want := strings.TrimSuffix(imported, "]") + `,{"content":"first here","role":"user"},{"content":"ok","role":"assistant"}]`
+		if owns {
+			want = "null"
+		}
+		if got := hist(1); got != want {
+			t.Errorf("owns history %v: the next run sent %s, want %s", owns, got, want)
+		}
 	}
 }
