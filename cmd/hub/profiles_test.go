@@ -323,6 +323,15 @@ func TestProcess_Profiles(t *testing.T) {
 	if ep := lastError(t, ev); ep.Code != "auth" || !strings.Contains(ep.Message, "Incorrect API key provided: [REDACTED]") {
 		t.Errorf("auth error = %+v", ep)
 	}
+	// The session's latest run is the openai profile's, whose model judges
+	// goals: the idle session offers goal (it offers none after the exec
+	// runs below).
+	_, body = httpBody(t, "GET", p.URL()+"/v1/sessions/"+sid, "")
+	st = protocol.SessionStatus{}
+	json.Unmarshal(body, &st)
+	if strings.Join(st.ActiveControls, ",") != "start,queue,goal" {
+		t.Errorf("idle session of an openai run offers %v", st.ActiveControls)
+	}
 
 	// The exec profile: a run, and a crash whose stderr holds its key.
 	ev = tab.start(ctx, "c3", map[string]any{"session_id": sid, "message": "fine", "profile": "script"})
