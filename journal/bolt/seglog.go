@@ -337,9 +337,14 @@ var zeroBuf = make([]byte, 256<<10)
 // next fdatasync; a crash leaves a zeroed tail, which recovery cuts (a
 // zero length is no record). Best effort: when zeros cannot be written
 // the write extends the file itself, as it would without them.
+//
+// A write of zeroChunk or more gets no zeros: it changes the file's length
+// anyway, once for that much data, and zeros past it would be flushed now
+// and written over by the next such write (durable streams' large
+// appends: a fifth more bytes to the disk).
 func (l *segLog) zeroAhead(a *segment, n uint64) {
 	need := a.size.Load() + n
-	if l.noSync || need <= a.zeroed {
+	if l.noSync || need <= a.zeroed || n >= zeroChunk {
 		return
 	}
 	end := min(max(need, a.zeroed)+zeroChunk, max(l.maxBytes, need))
