@@ -131,6 +131,9 @@ func (s *Store) commitLoop() {
 		case <-s.stop:
 			s.drain(w, batch[:0])
 			s.syncLog()
+			if s.wedged == nil {
+				_ = s.checkpointStreams() // a clean close leaves none to replay
+			}
 			return
 		}
 		if paced {
@@ -154,6 +157,10 @@ func (s *Store) commitLoop() {
 				syncTimer.Reset(s.opts.SyncEvery)
 			}
 			syncDue = syncTimer.C
+		}
+		if s.wedged == nil && s.overlay.due(time.Now(), s.opts.checkpoint.entries, s.opts.checkpoint.every) {
+			// A failure leaves the overlay as it is, for the next to try.
+			_ = s.checkpointStreams()
 		}
 		if s.compactDue && s.wedged == nil {
 			// One segment per batch, so appends wait for one at most. A
@@ -350,8 +357,10 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 	from := s.log.active().size.Load()
 	if len(out) > 0 {
 		write := s.log.write
-		if s.opts.SyncEvery > 0 && w.tx == nil {
-			write = s.log.writeLazy // events only: synced within SyncEvery
+		if s.opts.SyncEvery > 0 && w.tx == nil && len(w.streamMetas) == 0 {
+			// Events only: synced within SyncEvery. A durable stream's
+			// append is acknowledged once fdatasynced, whatever SyncEvery.
+			write = s.log.writeLazy
 		}
 		wedge, err := write(out)
 		if wedge != nil {

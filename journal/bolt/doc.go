@@ -39,8 +39,7 @@
 //
 // A batch that also changes bbolt — a session or run registered, a run's
 // terminal event (its head, the active and ended indexes, the session's
-// active run), a durable stream's commit (its meta and the index of the
-// records it appends, streams.go), an outbox entry (Options.Outbox: a notable event's, which
+// active run), a durable stream's drop, an outbox entry (Options.Outbox: a notable event's, which
 // must exist if and only if the event does), a deletion — applies those
 // changes in ONE bbolt read-write transaction opened for the batch. Its
 // records start with a marker record, and the order is:
@@ -123,6 +122,11 @@
 //	stream_index  name, 0, generation, 0, be64(index) → be64(end),
 //	          be32(JSON message count), be64(the record's log offset),
 //	          be32(its length)
+//
+// A durable stream's commit is a plain batch too: its records and a meta
+// record in the log, the meta and index entries in memory (the overlay)
+// until the next transaction of a batch, or a checkpoint, writes them to
+// bbolt; recovery replays those past log_end (streamoverlay.go).
 //
 // A durable stream's records count as live in their segments as long as
 // the stream index points at them (recovery counts them from the index);

@@ -43,6 +43,14 @@ type Options struct {
 	// segment file. Default DefaultSegmentBytes; tests set it small.
 	segmentBytes uint64
 
+	// checkpoint is when the durable streams' overlay goes to bbolt
+	// (streamoverlay.go): at so many entries or so old. Defaults
+	// checkpointEntries and checkpointEvery; tests change them.
+	checkpoint struct {
+		entries int
+		every   time.Duration
+	}
+
 	// Outbox records every notable event (journal.Notable: a prompt, a goal
 	// change, a run's end) in the outbox, in the transaction that appends
 	// it, for a sender of notifications (webhook.Sender) to read with
@@ -104,6 +112,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.segmentBytes == 0 {
 		o.segmentBytes = DefaultSegmentBytes
+	}
+	if o.checkpoint.entries <= 0 {
+		o.checkpoint.entries = checkpointEntries
+	}
+	if o.checkpoint.every <= 0 {
+		o.checkpoint.every = checkpointEvery
 	}
 	if o.SyncEvery < 0 {
 		o.SyncEvery = 0

@@ -21,13 +21,16 @@ import (
 //	          recStream: a durable stream's record: uvarint-prefixed name and
 //	                     generation, uvarints index, end and message count,
 //	                     then the data (streamrec.go)
+//	          recStreamMeta: a stream's meta after a commit: uvarint-prefixed
+//	                     name, then the meta's JSON (streamoverlay.go)
 const (
 	recHeader = 8
 
-	recEvent  byte = 1
-	recMarker byte = 2
-	recCopy   byte = 3
-	recStream byte = 4
+	recEvent      byte = 1
+	recMarker     byte = 2
+	recCopy       byte = 3
+	recStream     byte = 4
+	recStreamMeta byte = 5
 )
 
 // maxRecord bounds a record's body: far above any event the journal

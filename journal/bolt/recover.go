@@ -20,9 +20,12 @@ import (
 //     goes to the run's offsets (a later copy of the same seq, made by
 //     compaction, wins); the seqs must then run 1..n without a hole. An
 //     active run's idempotency keys go to its key table;
-//  4. every durable-stream record the stream index points at counts as
-//     live in its segment (the index is bbolt's, committed after the
-//     records were durable: a record it names is whole);
+//  4. the durable-stream commits past bbolt's log end (batches that
+//     committed in the log alone, streamoverlay.go) are replayed: each
+//     commit's records, then its meta record, go to bbolt (records not
+//     followed by their meta record are a torn commit's and are left
+//     dead); then every record the stream index points at counts as live
+//     in its segment;
 //  5. segments without a live record are dropped.
 func (s *Store) recover() error {
 	heads := map[string]*building{}
@@ -46,7 +49,11 @@ func (s *Store) recover() error {
 	if err := s.checkFrames(logEnd); err != nil {
 		return err
 	}
+	var rp streamReplay
 	err = s.eachRecord(func(off uint64, body []byte) error {
+		if off >= logEnd && (body[0] == recStream || body[0] == recStreamMeta) {
+			return rp.record(off, body)
+		}
 		if body[0] != recEvent && body[0] != recCopy {
 			return nil
 		}
@@ -97,6 +104,10 @@ func (s *Store) recover() error {
 		}
 		e.lastSeq = uint64(len(b.offs))
 		s.index[id] = e
+	}
+	s.overlay.add(rp.metas, rp.recs, rp.prefixes)
+	if err := s.checkpointStreams(); err != nil {
+		return err
 	}
 	if err := s.db.View(s.countStreams); err != nil {
 		return err

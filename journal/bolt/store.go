@@ -54,6 +54,7 @@ type Store struct {
 	index map[string]*runEntry
 
 	streamHub localstreams.Hub // durable streams' change notifications (streams.go)
+	overlay   streamOverlay    // durable streams' writes bbolt does not hold yet (streamoverlay.go)
 }
 
 var _ journal.Store = (*Store)(nil)

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -93,6 +94,29 @@ func parseStreamBody(body []byte) (streamBody, error) {
 	return r, nil
 }
 
+// appendStreamMetaRecord appends the recStreamMeta record of the stream
+// name's meta raw (JSON) to dst.
+func appendStreamMetaRecord(dst []byte, name string, raw []byte) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, recStreamMeta)
+	dst = binary.AppendUvarint(dst, uint64(len(name)))
+	dst = append(dst, name...)
+	dst = append(dst, raw...)
+	return sealRecord(dst, start)
+}
+
+// parseStreamMetaBody decodes the body of a recStreamMeta record.
+func parseStreamMetaBody(body []byte) (name, raw []byte, err error) {
+	if len(body) < 1 || body[0] != recStreamMeta {
+		return nil, nil, errRecord
+	}
+	name, raw, ok := lenPrefixed(body[1:])
+	if !ok {
+		return nil, nil, errRecord
+	}
+	return name, raw, nil
+}
+
 // streamEntry is a stream_index value: the record's end offset in the
 // stream and its JSON message count (what a read answers without the
 // data), and where its record is in the log.
@@ -125,6 +149,8 @@ func decodeStreamEntry(v []byte) (streamEntry, bool) {
 // once the batch's place in the log is known (flush).
 type pendingStream struct {
 	key     []byte
+	prefix  int // of key: recordPrefix(name, gen)
+	index   uint64
 	end     uint64
 	count   uint32
 	rel     uint64 // in the writer's buffer
@@ -132,45 +158,103 @@ type pendingStream struct {
 	dropped bool   // its stream was dropped later in the batch
 }
 
-// streamCommit applies an opStreamCommit: the compare-and-set, the meta,
-// the records into the batch's buffer. A lost compare-and-set is the
-// request's answer and writes nothing.
+// batchMeta is a stream's meta as the batch leaves it.
+type batchMeta struct {
+	overlayMeta
+	gone bool // dropped by the batch
+}
+
+// streamVersion is the stored version of name as the batch sees it (0:
+// none), and its meta when it has one: the batch's own writes, then the
+// overlay, then bbolt.
+func (w *writer) streamVersion(name string) (journal.StreamMeta, uint64, error) {
+	var m journal.StreamMeta
+	if bm, ok := w.streamMetas[name]; ok {
+		if bm.gone {
+			return m, 0, nil
+		}
+		return m, bm.version, json.Unmarshal(bm.raw, &m)
+	}
+	if om, ok := w.s.overlay.meta(name); ok {
+		return m, om.version, json.Unmarshal(om.raw, &m)
+	}
+	var ok bool
+	var err error
+	if w.tx != nil {
+		m, ok, err = loadMeta(w.tx, name)
+	} else {
+		err = w.s.db.View(func(tx *bbolt.Tx) error {
+			m, ok, err = loadMeta(tx, name)
+			return err
+		})
+	}
+	if err != nil || !ok {
+		return m, 0, err
+	}
+	return m, m.Version, nil
+}
+
+// streamCommit applies an opStreamCommit: the compare-and-set, then the
+// records and the meta record into the batch's buffer; the meta into the
+// batch's transaction when it has one (else the overlay takes it once the
+// batch is durable, merge). A lost compare-and-set is the request's answer
+// and writes nothing.
 func (w *writer) streamCommit(r *request) error {
 	op := r.stream
-	if err := w.needTx(); err != nil {
-		return err
-	}
-	m, ok, err := loadMeta(w.tx, op.name)
+	_, cur, err := w.streamVersion(op.name)
 	if err != nil {
 		return err
-	}
-	var cur uint64
-	if ok {
-		cur = m.Version
 	}
 	if cur != op.version {
 		r.err = journal.ErrConflict
 		return nil
 	}
-	b, err := w.tx.CreateBucketIfNotExists(bucketStreams)
-	if err != nil {
-		return err
+	if w.streamMetas == nil {
+		w.streamMetas = map[string]*batchMeta{}
 	}
-	if err := b.Put([]byte(op.name), op.raw); err != nil {
-		return err
+	w.streamMetas[op.name] = &batchMeta{overlayMeta: overlayMeta{raw: op.raw, version: op.next.Version}}
+	if w.tx != nil {
+		if err := putStreamMeta(w.tx, op.name, op.raw); err != nil {
+			return err
+		}
 	}
 	for _, rec := range op.recs {
 		rel := uint64(len(w.buf))
 		w.buf = appendStreamRecord(w.buf, op.name, op.next.Gen, rec)
 		w.streams = append(w.streams, pendingStream{key: recordKey(op.name, op.next.Gen, rec.Index),
+			prefix: len(op.name) + len(op.next.Gen) + 2, index: rec.Index,
 			end: rec.End, count: uint32(rec.Count), rel: rel, n: uint64(len(w.buf)) - rel})
+	}
+	w.buf = appendStreamMetaRecord(w.buf, op.name, op.raw)
+	return nil
+}
+
+func putStreamMeta(tx *bbolt.Tx, name string, raw []byte) error {
+	b, err := tx.CreateBucketIfNotExists(bucketStreams)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(name), raw)
+}
+
+// writeBatchMetas puts the metas the batch wrote before it opened its
+// transaction (writer.needTx, after the overlay).
+func (w *writer) writeBatchMetas() error {
+	for name, bm := range w.streamMetas {
+		if bm.gone {
+			continue
+		}
+		if err := putStreamMeta(w.tx, name, bm.raw); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// streamDrop applies an opStreamDrop: the meta and every index entry of
-// the stream's generation go (its records are dead in the log, counted
-// out of their segments by merge).
+// streamDrop applies an opStreamDrop, in the batch's transaction (which
+// holds the overlay and the batch's earlier metas by then): the meta and
+// every index entry of the stream's generation go (its records are dead in
+// the log, counted out of their segments by merge).
 func (w *writer) streamDrop(r *request) error {
 	op := r.stream
 	if err := w.needTx(); err != nil {
@@ -191,6 +275,10 @@ func (w *writer) streamDrop(r *request) error {
 	if err := w.tx.Bucket(bucketStreams).Delete([]byte(op.name)); err != nil {
 		return err
 	}
+	if w.streamMetas == nil {
+		w.streamMetas = map[string]*batchMeta{}
+	}
+	w.streamMetas[op.name] = &batchMeta{gone: true}
 	prefix := recordPrefix(op.name, m.Gen)
 	for i := range w.streams {
 		if bytes.HasPrefix(w.streams[i].key, prefix) {
@@ -228,18 +316,39 @@ func (w *writer) flushStreams() error {
 		if p.dropped {
 			continue
 		}
-		ent := streamEntry{end: p.end, count: p.count, off: w.global(p.rel), n: uint32(p.n)}
-		if err := ib.Put(p.key, ent.encode()); err != nil {
+		if err := ib.Put(p.key, w.entry(p).encode()); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// entry is p's index entry, once the batch's place in the log is known.
+func (w *writer) entry(p pendingStream) streamEntry {
+	return streamEntry{end: p.end, count: p.count, off: w.global(p.rel), n: uint32(p.n)}
+}
+
 // mergeStreams counts the batch's stream records into the active segment
-// (a batch is written to one segment) and its dropped ones out of theirs.
-// It reports whether a segment may have lost its last live record.
+// (a batch is written to one segment) and its dropped ones out of theirs,
+// and hands the batch's stream writes to the overlay — or, when the batch
+// had a transaction, which wrote the overlay too, empties it. It reports
+// whether a segment may have lost its last live record.
 func (s *Store) mergeStreams(w *writer) (dropped bool) {
+	if w.tx != nil {
+		s.overlay.clear()
+	} else if len(w.streamMetas) > 0 {
+		metas := make(map[string]overlayMeta, len(w.streamMetas))
+		for name, bm := range w.streamMetas {
+			metas[name] = bm.overlayMeta // a batch without a transaction drops nothing
+		}
+		recs := make([]overlayRec, 0, len(w.streams))
+		prefixes := make([]string, 0, len(w.streams))
+		for _, p := range w.streams {
+			recs = append(recs, overlayRec{index: p.index, key: p.key, ent: w.entry(p)})
+			prefixes = append(prefixes, string(p.key[:p.prefix]))
+		}
+		s.overlay.add(metas, recs, prefixes)
+	}
 	a := s.log.active()
 	for _, p := range w.streams {
 		if !p.dropped {

@@ -19,14 +19,18 @@ import (
 // the event log (recStream records, streamrec.go), and bbolt's
 // stream_index bucket points at each one, under name, 0, generation, 0,
 // index (big-endian). A commit (the meta's compare-and-set and the records
-// it appends) is a write of the committer's batch, as a run's terminal
-// event is: the records are written and fdatasynced with the batch's other
-// records, then the meta and the index entries commit in the batch's bbolt
-// transaction, which records the log's new end; the commit is answered
-// after both. A crash between the two leaves a marked batch past the log's
-// end, which recovery cuts: an acknowledged append survives a crash, and a
-// producer's state never disagrees with the data. Commits of other streams
-// and run events that arrive meanwhile share the batch (one fdatasync).
+// it appends) is a write of the committer's batch: its records and a
+// recStreamMeta record with the new meta are written and fdatasynced with
+// the batch's other records, and it is answered after that. When the
+// batch opens a bbolt transaction anyway, the meta and the index entries
+// commit in it, as a run's terminal event does (a crash between the log
+// and bbolt leaves a marked batch past the log's end, which recovery
+// cuts); otherwise they wait in the overlay until a checkpoint
+// (streamoverlay.go), and a crash before it is repaired by replaying the
+// log. Either way an acknowledged append survives a crash and a
+// producer's state never disagrees with the data. Commits of other
+// streams and run events that arrive meanwhile share the batch (one
+// fdatasync). A drop always opens the transaction.
 var (
 	bucketStreams     = []byte("streams")
 	bucketStreamIndex = []byte("stream_index")
@@ -76,6 +80,9 @@ func loadMeta(tx *bbolt.Tx, name string) (journal.StreamMeta, bool, error) {
 // LoadStream implements journal.StreamStore.
 func (ss StreamStore) LoadStream(_ context.Context, name string) (journal.StreamMeta, error) {
 	var m journal.StreamMeta
+	if om, ok := ss.s.overlay.meta(name); ok {
+		return m, json.Unmarshal(om.raw, &m)
+	}
 	err := ss.s.view(func(tx *bbolt.Tx) error {
 		var ok bool
 		var err error
@@ -100,13 +107,29 @@ func (ss StreamStore) StreamRecords(_ context.Context, name, gen string, from, t
 	}
 	s.log.mu.RLock()
 	defer s.log.mu.RUnlock()
+	prefix := recordPrefix(name, gen)
+	// The overlay first: a checkpoint between the two reads moves its
+	// entries to bbolt, never away from both (streamoverlay.go).
+	newer := s.overlay.records(string(prefix), from, to)
 	var out []journal.StreamRecord
+	read := func(i uint64, ent streamEntry) error {
+		body, _, err := s.log.body(ent.off)
+		if err != nil {
+			return fmt.Errorf("journal/bolt: stream %q, record %d: %w", name, i, err)
+		}
+		r, err := parseStreamBody(body)
+		if err != nil || string(r.name) != name || string(r.gen) != gen || r.index != i {
+			return fmt.Errorf("journal/bolt: stream %q: record %d at offset %d is another record", name, i, ent.off)
+		}
+		out = append(out, journal.StreamRecord{Index: i, End: ent.end, Count: int(ent.count),
+			Data: bytes.Clone(r.data)})
+		return nil
+	}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketStreamIndex)
 		if b == nil {
 			return nil
 		}
-		prefix := recordPrefix(name, gen)
 		c := b.Cursor()
 		for k, v := c.Seek(recordKey(name, gen, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			i := binary.BigEndian.Uint64(k[len(prefix):])
@@ -117,20 +140,24 @@ func (ss StreamStore) StreamRecords(_ context.Context, name, gen string, from, t
 			if !ok {
 				return fmt.Errorf("journal/bolt: stream %q: the index entry of record %d is cut short", name, i)
 			}
-			body, _, err := s.log.body(ent.off)
-			if err != nil {
-				return fmt.Errorf("journal/bolt: stream %q, record %d: %w", name, i, err)
+			if err := read(i, ent); err != nil {
+				return err
 			}
-			r, err := parseStreamBody(body)
-			if err != nil || string(r.name) != name || string(r.gen) != gen || r.index != i {
-				return fmt.Errorf("journal/bolt: stream %q: record %d at offset %d is another record", name, i, ent.off)
-			}
-			out = append(out, journal.StreamRecord{Index: i, End: ent.end, Count: int(ent.count),
-				Data: bytes.Clone(r.data)})
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range newer {
+		if len(out) > 0 && r.index <= out[len(out)-1].Index {
+			continue // in bbolt too by now
+		}
+		if err := read(r.index, r.ent); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // CommitStream implements journal.StreamStore.
@@ -163,21 +190,38 @@ func (ss StreamStore) submit(ctx context.Context, r *request) error {
 
 // ExpiringStreams implements journal.StreamStore.
 func (ss StreamStore) ExpiringStreams(_ context.Context) ([]string, error) {
+	newer := ss.s.overlay.names()
 	var out []string
+	listed := map[string]bool{}
+	expiring := func(raw []byte) bool {
+		var m journal.StreamMeta
+		return json.Unmarshal(raw, &m) == nil && m.Expiring()
+	}
 	err := ss.s.view(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketStreams)
 		if b == nil {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
-			var m journal.StreamMeta
-			if json.Unmarshal(v, &m) == nil && m.Expiring() {
+			if raw, ok := newer[string(k)]; ok {
+				v = raw
+			}
+			if expiring(v) {
 				out = append(out, string(k))
+				listed[string(k)] = true
 			}
 			return nil
 		})
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for name, raw := range newer {
+		if expiring(raw) && !listed[name] {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 // SubscribeStream implements journal.StreamStore.

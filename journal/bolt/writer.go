@@ -34,8 +34,9 @@ type writer struct {
 	marked    bool   // the output starts with markerRecord
 	free      []*runState
 
-	streams     []pendingStream // the batch's durable-stream records (streamrec.go)
-	deadStreams []streamEntry   // the records of the streams it drops
+	streams     []pendingStream       // the batch's durable-stream records (streamrec.go)
+	deadStreams []streamEntry         // the records of the streams it drops
+	streamMetas map[string]*batchMeta // the stream metas it writes
 }
 
 // runState is a run as the batch sees it.
@@ -100,6 +101,7 @@ func (w *writer) end() {
 	clear(w.sessCache)
 	clear(w.streams)
 	w.streams, w.deadStreams = w.streams[:0], w.deadStreams[:0]
+	clear(w.streamMetas)
 	if cap(w.buf) > maxKeptBuf {
 		w.buf = nil
 	}
@@ -115,7 +117,12 @@ func (w *writer) needTx() error {
 		return err
 	}
 	w.tx = tx
-	return nil
+	// The stream writes bbolt does not hold yet: the overlay's, then the
+	// batch's own before now (streamoverlay.go).
+	if err := w.s.overlay.writeTo(tx); err != nil {
+		return err
+	}
+	return w.writeBatchMetas()
 }
 
 // bucket returns a top-level bucket of the transaction, opening both on
