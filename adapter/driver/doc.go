@@ -4,7 +4,8 @@
 // Reattacher),
 // the Execution a driver emits a run's events through, its prompts
 // (Approval, Clarify and the pending forms), the session's Transcript (with
-// each turn's attachments: AttachedTranscript), and
+// each turn's attachments and its run's tool calls: AttachedTranscript;
+// with the tool calls as text: ToolTranscript), and
 // the ends a driver reports (Error, Cancelled).
 //
 // Guarantees to a driver: every event it emits is journaled (the journal

@@ -21,13 +21,39 @@ type Turn struct {
 }
 
 // AttachedTurn is a Turn with the attachments its run's start carried
-// (user turns only; none for an imported history). A driver that passes
-// attachments (protocol.CapAttachments) sends them again with the message
-// they came with; in JSON they follow role and content, and are left out
+// (user turns only; none for an imported history) and the tool calls its
+// run reported. A driver that passes attachments (protocol.CapAttachments)
+// sends them again with the message they came with. The tool calls are on
+// the run's assistant turn, or on its user turn when the run streamed no
+// text (it has no assistant turn), so the turns are the same with or
+// without them. In JSON both follow role and content, and are left out
 // when there are none.
 type AttachedTurn struct {
 	Turn
 	Attachments []protocol.Attachment `json:"attachments,omitempty"`
+	ToolCalls   []ToolCall            `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is one tool call of an earlier run as the journal recorded it
+// (redacted): its tool.started's id, name and args, and its tool.done, if
+// it came, as Done.
+type ToolCall struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+	Args       json.RawMessage `json:"args"`
+	// Done is the call's end; nil when the run ended before the tool did.
+	Done *ToolDone `json:"done,omitempty"`
+	// At is where the call started in its turn's Content: the bytes of
+	// text the run had streamed before it (0 on a user turn).
+	At int `json:"-"`
+}
+
+// ToolDone is a tool call's end: its tool.done but the id.
+type ToolDone struct {
+	Status     string          `json:"status"`
+	DurationMS int64           `json:"duration_ms"`
+	Error      bool            `json:"error"`
+	Result     json.RawMessage `json:"result"`
 }
 
 // Transcript returns the conversation of the session's runs before this
@@ -41,7 +67,9 @@ func (x *Execution) Transcript(ctx context.Context) ([]Turn, error) {
 }
 
 // AttachedTranscript is Transcript with each user turn's attachments (its
-// run's start request's, as the journal stored them: redacted).
+// run's start request's, as the journal stored them: redacted) and each
+// run's tool calls with their ends (AttachedTurn.ToolCalls), for a driver
+// that sends them in its runtime's own form.
 func (x *Execution) AttachedTranscript(ctx context.Context) ([]AttachedTurn, error) {
 	reg, ok := x.log.(interface {
 		Session(ctx context.Context, id string) (journal.SessionMeta, error)
@@ -143,6 +171,8 @@ func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 		var user string
 		var answer strings.Builder
 		names := map[string]string{} // tool call id → name
+		var calls []ToolCall
+		open := map[string]int{} // tool call id → index in calls
 		err = journal.ReadAll(ctx, l, rid, 0, func(e protocol.Envelope) error {
 			switch e.Type {
 			case protocol.EventRunStarted:
@@ -157,14 +187,26 @@ func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 				}
 			case protocol.EventToolStarted:
 				var p protocol.ToolStartedPayload
-				if tools && json.Unmarshal(e.Payload, &p) == nil {
+				switch {
+				case json.Unmarshal(e.Payload, &p) != nil:
+				case tools:
 					names[p.ToolCallID] = p.Name
 					toolLine(&answer, p.Name, "", p.Args)
+				default:
+					open[p.ToolCallID] = len(calls)
+					calls = append(calls, ToolCall{ToolCallID: p.ToolCallID, Name: p.Name, Args: p.Args, At: answer.Len()})
 				}
 			case protocol.EventToolDone:
 				var p protocol.ToolDonePayload
-				if tools && json.Unmarshal(e.Payload, &p) == nil {
+				switch {
+				case json.Unmarshal(e.Payload, &p) != nil:
+				case tools:
 					toolLine(&answer, names[p.ToolCallID], " "+p.Status, p.Result)
+				default:
+					if i, ok := open[p.ToolCallID]; ok {
+						delete(open, p.ToolCallID)
+						calls[i].Done = &ToolDone{Status: p.Status, DurationMS: p.DurationMS, Error: p.Error, Result: p.Result}
+					}
 				}
 			}
 			return nil
@@ -183,6 +225,10 @@ func sessionTranscript(ctx context.Context, l journal.Log, reg interface {
 		}
 		if answer.Len() > 0 {
 			turns = append(turns, AttachedTurn{Turn: Turn{Role: "assistant", Content: answer.String()}})
+		}
+		if len(calls) > 0 && (user != "" || answer.Len() > 0) {
+			// The run's assistant turn, else its user turn (At is then 0).
+			turns[len(turns)-1].ToolCalls = calls
 		}
 	}
 	return turns, imported, nil
@@ -204,6 +250,10 @@ func toolLine(b *strings.Builder, name, status string, data json.RawMessage) {
 	}
 	b.WriteString("]\n")
 }
+
+// JSONText is a tool call's args or result as one line of text: a JSON
+// string's own text, else the compacted JSON ("" for invalid JSON).
+func JSONText(data json.RawMessage) string { return compactJSON(data) }
 
 // compactJSON is data as one line: a JSON string's own text, else the
 // compacted JSON.

@@ -111,7 +111,11 @@ type StartLine struct {
 	// reads nothing on the client's behalf.
 	Attachments []protocol.Attachment `json:"attachments,omitempty"`
 	// History is the session's earlier turns, each user turn with the
-	// attachments of its start.
+	// attachments of its start, and each run's tool calls with their ends
+	// (tool_calls: what its tool.started and tool.done lines said) on its
+	// assistant turn, or its user turn when it streamed no text. Fields
+	// are only ever added to a turn: a command that reads role and content
+	// alone sees what it always did.
 	History []driver.AttachedTurn `json:"history"`
 }
 
