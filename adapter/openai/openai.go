@@ -267,7 +267,8 @@ func (d *Driver) complete(ctx context.Context, body chatRequest, em emitter, tim
 // messages builds the conversation: instructions, the session's earlier
 // turns, the run's message. A user turn with attachments (this run's, or
 // an earlier run's, sent again as the model saw them) is content parts
-// (userMessage).
+// (userMessage); an earlier run's tool calls and results are assistant
+// tool_calls and tool messages (turnMessages).
 func (d *Driver) messages(ctx context.Context, x *driver.Execution) ([]Message, error) {
 	turns, err := x.AttachedTranscript(ctx)
 	if err != nil {
@@ -281,11 +282,7 @@ func (d *Driver) messages(ctx context.Context, x *driver.Execution) ([]Message, 
 		msgs = append(msgs, Message{Role: "system", Content: d.cfg.Instructions})
 	}
 	for _, t := range turns {
-		if t.Role == "user" {
-			msgs = append(msgs, userMessage(t.Content, t.Attachments))
-			continue
-		}
-		msgs = append(msgs, Message{Role: t.Role, Content: t.Content})
+		msgs = append(msgs, turnMessages(t)...)
 	}
 	return append(msgs, userMessage(x.Request.Message, x.Request.Attachments)), nil
 }

@@ -95,6 +95,15 @@ const (
 	doneLine    = "data: [DONE]\n"
 )
 
+// brief is messages as "[{role content} …]".
+func brief(msgs []Message) string {
+	parts := make([]string, len(msgs))
+	for i, m := range msgs {
+		parts[i] = fmt.Sprintf("{%s %v}", m.Role, m.Content)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
 func jsonStr(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -199,7 +208,7 @@ func TestFullRun_EventByEvent(t *testing.T) {
 	if r.Model != "m-test" || !r.Stream || !r.StreamOptions.IncludeUsage {
 		t.Errorf("request = %+v", r)
 	}
-	if got, want := fmt.Sprint(r.Messages), "[{system Be brief.} {user hi there}]"; got != want {
+	if got, want := brief(r.Messages), "[{system Be brief.} {user hi there}]"; got != want {
 		t.Errorf("messages %s, want %s", got, want)
 	}
 
@@ -210,7 +219,7 @@ func TestFullRun_EventByEvent(t *testing.T) {
 	ev2 := h.Events(rid2, 10*time.Second)
 	drivertest.Terminal(t, ev2, protocol.EventDone)
 	reqs, _ = f.requests()
-	if got, want := fmt.Sprint(reqs[1].Messages), "[{system Be brief.} {user hi there} {assistant Hello!} {user and again}]"; got != want {
+	if got, want := brief(reqs[1].Messages), "[{system Be brief.} {user hi there} {assistant Hello!} {user and again}]"; got != want {
 		t.Errorf("second run's messages\n got %s\nwant %s", got, want)
 	}
 	if reqs[1].Model != "m-other" {
@@ -496,7 +505,7 @@ func TestNoKey_NoAuthorizationHeader(t *testing.T) {
 	h := setup(t, f, func(c *Config) { c.APIKey, c.APIKeyEnv, c.Instructions = profile.Secret{}, "", "" })
 	drivertest.Terminal(t, h.Events(start(h, "", "hi"), 10*time.Second), protocol.EventDone)
 	reqs, auths := f.requests()
-	if auths[0] != "" || fmt.Sprint(reqs[0].Messages) != "[{user hi}]" {
+	if auths[0] != "" || brief(reqs[0].Messages) != "[{user hi}]" {
 		t.Errorf("auth %q, messages %v", auths[0], reqs[0].Messages)
 	}
 }

@@ -13,11 +13,16 @@ import (
 )
 
 // Message is one chat message sent upstream: a turn of the conversation
-// (role system, user or assistant). Content is a string, or for a user
-// message with attachments its content parts (TextPart, ImagePart).
+// (role system, user, assistant or tool). Content is a string, or for a
+// user message with attachments its content parts (TextPart, ImagePart),
+// or null for an assistant message of tool calls only. ToolCalls and
+// ToolCallID are an earlier run's tool calls and results (history.go),
+// left out of every other message.
 type Message struct {
-	Role    string `json:"role"`
-	Content any    `json:"content"`
+	Role       string     `json:"role"`
+	Content    any        `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
 // TextPart is a content part of text.
