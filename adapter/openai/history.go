@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/runhub/runhub/adapter/driver"
@@ -36,8 +37,9 @@ const noResult = "no result: the run ended before the tool did"
 // none) and their tool_calls, a tool message per call with its
 // tool_call_id and result, and so on, then an assistant message with the
 // rest of the text. A user turn with tool calls (its run streamed no text)
-// is its message, then those calls.
-func turnMessages(t driver.AttachedTurn) []Message {
+// is its message, then those calls. ids gives each call the id it goes by
+// (uniqueIDs).
+func turnMessages(t driver.AttachedTurn, ids func(string) string) []Message {
 	var out []Message
 	text := t.Content
 	if t.Role == "user" {
@@ -58,13 +60,15 @@ func turnMessages(t driver.AttachedTurn) []Message {
 			content = text[pos:at]
 		}
 		m := Message{Role: "assistant", Content: content}
-		for _, c := range calls[:n] {
-			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ToolCallID, Type: "function",
+		callIDs := make([]string, n)
+		for i, c := range calls[:n] {
+			callIDs[i] = ids(c.ToolCallID)
+			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: callIDs[i], Type: "function",
 				Function: FunctionCall{Name: toolName(c.Name), Arguments: arguments(c.Args)}})
 		}
 		out = append(out, m)
-		for _, c := range calls[:n] {
-			out = append(out, Message{Role: "tool", ToolCallID: c.ToolCallID, Content: toolResult(c.Done)})
+		for i, c := range calls[:n] {
+			out = append(out, Message{Role: "tool", ToolCallID: callIDs[i], Content: toolResult(c.Done)})
 		}
 		pos, calls = at, calls[n:]
 	}
@@ -72,6 +76,25 @@ func turnMessages(t driver.AttachedTurn) []Message {
 		out = append(out, Message{Role: "assistant", Content: text[pos:]})
 	}
 	return out
+}
+
+// uniqueIDs returns the ids the calls of one conversation go by: a run's
+// tool_call_id as it came, unless an earlier call of the conversation had
+// it (each run numbers its own calls: t1, t2…), then with _2, _3… added,
+// so that every tool message answers one call; a call without an id is
+// call_1, call_2….
+func uniqueIDs() func(string) string {
+	seen := map[string]int{}
+	return func(id string) string {
+		if id == "" {
+			id = "call"
+		}
+		seen[id]++
+		if n := seen[id]; n > 1 || id == "call" {
+			return id + "_" + strconv.Itoa(n)
+		}
+		return id
+	}
 }
 
 // toolName is a tool's name as the API takes a function's: letters,

@@ -81,8 +81,8 @@ func TestHistory_ToolCallsInOpenAIForm(t *testing.T) {
 		{"role":"assistant","content":"two files"},
 		{"role":"user","content":"clean up"},
 		{"role":"assistant","content":null,"tool_calls":[
-			{"id":"t1","type":"function","function":{"name":"rm","arguments":"{\"path\":\"build/a\"}"}}]},
-		{"role":"tool","content":"failed: permission denied","tool_call_id":"t1"},
+			{"id":"t1_2","type":"function","function":{"name":"rm","arguments":"{\"path\":\"build/a\"}"}}]},
+		{"role":"tool","content":"failed: permission denied","tool_call_id":"t1_2"},
 		{"role":"user","content":"and now?"}]`)
 }
 

@@ -281,8 +281,9 @@ func (d *Driver) messages(ctx context.Context, x *driver.Execution) ([]Message, 
 	if d.cfg.Instructions != "" {
 		msgs = append(msgs, Message{Role: "system", Content: d.cfg.Instructions})
 	}
+	ids := uniqueIDs()
 	for _, t := range turns {
-		msgs = append(msgs, turnMessages(t)...)
+		msgs = append(msgs, turnMessages(t, ids)...)
 	}
 	return append(msgs, userMessage(x.Request.Message, x.Request.Attachments)), nil
 }
