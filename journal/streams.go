@@ -23,7 +23,10 @@ type Streams interface {
 	CreateStream(ctx context.Context, name string, c StreamCreate) (info StreamInfo, created bool, err error)
 	// AppendStream appends a's records (and/or closes the stream), checking
 	// the producer, the writer sequence, the content type, the closed flag
-	// and the size bound atomically with the append.
+	// and the size bound atomically with the append. Once it has answered,
+	// nothing refers to a.Data any more (the caller may reuse it), unless
+	// the answer is a context error: the write may then still be queued
+	// with it. CreateStream keeps to the same rule for c.Initial's data.
 	AppendStream(ctx context.Context, name string, a StreamAppend) (StreamAppendResult, error)
 	// ReadStream returns the records after the record index after, at most
 	// maxBytes of data (at least one record when there is one). touch

@@ -107,8 +107,9 @@ func (o *Options) setDefaults() {
 // which ends with the core's context; Close ends it sooner and waits for
 // it.
 type Edge struct {
-	opts Options
-	core Core
+	opts   Options
+	core   Core
+	bodies bodyPool // large request bodies' buffers (body.go)
 
 	mu     sync.Mutex
 	cancel context.CancelFunc

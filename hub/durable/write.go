@@ -54,10 +54,13 @@ func (d *Edge) create(c echo.Context, name string) error {
 	if ct == "" && fork == nil {
 		ct = defaultContentType
 	}
-	body, err := readBody(r, d.opts.MaxAppendBytes)
+	rb, err := d.readBody(r, d.opts.MaxAppendBytes)
 	if err != nil {
 		return d.fail(c, err)
 	}
+	var jerr error // the journal's answer: rb's buffer is free after it
+	defer func() { rb.release(jerr) }()
+	body := rb.data
 	req := journal.StreamCreate{Owner: p.Subject, ContentType: ct, TTL: ttl, HasTTL: hasTTL, ExpiresAt: expiresAt,
 		Closed: isTrue(r.Header, "Stream-Closed"), Fork: fork}
 	if fork != nil {
@@ -81,6 +84,7 @@ func (d *Edge) create(c echo.Context, name string) error {
 		req.Initial = rec
 	}
 	info, created, err := d.opts.Streams.CreateStream(r.Context(), name, req)
+	jerr = err
 	if err != nil {
 		return d.fail(c, err)
 	}
@@ -188,10 +192,13 @@ func (d *Edge) append(c echo.Context, name string) error {
 	if err != nil {
 		return d.fail(c, err)
 	}
-	body, err := readBody(r, d.opts.MaxAppendBytes)
+	rb, err := d.readBody(r, d.opts.MaxAppendBytes)
 	if err != nil {
 		return d.fail(c, err)
 	}
+	var jerr error // the journal's answer: rb's buffer is free after it
+	defer func() { rb.release(jerr) }()
+	body := rb.data
 	if len(body) == 0 && !closing {
 		return d.fail(c, badRequest("an append needs a body (or Stream-Closed: true to close)"))
 	}
@@ -216,6 +223,7 @@ func (d *Edge) append(c echo.Context, name string) error {
 		}
 	}
 	res, err := d.opts.Streams.AppendStream(r.Context(), name, a)
+	jerr = err
 	if err != nil {
 		return d.fail(c, err)
 	}
