@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/runhub/runhub/journal"
@@ -329,40 +328,38 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 		}
 		w.end()
 	}()
-	if n := batchBytes(batch); n > 0 {
-		// Stream data: the buffer grows once, not by doubling through it.
-		w.buf = slices.Grow(w.buf, n+len(batch)*streamRecordOverhead)
-	}
 	for _, r := range batch {
 		if err := w.apply(r); err != nil {
 			return err
 		}
 	}
-	out := w.buf[len(markerRecord):]
-	if w.tx != nil && len(out) > 0 {
-		out, w.marked = w.buf, true // records and bbolt: mark the batch
+	skip := len(markerRecord)
+	size := uint64(len(w.buf)-skip) + w.extBytes() // the records, stream data included
+	if w.tx != nil && size > 0 {
+		skip, w.marked = 0, true // records and bbolt: mark the batch
+		size += uint64(len(markerRecord))
 	}
-	if len(out) > 0 {
-		if w.start, err = s.log.reserve(uint64(len(out))); err != nil {
+	if size > 0 {
+		if w.start, err = s.log.reserve(size); err != nil {
 			return err
 		}
 	} else {
 		w.start = s.log.end()
 	}
 	if w.tx != nil {
-		if err := w.flush(w.start + uint64(len(out))); err != nil {
+		if err := w.flush(w.start + size); err != nil {
 			return err
 		}
 	}
 	from := s.log.active().size.Load()
-	if len(out) > 0 {
+	if size > 0 {
 		write := s.log.write
 		if s.opts.SyncEvery > 0 && w.tx == nil && len(w.streamMetas) == 0 {
 			// Events only: synced within SyncEvery. A durable stream's
 			// append is acknowledged once fdatasynced, whatever SyncEvery.
 			write = s.log.writeLazy
 		}
-		wedge, err := write(out)
+		wedge, err := write(w.parts(skip)...)
 		if wedge != nil {
 			s.wedged = fmt.Errorf("%w: the event log cannot be repaired until reopened: %v", journal.ErrUnavailable, wedge)
 		}
@@ -381,7 +378,7 @@ func (s *Store) commitBatch(w *writer, batch []*request) (err error) {
 		}
 		if err := w.tx.Commit(); err != nil {
 			w.tx = nil // rolled back by the failed commit
-			if len(out) > 0 {
+			if size > 0 {
 				if cerr := s.log.cut(from); cerr != nil {
 					s.wedged = fmt.Errorf("%w: the event log cannot be repaired until reopened: %v", journal.ErrUnavailable, cerr)
 				}

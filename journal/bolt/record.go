@@ -62,6 +62,16 @@ func appendEventRecord(dst []byte, kind byte, key string, e *protocol.Envelope) 
 	return sealRecord(dst, start)
 }
 
+// sealRecordWith fills the header of the record whose body is dst[start+
+// recHeader:] followed by data, which the caller writes after it.
+func sealRecordWith(dst []byte, start int, data []byte) []byte {
+	body := dst[start+recHeader:]
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(body)+len(data)))
+	crc := crc32.Update(crc32.Checksum(body, castagnoli), castagnoli, data)
+	binary.LittleEndian.PutUint32(dst[start+4:], crc)
+	return dst
+}
+
 // sealRecord fills the header of the record that starts at dst[start:].
 func sealRecord(dst []byte, start int) []byte {
 	body := dst[start+recHeader:]

@@ -359,37 +359,45 @@ func (l *segLog) zeroAhead(a *segment, n uint64) {
 	}
 }
 
-// write appends b to the active segment and, unless noSync, fdatasyncs it.
-// On failure it cuts the segment back to where it was; an error from that
-// too is returned as a wedge: the log holds bytes it must not keep.
-func (l *segLog) write(b []byte) (wedged, err error) {
+// write appends parts (one record buffer, or a batch's buffer with the
+// durable-stream data it points at between its pieces) to the active
+// segment and, unless noSync, fdatasyncs it. On failure it cuts the
+// segment back to where it was; an error from that too is returned as a
+// wedge: the log holds bytes it must not keep.
+func (l *segLog) write(parts ...[]byte) (wedged, err error) {
+	return l.writeParts(!l.noSync, parts)
+}
+
+// writeLazy appends parts to the active segment without fdatasync: they
+// are in the file (a crash of the process loses nothing) and sync makes
+// them durable against a crash of the machine.
+func (l *segLog) writeLazy(parts ...[]byte) (wedged, err error) {
+	wedged, err = l.writeParts(false, parts)
+	if err == nil {
+		l.dirty = !l.noSync
+	}
+	return wedged, err
+}
+
+func (l *segLog) writeParts(sync bool, parts [][]byte) (wedged, err error) {
 	a := l.active()
-	l.zeroAhead(a, uint64(len(b)))
-	if _, err = a.f.WriteAt(b, int64(a.size.Load())); err == nil && !l.noSync {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	l.zeroAhead(a, uint64(n))
+	err = writeAt(a.f, parts, int64(a.size.Load()))
+	if err == nil && sync {
 		err = l.syncFile(a.f)
 	}
 	if err != nil {
 		return l.cut(a.size.Load()), err
 	}
-	a.zeroed = max(a.zeroed, a.size.Add(uint64(len(b))))
-	if !l.noSync {
+	a.zeroed = max(a.zeroed, a.size.Add(uint64(n)))
+	if sync {
 		l.dirty = false
 		l.syncs.Add(1)
 	}
-	return nil, nil
-}
-
-// writeLazy appends b to the active segment without fdatasync: it is in
-// the file (a crash of the process loses nothing) and sync makes it
-// durable against a crash of the machine.
-func (l *segLog) writeLazy(b []byte) (wedged, err error) {
-	a := l.active()
-	l.zeroAhead(a, uint64(len(b)))
-	if _, err = a.f.WriteAt(b, int64(a.size.Load())); err != nil {
-		return l.cut(a.size.Load()), err
-	}
-	a.zeroed = max(a.zeroed, a.size.Add(uint64(len(b))))
-	l.dirty = !l.noSync
 	return nil, nil
 }
 

@@ -241,3 +241,50 @@ func TestStreams_RecordPastTheBound(t *testing.T) {
 		t.Fatalf("the refused commit left a stream: %v", err)
 	}
 }
+
+// Stream data is written from where the append carried it, between the
+// batch's records: batches that mix run events with stream records place
+// both where their offsets say, before and after a reopen.
+func TestStreams_DataBetweenEventsInABatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	s := mustOpen(t, path, Options{NoSync: true})
+	ctx := context.Background()
+	ss := s.Streams(journal.StreamLimits{MaxStreamBytes: 1 << 30})
+	var wg sync.WaitGroup
+	for w := range 6 {
+		name, sid, rid := fmt.Sprint("mix-", w), fmt.Sprint("ms", w), fmt.Sprint("mr", w)
+		if _, _, err := ss.CreateStream(ctx, name, journal.StreamCreate{Owner: "o", ContentType: "text/plain"}); err != nil {
+			t.Fatal(err)
+		}
+		mustBegin(t, s, sid, rid)
+		wg.Go(func() {
+			for i := range 40 {
+				appendText(t, ss, name, fmt.Sprintf("%s:%02d:%s;", name, i, strings.Repeat("x", 1000+w)))
+			}
+		})
+		wg.Go(func() { appendTokens(t, s, sid, rid, 1, 40) })
+	}
+	wg.Wait()
+	check := func(s *Store) {
+		t.Helper()
+		ss := s.Streams(journal.StreamLimits{MaxStreamBytes: 1 << 30})
+		for w := range 6 {
+			name := fmt.Sprint("mix-", w)
+			want := ""
+			for i := range 40 {
+				want += fmt.Sprintf("%s:%02d:%s;", name, i, strings.Repeat("x", 1000+w))
+			}
+			if got := readText(t, ss, name); got != want {
+				t.Fatalf("%s reads %d bytes, want %d", name, len(got), len(want))
+			}
+			checkRun(t, s, fmt.Sprint("mr", w), 40, true)
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, path, Options{NoSync: true})
+	defer s.Close()
+	check(s)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"go.etcd.io/bbolt"
 
@@ -45,6 +46,13 @@ type streamBody struct {
 // appendStreamRecord appends the record of r, of the stream name's
 // generation gen, to dst.
 func appendStreamRecord(dst []byte, name, gen string, r journal.StreamRecord) []byte {
+	return append(appendStreamHead(dst, name, gen, r), r.Data...)
+}
+
+// appendStreamHead appends the record of r but its data, which is to
+// follow it in the log: the committer writes the data from where it is
+// (writer.extData), not copied into its buffer.
+func appendStreamHead(dst []byte, name, gen string, r journal.StreamRecord) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, recStream)
 	dst = binary.AppendUvarint(dst, uint64(len(name)))
@@ -54,8 +62,7 @@ func appendStreamRecord(dst []byte, name, gen string, r journal.StreamRecord) []
 	dst = binary.AppendUvarint(dst, r.Index)
 	dst = binary.AppendUvarint(dst, r.End)
 	dst = binary.AppendUvarint(dst, uint64(r.Count))
-	dst = append(dst, r.Data...)
-	return sealRecord(dst, start)
+	return sealRecordWith(dst, start, r.Data)
 }
 
 // streamRecordLen bounds the body length of r's record (as maxRecord
@@ -63,11 +70,6 @@ func appendStreamRecord(dst []byte, name, gen string, r journal.StreamRecord) []
 func streamRecordLen(name, gen string, r journal.StreamRecord) int {
 	return 1 + 5*binary.MaxVarintLen64 + len(name) + len(gen) + len(r.Data)
 }
-
-// streamRecordOverhead is about what a stream record adds to its data
-// (its header and fields, a name of ~64 bytes): a batch's buffer is grown
-// by it per write.
-const streamRecordOverhead = recHeader + 1 + 5*binary.MaxVarintLen64 + 64 + 16
 
 // parseStreamBody decodes the body of a recStream record.
 func parseStreamBody(body []byte) (streamBody, error) {
@@ -220,10 +222,12 @@ func (w *writer) streamCommit(r *request) error {
 	}
 	for _, rec := range op.recs {
 		rel := uint64(len(w.buf))
-		w.buf = appendStreamRecord(w.buf, op.name, op.next.Gen, rec)
+		w.buf = appendStreamHead(w.buf, op.name, op.next.Gen, rec)
+		n := uint64(len(w.buf)) - rel + uint64(len(rec.Data))
+		w.addExt(rec.Data)
 		w.streams = append(w.streams, pendingStream{key: recordKey(op.name, op.next.Gen, rec.Index),
 			prefix: len(op.name) + len(op.next.Gen) + 2, index: rec.Index,
-			end: rec.End, count: uint32(rec.Count), rel: rel, n: uint64(len(w.buf)) - rel})
+			end: rec.End, count: uint32(rec.Count), rel: rel, n: n})
 	}
 	w.buf = appendStreamMetaRecord(w.buf, op.name, op.raw)
 	return nil
@@ -385,4 +389,48 @@ func (s *Store) countStreams(tx *bbolt.Tx) error {
 		seg.liveBytes += uint64(ent.n)
 		return nil
 	})
+}
+
+// extData is stream data the batch writes after the buffer's first at
+// bytes (and before the rest), from where the write carried it; cum is
+// the data's length up to and with this piece.
+type extData struct {
+	at   int
+	data []byte
+	cum  uint64
+}
+
+// addExt puts data in the log after the buffer as it is now.
+func (w *writer) addExt(data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	var cum uint64
+	if n := len(w.ext); n > 0 {
+		cum = w.ext[n-1].cum
+	}
+	w.ext = append(w.ext, extData{at: len(w.buf), data: data, cum: cum + uint64(len(data))})
+}
+
+// extBefore is the length of the data placed before buffer index rel.
+func (w *writer) extBefore(rel uint64) uint64 {
+	i := sort.Search(len(w.ext), func(i int) bool { return uint64(w.ext[i].at) > rel })
+	if i == 0 {
+		return 0
+	}
+	return w.ext[i-1].cum
+}
+
+// extBytes is the length of all the batch's placed data.
+func (w *writer) extBytes() uint64 { return w.extBefore(uint64(len(w.buf))) }
+
+// parts is the batch's output from buffer index from: the buffer's pieces
+// with the placed data between them.
+func (w *writer) parts(from int) [][]byte {
+	out := make([][]byte, 0, 2*len(w.ext)+1)
+	for _, x := range w.ext {
+		out = append(out, w.buf[from:x.at], x.data)
+		from = x.at
+	}
+	return append(out, w.buf[from:])
 }

@@ -37,6 +37,7 @@ type writer struct {
 	streams     []pendingStream       // the batch's durable-stream records (streamrec.go)
 	deadStreams []streamEntry         // the records of the streams it drops
 	streamMetas map[string]*batchMeta // the stream metas it writes
+	ext         []extData             // the stream data it writes, where it is (streamrec.go)
 }
 
 // runState is a run as the batch sees it.
@@ -72,10 +73,9 @@ type sessState struct {
 	dirty bool
 }
 
-// maxKeptBuf is the largest record buffer kept from one batch to the next:
-// one that holds a batch of stream data (maxBatchBytes), so that large
-// appends do not allocate (and clear) a new one per batch.
-const maxKeptBuf = maxBatchBytes + 1<<20
+// maxKeptBuf is the largest record buffer kept from one batch to the next
+// (durable streams' data is not copied into it: writer.ext).
+const maxKeptBuf = 4 << 20
 
 func newWriter(s *Store) *writer {
 	return &writer{s: s, runCache: make(map[string]*runState), sessCache: make(map[string]*sessState)}
@@ -102,6 +102,8 @@ func (w *writer) end() {
 	clear(w.streams)
 	w.streams, w.deadStreams = w.streams[:0], w.deadStreams[:0]
 	clear(w.streamMetas)
+	clear(w.ext)
+	w.ext = w.ext[:0]
 	if cap(w.buf) > maxKeptBuf {
 		w.buf = nil
 	}
@@ -169,6 +171,7 @@ func (w *writer) apply(r *request) error {
 // (with its marker when the batch has a transaction and records, without
 // otherwise).
 func (w *writer) global(rel uint64) uint64 {
+	rel += w.extBefore(rel)
 	if w.marked {
 		return w.start + rel
 	}
