@@ -156,6 +156,9 @@ func (s *cfSock) handle(msg []byte, now int64, lats []int64) []int64 {
 			ck.event(&ev)
 			pubs++
 			lats = append(lats, now-ev.CreatedUS)
+			if s.g.cfg.FullDecode {
+				decodeWhole(line)
+			}
 		case cfDisconnect:
 			c.errorMsgs.Add(1)
 			s.g.noteErr(fmt.Sprintf("centrifugo push on %s: %d %s", l.Channel, l.ErrCode, l.ErrMsg))

@@ -81,39 +81,43 @@ func writeMarkdown(out io.Writer, h compareHeader, rows []*benchRow) {
 		"socket *t* subscribes to channel *t* mod %d; %d publishers each send one `/api/batch` request (one publish per stream it owns) every %d ms; "+
 		"the data is an event envelope shaped like the hub's `token.delta` (same fields, ids of the same length).\n",
 		h.Centrifugo, procsLabel(c.CFProcs), c.CFHistory, c.CFHistoryTTL, c.Runs, c.CFPublishers, c.TokenMS)
+	if c.FullDecode {
+		w("- Client: every socket of both servers also decodes each event's whole message with encoding/json into a generic value after timing it (`-full-decode`), as a client that reads every field would.\n")
+	}
 	if len(floorRows) > 0 {
 		w("- Floor: loadtest/floorhub, which encodes each event once and writes it to each focusing socket with one write system call: " +
 			"no journal, no queue, no statuses; what one write per delivery costs on this machine in this window.\n")
 	}
-	w("- *delivered/s*: publications (events) the sockets received per second while measuring; *p50/p99*: received − the `created_at` in the data " +
-		"(hub: stamped by the executor before the journal append; Centrifugo: stamped by the publisher before its HTTP request); " +
+	w("- *delivered/s*: publications (events) the sockets received per second while measuring; *p50/p99/max*: received − the `created_at` in the data " +
+		"(hub: stamped by the journal when the append is prepared, before its batch is written and fdatasynced; Centrifugo: stamped by the publisher before its HTTP request), " +
+		"the receipt time taken by the same Go WebSocket client (github.com/coder/websocket) on the same clock when a whole frame has been read, before it is parsed: the same-client definition; " +
 		"*server CPU*: user+system time of the server process from /proc; *CPU per 1,000 deliveries*: that time over the deliveries, in ms; " +
 		"*bytes/delivery*: everything the sockets received (statuses, pings) over the deliveries.\n\n")
 
-	w("| round | server | GOMAXPROCS | load (1 min) start → end | delivered/s | %% of offered | p50 ms | p99 ms | server CPU | **CPU ms per 1,000 deliveries** | bytes/delivery | sockets held | dups / gaps |\n")
-	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	w("| round | server | GOMAXPROCS | load (1 min) start → end | delivered/s | %% of offered | p50 ms | p99 ms | max ms | server CPU | **CPU ms per 1,000 deliveries** | bytes/delivery | sockets held | dups / gaps |\n")
+	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		w("| %d | %s | %s | %.2f → %.2f | %s | %.1f%% | %.1f | %.1f | %.0f%% | **%.1f** | %.0f | %d/%d | %d / %d |\n",
+		w("| %d | %s | %s | %.2f → %.2f | %s | %.1f%% | %.1f | %.1f | %.1f | %.0f%% | **%.1f** | %.0f | %d/%d | %d / %d |\n",
 			r.Round, serverLabel(r), procsLabel(r.Procs), r.LoadStart, r.LoadEnd, thousands(r.DeliveredPerS), r.pctOffered(),
-			r.Latency.P50, r.Latency.P99, r.ServerCPUPct, r.CPUPer1000, r.BytesPerDelivery, r.ConnsHeld, r.Sockets, r.Dups, r.Gaps)
+			r.Latency.P50, r.Latency.P99, r.Latency.Max, r.ServerCPUPct, r.CPUPer1000, r.BytesPerDelivery, r.ConnsHeld, r.Sockets, r.Dups, r.Gaps)
 	}
 
 	w("\nMedians over the rounds:\n\n")
-	w("| server | GOMAXPROCS | runs | delivered/s | %% of offered | p50 ms | p99 ms | server CPU | CPU ms per 1,000 deliveries |\n")
-	w("|---|---|---|---|---|---|---|---|---|\n")
+	w("| server | GOMAXPROCS | runs | delivered/s | %% of offered | p50 ms | p99 ms | max ms | server CPU | CPU ms per 1,000 deliveries |\n")
+	w("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range append([][]*benchRow{cfRows, floorRows}, hubs...) {
 		if m := medianRow(g); m != nil {
-			w("| %s | %s | %d | %s | %.1f%% | %.1f | %.1f | %.0f%% | %.1f |\n", serverLabel(m), procsLabel(m.Procs), len(g),
-				thousands(m.DeliveredPerS), m.pctOffered(), m.Latency.P50, m.Latency.P99, m.ServerCPUPct, m.CPUPer1000)
+			w("| %s | %s | %d | %s | %.1f%% | %.1f | %.1f | %.1f | %.0f%% | %.1f |\n", serverLabel(m), procsLabel(m.Procs), len(g),
+				thousands(m.DeliveredPerS), m.pctOffered(), m.Latency.P50, m.Latency.P99, m.Latency.Max, m.ServerCPUPct, m.CPUPer1000)
 		}
 	}
 
 	w("\n**hub ÷ Centrifugo** (of the medians; delivered: above 1 is better for the hub; latency and CPU: below 1 is better for the hub):\n\n")
-	w("| hub GOMAXPROCS | delivered/s | %% of offered | p50 | p99 | CPU per 1,000 deliveries | CPU ÷ floor's |\n")
-	w("|---|---|---|---|---|---|---|\n")
+	w("| hub GOMAXPROCS | delivered/s | %% of offered | p50 | p99 | max | CPU per 1,000 deliveries | CPU ÷ floor's |\n")
+	w("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range ratios(rows) {
-		w("| %s | %s | %s | %s | %s | %s | %s |\n", procsLabel(r.Procs), fmtRatio(r.Delivered), fmtRatio(r.PctOffered),
-			fmtRatio(r.P50), fmtRatio(r.P99), fmtRatio(r.CPUPer1000), fmtRatio(r.CPUPerFloor))
+		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", procsLabel(r.Procs), fmtRatio(r.Delivered), fmtRatio(r.PctOffered),
+			fmtRatio(r.P50), fmtRatio(r.P99), fmtRatio(r.Max), fmtRatio(r.CPUPer1000), fmtRatio(r.CPUPerFloor))
 	}
 	if len(floorRows) > 0 {
 		w("\n*CPU ÷ floor's*: the hub's median CPU per 1,000 deliveries ÷ the floor's, from the same rounds.\n")

@@ -17,6 +17,7 @@ type ratio struct {
 	PctOffered  float64 `json:"pct_offered"`
 	P50         float64 `json:"p50"`
 	P99         float64 `json:"p99"`
+	Max         float64 `json:"max"`
 	CPUPer1000  float64 `json:"cpu_per_1000_deliveries"`
 	CPUPerFloor float64 `json:"cpu_per_1000_vs_floor"`
 }
@@ -24,7 +25,7 @@ type ratio struct {
 func (r ratio) MarshalJSON() ([]byte, error) {
 	type plain ratio
 	p := plain(r)
-	for _, f := range []*float64{&p.Delivered, &p.PctOffered, &p.P50, &p.P99, &p.CPUPer1000, &p.CPUPerFloor} {
+	for _, f := range []*float64{&p.Delivered, &p.PctOffered, &p.P50, &p.P99, &p.Max, &p.CPUPer1000, &p.CPUPerFloor} {
 		if math.IsNaN(*f) {
 			*f = -1 // JSON has no NaN
 		}
@@ -54,6 +55,7 @@ func medianRow(rows []*benchRow) *benchRow {
 	m.OfferedPerS = med(func(r *benchRow) float64 { return r.OfferedPerS })
 	m.Latency.P50 = med(func(r *benchRow) float64 { return r.Latency.P50 })
 	m.Latency.P99 = med(func(r *benchRow) float64 { return r.Latency.P99 })
+	m.Latency.Max = med(func(r *benchRow) float64 { return r.Latency.Max })
 	m.ServerCPUPct = med(func(r *benchRow) float64 { return r.ServerCPUPct })
 	m.CPUPer1000 = med(func(r *benchRow) float64 { return r.CPUPer1000 })
 	m.BytesPerDelivery = med(func(r *benchRow) float64 { return r.BytesPerDelivery })
@@ -102,12 +104,12 @@ func ratios(rows []*benchRow) []ratio {
 	var out []ratio
 	for _, hr := range hubs {
 		h := medianRow(hr)
-		var cd, cp, c50, c99, ccpu float64
+		var cd, cp, c50, c99, cmax, ccpu float64
 		if c != nil {
-			cd, cp, c50, c99, ccpu = c.DeliveredPerS, c.pctOffered(), c.Latency.P50, c.Latency.P99, c.CPUPer1000
+			cd, cp, c50, c99, cmax, ccpu = c.DeliveredPerS, c.pctOffered(), c.Latency.P50, c.Latency.P99, c.Latency.Max, c.CPUPer1000
 		}
 		out = append(out, ratio{Procs: h.Procs, Rounds: len(hr), Delivered: div(h.DeliveredPerS, cd), PctOffered: div(h.pctOffered(), cp),
-			P50: div(h.Latency.P50, c50), P99: div(h.Latency.P99, c99), CPUPer1000: div(h.CPUPer1000, ccpu),
+			P50: div(h.Latency.P50, c50), P99: div(h.Latency.P99, c99), Max: div(h.Latency.Max, cmax), CPUPer1000: div(h.CPUPer1000, ccpu),
 			CPUPerFloor: h.CPUPer1000 / fcpu}) // NaN / anything is NaN
 	}
 	return out

@@ -54,6 +54,7 @@ type config struct {
 	ConnectConc   int           `json:"connect_concurrency"`
 	Replay        int           `json:"replay_events"`
 	CompactReplay bool          `json:"compact_replay"`
+	FullDecode    bool          `json:"full_decode,omitempty"`
 	ReplayFocuses int           `json:"replay_focuses"`
 	JSONOut       string        `json:"-"`
 	CPUProfile    string        `json:"-"`
@@ -110,6 +111,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&c.ConnectRate, "connect-rate", 2000, "sockets opened per second")
 	fs.IntVar(&c.ConnectConc, "connect-concurrency", 64, "sockets being opened at once")
 	fs.BoolVar(&c.CompactReplay, "compact-replay", true, "tabs take compacted catch-up (hello capability compact_replay), as the workbench does; false: every replayed event on its own, as older clients")
+	fs.BoolVar(&c.FullDecode, "full-decode", false, "sockets also decode each event's whole message with encoding/json into a generic value, as a naive client would, after taking its receipt time (the same for the hub's tabs and Centrifugo's sockets)")
 	fs.IntVar(&c.Replay, "replay", 0, "before the tabs: journal one run of this many tokens (token_ms 0) and time focusing it")
 	fs.IntVar(&c.ReplayFocuses, "replay-focuses", 10, "focuses timed by -replay")
 	fs.StringVar(&c.JSONOut, "json", "", "write the report as JSON to this file ('-': stdout)")

@@ -322,3 +322,10 @@ func (s *seqCheck) event(e *eventHead) {
 	r.next = e.Seq + 1
 	r.done = e.Terminal
 }
+
+// decodeWhole decodes a message with encoding/json into a generic value
+// and drops it: the cost of a client that reads every field (-full-decode).
+func decodeWhole(line []byte) {
+	var v any
+	_ = json.Unmarshal(line, &v)
+}

@@ -213,6 +213,9 @@ func (s *sock) readLoop() {
 				} else {
 					live += ev.covered()
 					lats = append(lats, now-ev.CreatedUS)
+					if s.g.cfg.FullDecode {
+						decodeWhole(line)
+					}
 				}
 			case kindStatus:
 				statuses++
