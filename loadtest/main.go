@@ -29,6 +29,7 @@ type config struct {
 	Target        string        `json:"target"`
 	Spawn         bool          `json:"spawn"`
 	SpawnRedis    bool          `json:"spawn_redis"`
+	RedisCluster  bool          `json:"redis_cluster,omitempty"`
 	Hubs          int           `json:"hubs"`
 	HubBin        string        `json:"-"`
 	Floor         bool          `json:"floor,omitempty"`
@@ -86,6 +87,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.Target, "target", "127.0.0.1:8080", "hub address (host:port, loopback only; comma-separated for several replicas)")
 	fs.BoolVar(&c.Spawn, "spawn", false, "start a hub (embedded journal, temp dir, free loopback port) and measure it")
 	fs.BoolVar(&c.SpawnRedis, "spawn-redis", false, "start redis-server, -hubs hubs (RUNHUB_RUNTIME=runners) and one runner, and measure them")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "with -spawn-redis: a Redis Cluster of 3 masters and 3 replicas on loopback (redis-cli --cluster create) instead of one redis-server; its nodes' CPU and memory count in the report")
 	fs.IntVar(&c.Hubs, "hubs", 2, "hub replicas with -spawn-redis")
 	fs.StringVar(&c.HubBin, "hub-bin", "", "hub binary for -spawn/-spawn-redis (default: go build ./cmd/hub)")
 	fs.BoolVar(&c.Floor, "floor", false, "with -spawn: measure loadtest/floorhub (one write per delivery, no journal unless -floor-journal) instead of the hub")
@@ -172,6 +174,8 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-floor-journal needs -floor")
 	case c.FloorWrite != "raw" && c.FloorWrite != "lib":
 		return c, fmt.Errorf("-floor-write %q: want raw or lib", c.FloorWrite)
+	case c.RedisCluster && !c.SpawnRedis:
+		return c, fmt.Errorf("-redis-cluster needs -spawn-redis")
 	case c.SpawnRedis && (c.Hubs < 1 || c.Hubs > 8):
 		return c, fmt.Errorf("-hubs must be 1..8")
 	case c.ReplayFocuses < 1 || c.ReplayFocuses > 1000:

@@ -47,7 +47,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		if cfg.Spawn {
 			cl, err = spawnEmbedded(bin, cfg.DataDir, env, dataEnv)
 		} else {
-			cl, err = spawnRedis(bin, cfg.Hubs, max(2*cfg.Runs, 100), cfg.HubEnv)
+			cl, err = spawnRedis(bin, cfg.Hubs, max(2*cfg.Runs, 100), cfg.HubEnv, cfg.RedisCluster)
 		}
 		if err != nil {
 			return nil, err
@@ -59,6 +59,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		g.pids = cl.pids()
 		g.pprofBase = "http://" + g.targets[0]
 		rep.Mode = map[bool]string{true: "embedded (spawned, journal in " + cl.dir + ")", false: fmt.Sprintf("redis, %d hubs + 1 runner (spawned)", cfg.Hubs)}[cfg.Spawn]
+		if cfg.RedisCluster {
+			rep.Mode = fmt.Sprintf("redis cluster (3 masters + 3 replicas, spawned), %d hubs + 1 runner (spawned)", cfg.Hubs)
+		}
 		if cfg.Floor {
 			rep.Mode = "floor (spawned loadtest/floorhub, write " + cfg.FloorWrite + ", no journal)"
 			if cfg.FloorJournal {

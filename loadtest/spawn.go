@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/runhub/runhub/internal/redistest"
 )
 
 // child is a process the generator started (hub, runner, redis-server).
@@ -52,7 +54,8 @@ type cluster struct {
 	dir      string
 	children []*child
 	hubs     []*child
-	dataEnv  string // another variable a hub's data directory goes in (floorhub's FLOORHUB_JOURNAL), or ""
+	dataEnv  string             // another variable a hub's data directory goes in (floorhub's FLOORHUB_JOURNAL), or ""
+	redis    *redistest.Cluster // -redis-cluster: stopped after the children
 }
 
 func freeLoopbackAddr() (string, error) {
@@ -159,8 +162,9 @@ func spawnEmbedded(bin, base string, extraEnv []string, dataEnv string) (*cluste
 }
 
 // spawnRedis starts redis-server (no persistence) on a free loopback port,
-// nHubs hubs in runners mode and one runner allowed maxRuns runs.
-func spawnRedis(bin string, nHubs, maxRuns int, extraEnv []string) (*cluster, error) {
+// or with inCluster a Redis Cluster of 3 masters and 3 replicas, nHubs hubs
+// in runners mode and one runner allowed maxRuns runs.
+func spawnRedis(bin string, nHubs, maxRuns int, extraEnv []string, inCluster bool) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "runhub-loadtest-")
 	if err != nil {
 		return nil, err
@@ -170,25 +174,34 @@ func spawnRedis(bin string, nHubs, maxRuns int, extraEnv []string) (*cluster, er
 		cl.stop()
 		return nil, err
 	}
-	rbin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return fail(fmt.Errorf("-spawn-redis needs redis-server on PATH (apt-get install redis-server): %v", err))
+	var url string
+	if inCluster {
+		rc, err := redistest.NewCluster(redistest.ClusterOptions{Args: []string{"--maxclients", "10000"}})
+		if err != nil {
+			return fail(fmt.Errorf("-redis-cluster: %v", err))
+		}
+		cl.redis, url = rc, rc.URL()
+	} else {
+		rbin, err := exec.LookPath("redis-server")
+		if err != nil {
+			return fail(fmt.Errorf("-spawn-redis needs redis-server on PATH (apt-get install redis-server): %v", err))
+		}
+		raddr, err := freeLoopbackAddr()
+		if err != nil {
+			return fail(err)
+		}
+		_, port, _ := net.SplitHostPort(raddr)
+		r, err := cl.start("redis", nil, rbin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--daemonize", "no", "--loglevel", "warning", "--maxclients", "10000")
+		if err != nil {
+			return fail(err)
+		}
+		r.addr = raddr
+		if err := waitTCP(raddr, 10*time.Second); err != nil {
+			return fail(fmt.Errorf("redis-server: %v\n%s", err, r.out.String()))
+		}
+		url = "redis://" + raddr + "/0"
 	}
-	raddr, err := freeLoopbackAddr()
-	if err != nil {
-		return fail(err)
-	}
-	_, port, _ := net.SplitHostPort(raddr)
-	r, err := cl.start("redis", nil, rbin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--loglevel", "warning", "--maxclients", "10000")
-	if err != nil {
-		return fail(err)
-	}
-	r.addr = raddr
-	if err := waitTCP(raddr, 10*time.Second); err != nil {
-		return fail(fmt.Errorf("redis-server: %v\n%s", err, r.out.String()))
-	}
-	url := "redis://" + raddr + "/0"
 	env := append([]string{"RUNHUB_REDIS_URL=" + url, "RUNHUB_RUNTIME=runners"}, extraEnv...)
 	if _, err := cl.start("runner", append([]string{"RUNHUB_REDIS_URL=" + url, "RUNHUB_LOG_LEVEL=warn",
 		fmt.Sprintf("RUNHUB_MAX_RUNS=%d", maxRuns), "RUNHUB_SHUTDOWN_GRACE=2s"}, extraEnv...), bin, "runner"); err != nil {
@@ -235,6 +248,9 @@ func (cl *cluster) stop() {
 			<-done
 		}
 	}
+	if cl.redis != nil {
+		cl.redis.Close()
+	}
 	if cl.dir != "" {
 		os.RemoveAll(cl.dir)
 	}
@@ -245,6 +261,11 @@ func (cl *cluster) pids() []namedPID {
 	var out []namedPID
 	for _, c := range cl.children {
 		out = append(out, namedPID{c.name, c.pid()})
+	}
+	if cl.redis != nil {
+		for i, n := range cl.redis.Nodes {
+			out = append(out, namedPID{fmt.Sprintf("redis%d", i+1), n.PID()})
+		}
 	}
 	return out
 }

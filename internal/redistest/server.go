@@ -117,6 +117,16 @@ func (s *Server) Addr() string {
 	return "127.0.0.1:" + strconv.Itoa(s.opts.Port)
 }
 
+// PID is the current process's id, 0 when none runs.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Socket is the path of the server's unix socket.
 func (s *Server) Socket() string { return s.socket }
 
