@@ -284,22 +284,8 @@ func (p *presence) flush() {
 	}
 	ctx, cancel := context.WithTimeout(p.h.ctx, 5*time.Second)
 	defer cancel()
-	if len(puts) > 0 {
-		if err := p.store.Put(ctx, puts); err != nil {
-			p.h.log.Warn("presence: publish; retrying", "err", err)
-			p.retry(puts, read)
-			return
-		}
-		p.mu.Lock()
-		for t, b := range puts {
-			var e pentry
-			if b != nil && json.Unmarshal(b, &e) == nil && len(e) > 0 {
-				p.pub[t] = e
-			} else {
-				delete(p.pub, t)
-			}
-		}
-		p.mu.Unlock()
+	if len(puts) > 0 && !p.publish(ctx, puts, read) {
+		return
 	}
 	if len(read) == 0 {
 		return
@@ -325,6 +311,30 @@ func (p *presence) flush() {
 	if len(changed) > 0 {
 		p.restamp(changed)
 	}
+}
+
+// publish puts this hub's changed entries in the store and records them as
+// published, holding io so that no prefetch reads the store in between;
+// on failure it schedules a retry and reports false.
+func (p *presence) publish(ctx context.Context, puts map[string][]byte, read map[string]struct{}) bool {
+	p.io.Lock()
+	defer p.io.Unlock()
+	if err := p.store.Put(ctx, puts); err != nil {
+		p.h.log.Warn("presence: publish; retrying", "err", err)
+		p.retry(puts, read)
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for t, b := range puts {
+		var e pentry
+		if b != nil && json.Unmarshal(b, &e) == nil && len(e) > 0 {
+			p.pub[t] = e
+		} else {
+			delete(p.pub, t)
+		}
+	}
+	return true
 }
 
 // presenceRetry is the pause after a failed store call.

@@ -58,6 +58,8 @@ func (p *presence) prefetch(ctx context.Context, metas ...journal.SessionMeta) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	p.io.Lock() // not between a publish and its update of pub
+	defer p.io.Unlock()
 	entries, err := p.store.Get(ctx, missing)
 	if err != nil {
 		return

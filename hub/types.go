@@ -391,6 +391,13 @@ type presence struct {
 	refresh time.Time           // when every needed target is read again (entries of dead hubs lapse)
 	pause   time.Time           // after a store failure, no store call before this
 
+	// io orders the store reads that fill merged (prefetch) after a publish
+	// and the update of pub it makes, as one step: a read between the two
+	// would see this hub's new entry while pub still says the old one, and
+	// current would count the change twice (a status, then its correction).
+	// Taken before mu, never while holding it.
+	io sync.Mutex
+
 	quit     chan struct{}
 	wg       sync.WaitGroup
 	unsubscr func()
