@@ -139,3 +139,62 @@ func producerWithClient(t *testing.T, node, dir string) {
 		}
 	}
 }
+
+// A live run's stream tailed over long-poll, each read from the last
+// answer's Stream-Next-Offset, gives every event of /v1/runs/{id}/events
+// once and in order, the offset after each its seq, and ends with
+// Stream-Closed once the terminal event is in.
+func TestRunStream_LongPollTailsToTheClose(t *testing.T) {
+	rh := newRunHub(t)
+	rid := rh.start(t, `{"tokens":20,"token_ms":20,"tools":1}`)
+	url := rh.th.URL + durable.Prefix + "runs/" + rid
+	var got []protocol.Envelope
+	var gotJSON []any
+	offset, polls := "-1", 0
+	for deadline := time.Now().Add(30 * time.Second); ; polls++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's stream did not close after %d polls (%d events)", polls, len(got))
+		}
+		a := do(t, "GET", url+"?live=long-poll&offset="+offset, "", nil, "")
+		if a.status != 200 && a.status != 204 {
+			t.Fatalf("poll %d: %d %s", polls, a.status, a.body)
+		}
+		if a.status == 200 {
+			var evs []protocol.Envelope
+			if err := json.Unmarshal([]byte(a.body), &evs); err != nil || len(evs) == 0 {
+				t.Fatalf("poll %d: %q (%v)", polls, a.body, err)
+			}
+			var raw []any
+			json.Unmarshal([]byte(a.body), &raw)
+			got, gotJSON = append(got, evs...), append(gotJSON, raw...)
+			if want := runOffset(int(evs[len(evs)-1].Seq)); a.header.Get("Stream-Next-Offset") != want {
+				t.Fatalf("poll %d: Stream-Next-Offset %q after seq %d, want %q", polls, a.header.Get("Stream-Next-Offset"),
+					evs[len(evs)-1].Seq, want)
+			}
+		}
+		offset = a.header.Get("Stream-Next-Offset")
+		if a.header.Get("Stream-Closed") == "true" {
+			break
+		}
+		if a.header.Get("Stream-Cursor") == "" {
+			t.Fatalf("poll %d of a live run: no Stream-Cursor (%v)", polls, a.header)
+		}
+	}
+	want := rh.events(t, rid)
+	if len(got) != len(want) || len(got) < 20 || !got[len(got)-1].Terminal {
+		t.Fatalf("long-poll read %d events, /v1/runs/{id}/events has %d", len(got), len(want))
+	}
+	for i, e := range got {
+		if e.Seq != uint64(i+1) || !reflect.DeepEqual(gotJSON[i], want[i]) {
+			t.Fatalf("event %d: %v, want %v", i, gotJSON[i], want[i])
+		}
+	}
+	if polls < 3 {
+		t.Fatalf("the run was read in %d polls: not tailed live", polls+1)
+	}
+	began := time.Now()
+	if a := do(t, "GET", url+"?live=long-poll&offset="+offset, "", nil, ""); a.status != 204 ||
+		a.header.Get("Stream-Closed") != "true" || a.header.Get("Stream-Next-Offset") != offset || time.Since(began) > shortPoll/2 {
+		t.Fatalf("a poll at the closed run's tail: %d %v after %v, want 204 closed at once", a.status, a.header, time.Since(began))
+	}
+}
