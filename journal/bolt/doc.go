@@ -9,13 +9,18 @@
 // files (seglog.go) of framed records (record.go: length, CRC-32C, body),
 // appended and never rewritten in place. Everything else is in bbolt: sessions, runs' fixed meta, each
 // run's head (its session, birth offset and terminal state), the active
-// and ended indexes, the outbox, the log's committed end. A run's last seq,
-// the log offsets of its events and, while it is active, its idempotency
-// keys are in memory (runindex.go), rebuilt on open by reading the log
-// (recover.go): an offset costs a few bytes (delta-encoded), a key 11 to
-// 21 (a fingerprint and its seq in an open-addressing table; the key
-// itself is in the event's record, which confirms a match). An ended run's keys are found by reading its
-// records (a retry against an ended run is rare).
+// and ended indexes, the outbox, the log's committed end. An active run's
+// last seq, the log offsets of its events and its idempotency keys are in
+// memory (runindex.go), rebuilt on open by reading the log from the
+// earliest active run's birth (recover.go): an offset costs a few bytes
+// (delta-encoded), a key 11 to 21 (a fingerprint and its seq in an
+// open-addressing table; the key itself is in the event's record, which
+// confirms a match). An ended run's offsets are written to bbolt by the
+// batch that ends it, with its records' count in each segment
+// (endedindex.go), and read back when the run is first read, into a
+// bounded cache: an open costs the same however many ended runs the
+// journal keeps. An ended run's keys are found by reading its records (a
+// retry against an ended run is rare).
 //
 // # Writes: group commit, two stores, one order
 //
@@ -117,7 +122,11 @@
 //	ended     be64(terminal_at µs) run id → ∅, terminal runs by age, for Trim
 //	outbox    be64(n) → journal.OutboxEntry JSON: the notable events, written in
 //	          the transaction of the batch that appends them (outbox.go)
-//	meta      format → be64(3); log_end → be64(the log's committed end)
+//	ended_offsets  run id → uvarint(last seq), the zigzag-varint deltas of
+//	          its events' offsets: every ended run's (endedindex.go)
+//	segment_live  be64(segment base) → uvarint(records), uvarint(bytes):
+//	          the ended runs' records each segment holds
+//	meta      format → be64(4); log_end → be64(the log's committed end)
 //	streams   a durable stream's name → journal.StreamMeta JSON (streams.go)
 //	stream_index  name, 0, generation, 0, be64(index) → be64(end),
 //	          be32(JSON message count), be64(the record's log offset),
@@ -137,7 +146,8 @@
 // and keys) is migrated by Open, in one transaction (migrate.go). A file
 // of layout 2 (streams' data in bbolt's stream_records bucket) has its
 // streams' records moved to the log by Open, a chunk at a time
-// (migrate_streams.go).
+// (migrate_streams.go). A file of layout 2 or 3 is recovered in full
+// once, and its ended runs' index written (endedindex.go).
 //
 // # Concurrency
 //

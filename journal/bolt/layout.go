@@ -22,6 +22,10 @@ var (
 	bucketActive   = []byte("active")
 	bucketEnded    = []byte("ended")
 	bucketMeta     = []byte("meta")
+	// The index of ended runs (endedindex.go): a run's offsets, and each
+	// segment's count of ended runs' records.
+	bucketEndedOffs = []byte("ended_offsets")
+	bucketSegLive   = []byte("segment_live")
 
 	// The first layout's event buckets, read only to migrate (migrate.go).
 	bucketLogV1   = []byte("log")
@@ -38,15 +42,17 @@ const (
 	bActive
 	bEnded
 	bMeta
+	bEndedOffs
+	bSegLive
 	nBuckets
 )
 
 var bucketNames = [nBuckets][]byte{bucketSessions, bucketOwners, bucketRuns, bucketHeads,
-	bucketActive, bucketEnded, bucketMeta}
+	bucketActive, bucketEnded, bucketMeta, bucketEndedOffs, bucketSegLive}
 
 // Keys of the meta bucket.
 var (
-	// metaFormat: be64 of the layout's version, formatStreamLog. A file
+	// metaFormat: be64 of the layout's version, formatEndedIndex. A file
 	// without it is new (no heads) or of the first layout (migrate.go).
 	metaFormat = []byte("format")
 	// metaLogEnd: be64 of the event log's end when the last transaction
@@ -57,11 +63,14 @@ var (
 )
 
 // The layouts: formatSegments has events in segment files and durable
-// streams' data in bbolt (stream_records); formatStreamLog, the current
-// one, has the streams' data in the segment files too.
+// streams' data in bbolt (stream_records); formatStreamLog has the
+// streams' data in the segment files too; formatEndedIndex, the current
+// one, also keeps the index of every ended run in bbolt (endedindex.go),
+// so that an open reads the log only from where its active runs begin.
 const (
-	formatSegments  = 2
-	formatStreamLog = 3
+	formatSegments   = 2
+	formatStreamLog  = 3
+	formatEndedIndex = 4
 )
 
 // createBuckets makes sure every top-level bucket exists.

@@ -18,10 +18,12 @@ func (s *Store) merge(w *writer) {
 		if rs.dropOld && rs.old != nil {
 			s.forget(rs.old)
 			delete(s.index, id)
+			s.ended.remove(id)
+			s.ended.gen++ // a copy read from bbolt before the deletion is stale
 			dropped = true
 		}
-		if !rs.exists {
-			continue
+		if !rs.exists || (!rs.created && rs.old.terminal) {
+			continue // an ended run: nothing of it changes
 		}
 		e := rs.old
 		if rs.created {
@@ -41,9 +43,13 @@ func (s *Store) merge(w *writer) {
 		e.lastSeq = rs.lastSeq
 		e.terminal, e.terminalType, e.terminalAt = rs.terminal, rs.terminalType, rs.terminalAt
 		if e.terminal {
+			// Its index is in bbolt now (flushEnded): it leaves the
+			// active runs for the cache of ended ones.
 			e.keys = nil // an ended run's keys are found in its records
 			e.offs.data = slices.Clip(append([]byte(nil), e.offs.data...))
 			e.offs.marks = slices.Clip(append([]offMark(nil), e.offs.marks...))
+			delete(s.index, id)
+			s.ended.put(id, e)
 		}
 	}
 	s.idxMu.Unlock()

@@ -8,9 +8,10 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// format returns the layout of the file: formatStreamLog, formatSegments
-// or 1 for a file of the first layout (events in bbolt's log bucket),
-// which Open migrates. A new file is marked formatStreamLog.
+// format returns the layout of the file: formatEndedIndex,
+// formatStreamLog, formatSegments or 1 for a file of the first layout
+// (events in bbolt's log bucket), which Open migrates. A new file is
+// marked formatEndedIndex.
 func (s *Store) format() (uint64, error) {
 	var f uint64
 	err := s.db.Update(func(tx *bbolt.Tx) error {
@@ -23,8 +24,8 @@ func (s *Store) format() (uint64, error) {
 			f = 1
 			return nil
 		}
-		f = formatStreamLog
-		return meta.Put(metaFormat, be64(formatStreamLog))
+		f = formatEndedIndex
+		return meta.Put(metaFormat, be64(formatEndedIndex))
 	})
 	return f, err
 }

@@ -103,7 +103,7 @@ func TestMigrateStreams_FromLayout2(t *testing.T) {
 	for _, p := range []string{path, crashed} {
 		for round := range 3 {
 			s := mustOpen(t, p, Options{})
-			if f, legacy := formatOf(t, s); f != formatStreamLog || legacy {
+			if f, legacy := formatOf(t, s); f != formatEndedIndex || legacy {
 				t.Fatalf("%s, open %d: layout %d, stream_records kept %v", p, round+1, f, legacy)
 			}
 			ss := s.Streams(journal.StreamLimits{})

@@ -27,30 +27,65 @@ import (
 //     dead); then every record the stream index points at counts as live
 //     in its segment;
 //  5. segments without a live record are dropped.
-func (s *Store) recover() error {
+//
+// With the index of ended runs in bbolt (formatEndedIndex, endedindex.go),
+// not full: steps 1 and 3 read the log only from the earliest birth of an
+// active run, or bbolt's log end if that is earlier (what lies before is
+// whole and synced: an acknowledged write's, or the previous opens'
+// checked bytes), only the active runs are indexed, and the segments'
+// records of ended runs are counted from segment_live. Full (an earlier
+// layout, before persistEndedRuns): every record and every run.
+func (s *Store) recover(full bool) error {
 	heads := map[string]*building{}
 	var logEnd uint64
+	ended := segCounts{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(metaLogEnd); len(v) == 8 {
 			logEnd = beU64(v)
 		}
-		return tx.Bucket(bucketHeads).ForEach(func(k, v []byte) error {
+		hb := tx.Bucket(bucketHeads)
+		add := func(k, v []byte) error {
 			h, err := decodeHead(v)
 			if err != nil {
 				return fmt.Errorf("run %q: %w", k, err)
 			}
 			heads[string(k)] = &building{h: h}
 			return nil
+		}
+		if full {
+			return hb.ForEach(add)
+		}
+		if err := tx.Bucket(bucketActive).ForEach(func(k, _ []byte) error {
+			v := hb.Get(k)
+			if v == nil {
+				return fmt.Errorf("journal/bolt: active run %q has no head", k)
+			}
+			return add(k, v)
+		}); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketSegLive).ForEach(func(k, v []byte) error {
+			n, b := decodeSegLive(v)
+			ended[beU64(k)] = [2]int64{n, b}
+			return nil
 		})
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.checkFrames(logEnd); err != nil {
+	from := uint64(0)
+	if !full {
+		from = logEnd
+		for _, b := range heads {
+			from = min(from, b.h.born)
+		}
+	}
+	if err := s.checkFrames(logEnd, from); err != nil {
 		return err
 	}
 	var rp streamReplay
-	err = s.eachRecord(func(off uint64, body []byte) error {
+	err = s.eachRecord(from, func(off uint64, body []byte) error {
+		s.recovered++
 		if off >= logEnd && (body[0] == recStream || body[0] == recStreamMeta) {
 			return rp.record(off, body)
 		}
@@ -105,6 +140,12 @@ func (s *Store) recover() error {
 		e.lastSeq = uint64(len(b.offs))
 		s.index[id] = e
 	}
+	for base, c := range ended {
+		if seg := s.log.find(base); seg != nil && seg.base == base {
+			seg.live += int(c[0])
+			seg.liveBytes += uint64(c[1])
+		}
+	}
 	s.overlay.add(rp.metas, rp.recs, rp.prefixes)
 	if err := s.checkpointStreams(); err != nil {
 		return err
@@ -133,11 +174,15 @@ func beU64(b []byte) uint64 {
 	return n
 }
 
-// checkFrames is steps 1 and 2 of recover.
-func (s *Store) checkFrames(logEnd uint64) error {
+// checkFrames is steps 1 and 2 of recover, for the segments that end
+// past from.
+func (s *Store) checkFrames(logEnd, from uint64) error {
 	doubt := noOffset
 	last := len(s.log.segs) - 1
 	for i, seg := range s.log.segs {
+		if i != last && seg.end() <= from {
+			continue
+		}
 		all, err := seg.bytes(0, seg.size.Load())
 		if err != nil {
 			return err
@@ -170,10 +215,13 @@ func (s *Store) checkFrames(logEnd uint64) error {
 	return s.log.cut(doubt - a.base)
 }
 
-// eachRecord calls fn with the offset and body of every record of the log,
-// in order.
-func (s *Store) eachRecord(fn func(off uint64, body []byte) error) error {
-	for _, seg := range s.log.segs {
+// eachRecord calls fn with the offset and body of every record of the
+// segments that end past from, in order.
+func (s *Store) eachRecord(from uint64, fn func(off uint64, body []byte) error) error {
+	for i, seg := range s.log.segs {
+		if i != len(s.log.segs)-1 && seg.end() <= from {
+			continue
+		}
 		all, err := seg.bytes(0, seg.size.Load())
 		if err != nil {
 			return err

@@ -63,7 +63,9 @@ func (w *writer) beginRun(r *request) error {
 	rs, ok := w.runCache[m.ID]
 	if !ok {
 		rs = w.newState(m.ID)
-		rs.old = w.s.index[m.ID] // nil: bbolt has no such run
+		if rs.old, err = w.s.committed(w.tx, m.ID); err != nil { // nil: bbolt has no such run
+			return err
+		}
 		rs.dropOld = rs.old != nil
 	}
 	rs.exists, rs.created, rs.headDue = true, true, true
@@ -96,7 +98,10 @@ func (w *writer) trim(r *request) error {
 		if err := ended.Delete(k); err != nil {
 			return err
 		}
-		rs := w.run(string(k[8:]))
+		rs, err := w.run(string(k[8:]))
+		if err != nil {
+			return err
+		}
 		if rs == nil || !rs.terminal {
 			continue // a stale index entry; never trim an active run
 		}
@@ -125,7 +130,10 @@ func (w *writer) deleteSession(r *request) error {
 		return nil
 	}
 	for _, rid := range slices.Clone(ss.meta.Runs) {
-		rs := w.run(rid)
+		rs, err := w.run(rid)
+		if err != nil {
+			return err
+		}
 		if rs == nil {
 			continue
 		}

@@ -51,7 +51,10 @@ type Store struct {
 	// (merge), readers read them. A reader that reads records takes
 	// log.mu (shared) first.
 	idxMu sync.RWMutex
-	index map[string]*runEntry
+	index map[string]*runEntry // the active runs (endedindex.go)
+	ended endedCache           // ended runs' entries read from bbolt or just ended
+
+	recovered int // the records the open's recovery read
 
 	streamHub localstreams.Hub // durable streams' change notifications (streams.go)
 	overlay   streamOverlay    // durable streams' writes bbolt does not hold yet (streamoverlay.go)
@@ -100,8 +103,10 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 // openEvents prepares bbolt's buckets, migrates a journal of the first
-// layout, opens the event log, recovers the index (recover.go) and moves
-// a layout-2 file's stream data to the log (migrate_streams.go).
+// layout, opens the event log, recovers the index (recover.go), moves
+// a layout-2 file's stream data to the log (migrate_streams.go) and
+// writes the index of ended runs of a file of an earlier layout
+// (endedindex.go).
 func (s *Store) openEvents() error {
 	if err := s.db.Update(createBuckets); err != nil {
 		return err
@@ -115,19 +120,24 @@ func (s *Store) openEvents() error {
 		if err := s.migrate(); err != nil {
 			return fmt.Errorf("migrate to the segmented event log: %w", err)
 		}
-	case formatSegments, formatStreamLog:
+	case formatSegments, formatStreamLog, formatEndedIndex:
 	default:
 		return fmt.Errorf("journal/bolt: unknown layout %d (written by a newer runhub?)", format)
 	}
 	if s.log, err = openLog(EventsDir(s.db.Path()), s.opts.segmentBytes, s.opts.NoSync); err != nil {
 		return err
 	}
-	if err := s.recover(); err != nil {
+	if err := s.recover(format < formatEndedIndex); err != nil {
 		return err
 	}
-	if format != formatStreamLog {
+	if format < formatStreamLog {
 		if err := s.migrateStreams(); err != nil {
 			return fmt.Errorf("move the durable streams' data to the event log: %w", err)
+		}
+	}
+	if format < formatEndedIndex {
+		if err := s.persistEndedRuns(); err != nil {
+			return fmt.Errorf("write the index of ended runs: %w", err)
 		}
 	}
 	s.compactDue = true
@@ -221,10 +231,11 @@ func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit i
 	}
 	s.log.mu.RLock() // no segment is dropped or remapped while we read
 	defer s.log.mu.RUnlock()
-	s.idxMu.RLock()
-	e := s.index[runID]
+	e, err := s.lookup(runID)
+	if err != nil {
+		return nil, err
+	}
 	if e == nil {
-		s.idxMu.RUnlock()
 		// A batch that registers a run commits in bbolt before the index
 		// learns of it: a reader that saw the session name the run in
 		// between reads it as the run without events it is.
@@ -240,6 +251,7 @@ func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit i
 		}
 		return nil, fmt.Errorf("run %q: %w", runID, journal.ErrNotFound)
 	}
+	s.idxMu.RLock()
 	if limit <= 0 || afterSeq >= e.lastSeq {
 		s.idxMu.RUnlock()
 		return nil, nil
@@ -272,24 +284,15 @@ func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit i
 	return out, nil
 }
 
-// entry returns a copy of the run's changing state, nil when the index
-// has no such run.
-func (s *Store) entry(id string) *runEntry {
-	s.idxMu.RLock()
-	defer s.idxMu.RUnlock()
-	e := s.index[id]
-	if e == nil {
-		return nil
-	}
-	return &runEntry{session: e.session, lastSeq: e.lastSeq, terminal: e.terminal, terminalType: e.terminalType, terminalAt: e.terminalAt}
-}
-
 // Run returns a run's meta; see journal.Log.
 func (s *Store) Run(ctx context.Context, runID string) (journal.RunMeta, error) {
 	var m journal.RunMeta
 	err := s.view(func(tx *bbolt.Tx) error {
-		var err error
-		m, err = loadRun(tx, runID, s.entry(runID))
+		e, err := s.entry(tx, runID)
+		if err != nil {
+			return err
+		}
+		m, err = loadRun(tx, runID, e)
 		return err
 	})
 	return m, err
@@ -444,7 +447,11 @@ func (s *Store) ActiveRuns(ctx context.Context) ([]journal.RunMeta, error) {
 	out := []journal.RunMeta{}
 	err := s.view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketActive).ForEach(func(k, _ []byte) error {
-			m, err := loadRun(tx, string(k), s.entry(string(k)))
+			e, err := s.entry(tx, string(k))
+			if err != nil {
+				return err
+			}
+			m, err := loadRun(tx, string(k), e)
 			if err != nil {
 				return err
 			}

@@ -2,8 +2,10 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"go.etcd.io/bbolt"
@@ -207,10 +209,49 @@ func (w *writer) flush(logEnd uint64) error {
 			}
 		}
 	}
+	if err := w.flushEnded(); err != nil {
+		return err
+	}
 	if err := w.flushStreams(); err != nil {
 		return err
 	}
 	return w.mustBucket(bMeta).Put(metaLogEnd, be64(logEnd))
+}
+
+// flushEnded writes the index of the runs the batch ends and deletes that
+// of the ended runs it deletes (endedindex.go), with their records'
+// counts in segment_live.
+func (w *writer) flushEnded() error {
+	counts := segCounts{}
+	for _, rs := range w.touched {
+		if rs.dropOld && rs.old != nil && rs.old.terminal {
+			if err := w.mustBucket(bEndedOffs).Delete([]byte(rs.id)); err != nil {
+				return err
+			}
+			w.s.countRecords(counts, &rs.old.offs, -1)
+		}
+		if !rs.exists || !rs.terminal || (!rs.created && rs.old != nil && rs.old.terminal) {
+			continue
+		}
+		// Ended by this batch: its earlier events' offsets, then the
+		// batch's.
+		var offs offList
+		if !rs.created && rs.old != nil {
+			w.s.countRecords(counts, &rs.old.offs, 1)
+			offs = offList{n: rs.old.offs.n, last: rs.old.offs.last, data: slices.Clone(rs.old.offs.data)}
+		}
+		base := w.s.log.active().base
+		for _, rel := range rs.rel {
+			offs.data = binary.AppendUvarint(offs.data, zigzag(int64(w.global(rel)-offs.last)))
+			offs.last = w.global(rel)
+			offs.n++
+			counts.count(base, recordLen(w.buf[rel:]), 1)
+		}
+		if err := w.mustBucket(bEndedOffs).Put([]byte(rs.id), encodeEnded(rs.lastSeq, offs.data)); err != nil {
+			return err
+		}
+	}
+	return applySegCounts(w.tx, counts)
 }
 
 // newState returns a cleared runState.
@@ -228,22 +269,25 @@ func (w *writer) newState(id string) *runState {
 }
 
 // run returns the run as the batch sees it, nil when it does not exist.
-func (w *writer) run(id string) *runState {
+func (w *writer) run(id string) (*runState, error) {
 	if rs, ok := w.runCache[id]; ok {
 		if !rs.exists {
-			return nil
+			return nil, nil
 		}
-		return rs
+		return rs, nil
 	}
 	rs := w.newState(id)
-	e := w.s.index[id]
+	e, err := w.s.committed(w.tx, id)
+	if err != nil {
+		return nil, err
+	}
 	if e == nil {
-		return nil
+		return nil, nil
 	}
 	rs.exists, rs.old = true, e
 	rs.session, rs.lastSeq, rs.first = e.session, e.lastSeq, e.lastSeq+1
 	rs.terminal, rs.terminalType, rs.terminalAt = e.terminal, e.terminalType, e.terminalAt
-	return rs
+	return rs, nil
 }
 
 // session returns the session as the batch sees it, nil when it does not
@@ -273,7 +317,10 @@ func (w *writer) session(id string) (*sessState, error) {
 // bbolt and, for a notable one, the outbox entry.
 func (w *writer) append(r *request) error {
 	e := r.event
-	rs := w.run(e.RunID)
+	rs, err := w.run(e.RunID)
+	if err != nil {
+		return err
+	}
 	if rs == nil {
 		r.err = fmt.Errorf("run %q: %w", e.RunID, journal.ErrNotFound)
 		return nil
