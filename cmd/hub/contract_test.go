@@ -134,7 +134,8 @@ func missingSubtest(path, sources string) string {
 // docs/contract.md's requirement tables are sound: ids unique, a known
 // status on every row, a reason on every row that is not implemented+tested,
 // a test on every implemented+tested row, and every test named exists in
-// the repository (a renamed or deleted test fails here). The README links
+// the repository, in a row or anywhere else on the page (a renamed or
+// deleted test fails here). The README links
 // the page instead of claiming the contract wholesale, and the page keeps
 // its deviations and state inventory.
 func TestContractTableNamesRealTests(t *testing.T) {
@@ -175,6 +176,22 @@ func TestContractTableNamesRealTests(t *testing.T) {
 		for _, path := range r.paths {
 			if sub := missingSubtest(path, sources); sub != "" {
 				t.Errorf("%s names %s, whose subtest %q is named by no string in the repository's Go files", r.id, path, sub)
+			}
+		}
+	}
+
+	// Tests named outside the requirement rows (the state inventory, the
+	// deviations) must exist too.
+	for _, line := range strings.Split(doc, "\n") {
+		if contractRow.MatchString(line) {
+			continue
+		}
+		for _, m := range testName.FindAllStringSubmatch(line, -1) {
+			if !tests[m[1]] {
+				t.Errorf("docs/contract.md names %s outside the requirements, which is no test of the repository", m[1])
+			}
+			if sub := missingSubtest(m[1]+m[2], sources); m[2] != "" && sub != "" {
+				t.Errorf("docs/contract.md names %s%s outside the requirements, whose subtest %q is named by no string in the repository's Go files", m[1], m[2], sub)
 			}
 		}
 	}
