@@ -348,3 +348,42 @@ func TestEndedIndex_CompactionMovesEndedRuns(t *testing.T) {
 		}
 	}
 }
+
+// boundaryFrom starts at from when it is the log end or a whole record
+// starts there, walks the records' lengths to the first record past it
+// otherwise, and stops the walk at a length that leads nowhere.
+func TestBoundaryFrom(t *testing.T) {
+	var seg []byte
+	var starts []uint64
+	for i := range 4 {
+		starts = append(starts, uint64(len(seg)))
+		seg = appendEventRecord(seg, recEvent, "", &protocol.Envelope{RunID: "r", SessionID: "s", Seq: uint64(i + 1), Type: protocol.EventTokenDelta, Payload: []byte(`{"text":"abc"}`)})
+	}
+	end := uint64(len(seg))
+	padded := append(append([]byte(nil), seg...), make([]byte, 64)...)
+	const base = 1000
+	cases := []struct {
+		name         string
+		b            []byte
+		from, logEnd uint64
+		want         uint64
+	}{
+		{"before the segment", seg, 10, 10, 0},
+		{"a record's start", seg, base + starts[2], base + end, starts[2]},
+		{"the log end, at the records' end", padded, base + end, base + end, end},
+		{"inside a record: the next one", seg, base + starts[1] + 3, base + end, starts[2]},
+		{"inside the last record: past it", padded, base + starts[3] + 1, base + end + 8, end},
+	}
+	for _, c := range cases {
+		if got := boundaryFrom(c.b, base, c.from, c.logEnd); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	// A length that leads past the segment stops the walk there.
+	bad := append([]byte(nil), seg...)
+	bad[starts[1]] = 0xff
+	bad[starts[1]+1] = 0xff
+	if got := boundaryFrom(bad, base, base+starts[2]+1, base+end); got != starts[1] {
+		t.Errorf("a bad length: %d, want %d", got, starts[1])
+	}
+}

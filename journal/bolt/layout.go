@@ -26,6 +26,8 @@ var (
 	// segment's count of ended runs' records.
 	bucketEndedOffs = []byte("ended_offsets")
 	bucketSegLive   = []byte("segment_live")
+	// queued: the sessions whose queue holds a message (queued.go).
+	bucketQueued = []byte("queued")
 
 	// The first layout's event buckets, read only to migrate (migrate.go).
 	bucketLogV1   = []byte("log")
@@ -44,11 +46,12 @@ const (
 	bMeta
 	bEndedOffs
 	bSegLive
+	bQueued
 	nBuckets
 )
 
 var bucketNames = [nBuckets][]byte{bucketSessions, bucketOwners, bucketRuns, bucketHeads,
-	bucketActive, bucketEnded, bucketMeta, bucketEndedOffs, bucketSegLive}
+	bucketActive, bucketEnded, bucketMeta, bucketEndedOffs, bucketSegLive, bucketQueued}
 
 // Keys of the meta bucket.
 var (
@@ -60,6 +63,9 @@ var (
 	// log that starts with a marker at or past it never committed
 	// (recover.go).
 	metaLogEnd = []byte("log_end")
+	// metaQueuedIndex: present once the queued bucket lists every session
+	// with a queued message (queued.go).
+	metaQueuedIndex = []byte("queued_index")
 )
 
 // The layouts: formatSegments has events in segment files and durable

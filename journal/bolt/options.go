@@ -15,11 +15,13 @@ type Options struct {
 	// holds. Default 1s; negative waits forever.
 	LockTimeout time.Duration
 
-	// SyncFreelist writes bbolt's list of free pages with every commit.
-	// Default false, as etcd does: commits write less, and Open rebuilds the
-	// list by scanning the file instead (slower to open a large journal,
-	// equally durable).
-	SyncFreelist bool
+	// NoSyncFreelist skips writing bbolt's list of free pages with every
+	// commit, as etcd does: commits write a page less, and Open rebuilds
+	// the list by scanning the whole file instead, which makes the hub's
+	// start-up grow with the sessions it keeps (about 55 ms per 100,000
+	// finished sessions). Default false: the list is written, and Open
+	// reads it.
+	NoSyncFreelist bool
 
 	// NoSync skips fsync on commit (bbolt's and the event log's). DANGEROUS: a crash or power loss can
 	// lose acknowledged events or corrupt the file. For benchmarks and

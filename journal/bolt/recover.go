@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -84,7 +85,7 @@ func (s *Store) recover(full bool) error {
 		return err
 	}
 	var rp streamReplay
-	err = s.eachRecord(from, func(off uint64, body []byte) error {
+	err = s.eachRecord(from, logEnd, func(off uint64, body []byte) error {
 		s.recovered++
 		if off >= logEnd && (body[0] == recStream || body[0] == recStreamMeta) {
 			return rp.record(off, body)
@@ -174,8 +175,8 @@ func beU64(b []byte) uint64 {
 	return n
 }
 
-// checkFrames is steps 1 and 2 of recover, for the segments that end
-// past from.
+// checkFrames is steps 1 and 2 of recover, from the record at or past
+// from on.
 func (s *Store) checkFrames(logEnd, from uint64) error {
 	doubt := noOffset
 	last := len(s.log.segs) - 1
@@ -187,7 +188,7 @@ func (s *Store) checkFrames(logEnd, from uint64) error {
 		if err != nil {
 			return err
 		}
-		off := uint64(0)
+		off := boundaryFrom(all, seg.base, from, logEnd)
 		for off < seg.size.Load() {
 			body, n, ok := frame(all[off:])
 			if !ok {
@@ -215,9 +216,9 @@ func (s *Store) checkFrames(logEnd, from uint64) error {
 	return s.log.cut(doubt - a.base)
 }
 
-// eachRecord calls fn with the offset and body of every record of the
-// segments that end past from, in order.
-func (s *Store) eachRecord(from uint64, fn func(off uint64, body []byte) error) error {
+// eachRecord calls fn with the offset and body of every record from the
+// one at or past from on, in order (logEnd: boundaryFrom's).
+func (s *Store) eachRecord(from, logEnd uint64, fn func(off uint64, body []byte) error) error {
 	for i, seg := range s.log.segs {
 		if i != len(s.log.segs)-1 && seg.end() <= from {
 			continue
@@ -226,7 +227,7 @@ func (s *Store) eachRecord(from uint64, fn func(off uint64, body []byte) error) 
 		if err != nil {
 			return err
 		}
-		for off := uint64(0); off < seg.size.Load(); {
+		for off := boundaryFrom(all, seg.base, from, logEnd); off < seg.size.Load(); {
 			body, n, ok := frame(all[off:])
 			if !ok {
 				return fmt.Errorf("journal/bolt: segment %s: %w at %d", segName(seg.base), errRecord, off)
@@ -238,4 +239,37 @@ func (s *Store) eachRecord(from uint64, fn func(off uint64, body []byte) error) 
 		}
 	}
 	return nil
+}
+
+// boundaryFrom returns where, in the segment whose bytes are all (from
+// base on), the first record at or past the log offset from starts.
+// from is bbolt's log end, which every writer of it sets at the end of
+// what it wrote, or an active run's birth, which is where its batch's
+// next record went: both are where a record starts (or the log ends).
+// That is taken as it is for the log end, and for a birth when a whole
+// record starts there; otherwise the records' lengths are walked from
+// the segment's start (they were committed and synced before the last
+// open's writes). A length that leads nowhere stops the walk there, for
+// the check to judge.
+func boundaryFrom(all []byte, base, from, logEnd uint64) uint64 {
+	if from <= base {
+		return 0
+	}
+	if rel := from - base; rel <= uint64(len(all)) {
+		if from == logEnd {
+			return rel
+		}
+		if _, _, ok := frame(all[rel:]); ok {
+			return rel
+		}
+	}
+	off := uint64(0)
+	for base+off < from && off+recHeader <= uint64(len(all)) {
+		l := uint64(binary.LittleEndian.Uint32(all[off:]))
+		if l == 0 || l > maxRecord || off+recHeader+l > uint64(len(all)) {
+			break
+		}
+		off += recHeader + l
+	}
+	return off
 }

@@ -150,6 +150,9 @@ func (w *writer) deleteSession(r *request) error {
 		return err
 	}
 	delete(w.sessCache, id) // not written back at flush
+	if err := markQueued(w.mustBucket(bQueued), id, false); err != nil {
+		return err
+	}
 	return w.mustBucket(bSessions).Delete([]byte(id))
 }
 

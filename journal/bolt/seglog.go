@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -471,4 +472,23 @@ func (l *segLog) close() error {
 	}
 	l.segs = nil
 	return err
+}
+
+// EventsDir is the directory of the event log of the journal file at path:
+// beside it, its name with ".events" added. Copy both to copy a journal.
+func EventsDir(path string) string { return path + ".events" }
+
+// Files lists the files of the journal at path: the journal file, then its
+// event log's segments in order. They are what a backup copies, and what
+// a test searching the journal's bytes reads.
+func Files(path string) ([]string, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	segs, err := filepath.Glob(filepath.Join(EventsDir(path), "*"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(segs)
+	return append([]string{path}, segs...), nil
 }

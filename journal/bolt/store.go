@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"os"
-	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +71,7 @@ func Open(path string, opts Options) (*Store, error) {
 		Timeout:        opts.LockTimeout,
 		NoSync:         opts.NoSync,
 		FreelistType:   bbolt.FreelistMapType,
-		NoFreelistSync: !opts.SyncFreelist,
+		NoFreelistSync: opts.NoSyncFreelist,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (waited %v for its lock)", ErrLocked, path, opts.LockTimeout)
@@ -140,27 +137,11 @@ func (s *Store) openEvents() error {
 			return fmt.Errorf("write the index of ended runs: %w", err)
 		}
 	}
+	if err := s.buildQueued(); err != nil {
+		return fmt.Errorf("index the sessions with queued messages: %w", err)
+	}
 	s.compactDue = true
 	return nil
-}
-
-// EventsDir is the directory of the event log of the journal file at path:
-// beside it, its name with ".events" added. Copy both to copy a journal.
-func EventsDir(path string) string { return path + ".events" }
-
-// Files lists the files of the journal at path: the journal file, then its
-// event log's segments in order. They are what a backup copies, and what
-// a test searching the journal's bytes reads.
-func Files(path string) ([]string, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
-	}
-	segs, err := filepath.Glob(filepath.Join(EventsDir(path), "*"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(segs)
-	return append([]string{path}, segs...), nil
 }
 
 // Path returns the path of the journal file (the sessions and runs; the

@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,37 +47,14 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*journal.S
 			return fmt.Errorf("journal/bolt: session %q meta: %w", id, err)
 		}
 		out = cur
+		if err := markQueued(tx.Bucket(bucketQueued), id, len(cur.Queue) > 0); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketSessions).Put([]byte(id), raw)
 	})
 	if err == nil {
 		s.bus.Publish([]protocol.Envelope{journal.SessionChangedRecord(id)})
 	}
-	return out, err
-}
-
-// IdleQueues lists the sessions with queued messages and no active run;
-// see journal.Queues. It reads every session (recovery calls it once, at
-// start-up).
-func (s *Store) IdleQueues(ctx context.Context) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []string
-	err := s.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
-			if !bytes.Contains(v, []byte(`"queue":[{`)) {
-				return nil // no queue: skip the decoding
-			}
-			var m journal.SessionMeta
-			if json.Unmarshal(v, &m) != nil {
-				return nil // unreadable: Session reports it to whoever reads it
-			}
-			if m.ActiveRun == "" && len(m.Queue) > 0 {
-				out = append(out, m.ID)
-			}
-			return nil
-		})
-	})
 	return out, err
 }
 

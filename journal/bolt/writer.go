@@ -207,6 +207,9 @@ func (w *writer) flush(logEnd uint64) error {
 			if err := w.mustBucket(bSessions).Put([]byte(id), raw); err != nil {
 				return err
 			}
+			if err := markQueued(w.mustBucket(bQueued), id, len(ss.meta.Queue) > 0); err != nil {
+				return err
+			}
 		}
 	}
 	if err := w.flushEnded(); err != nil {
