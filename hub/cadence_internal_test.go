@@ -73,9 +73,13 @@ func take(t *testing.T, c *conn) (protocol.SessionStatus, bool) {
 	t.Helper()
 	synctest.Wait()
 	c.out.mu.Lock()
-	frame, ok := c.out.statuses["s_1"]
-	clear(c.out.statuses)
-	c.out.statusOrder = c.out.statusOrder[:0]
+	var frame []byte
+	ok := false
+	if q := c.out.statuses; q != nil {
+		frame, ok = q.frames["s_1"]
+		clear(q.frames)
+		q.order = q.order[:0]
+	}
 	c.out.mu.Unlock()
 	if !ok {
 		return protocol.SessionStatus{}, false

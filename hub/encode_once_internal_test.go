@@ -101,7 +101,10 @@ func TestStatusEncodedOnce(t *testing.T) {
 		var first []byte
 		for i, c := range tabs {
 			c.out.mu.Lock()
-			frame := c.out.statuses["s_1"]
+			var frame []byte
+			if q := c.out.statuses; q != nil {
+				frame = q.frames["s_1"]
+			}
 			c.out.mu.Unlock()
 			if !bytes.Contains(frame, []byte(`"status":"running"`)) {
 				t.Fatalf("tab %d: status %s, want running", i, frame)

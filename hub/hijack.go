@@ -12,9 +12,11 @@ import (
 // hijacked connection over with a 4 KiB bufio.Reader that the WebSocket
 // library keeps for the socket's life; tabs send a few small messages
 // (hello, watch, focus, controls), so a small buffer serves them as well
-// and saves ~3.5 KiB per open socket. Larger client frames are read
-// through it unbuffered.
-const socketReadBuffer = 512
+// and saves ~4 KiB per open socket. It holds a frame's header (at most 14
+// bytes) and the start of its payload; the rest of a payload longer than
+// the buffer is read into the message unbuffered, so a client frame costs
+// one or two reads of the connection.
+const socketReadBuffer = 64
 
 // socketWriteBuffer is the WebSocket library's write buffer of a tab
 // socket. The hub frames its messages itself (wire), so the library writes
@@ -30,6 +32,7 @@ const socketWriteBuffer = 128
 type socketHijacker struct {
 	http.ResponseWriter
 	wire *wire
+	br   *bufio.Reader // the reader handed to the WebSocket library
 }
 
 func (w *socketHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -57,5 +60,6 @@ func (w *socketHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	w.wire = newWire(conn)
 	conn = w.wire.conn // its Close stops the wire's direct writes first
-	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, socketReadBuffer), bufio.NewWriterSize(w.wire, socketWriteBuffer)), nil
+	w.br = bufio.NewReaderSize(conn, socketReadBuffer)
+	return conn, bufio.NewReadWriter(w.br, bufio.NewWriterSize(w.wire, socketWriteBuffer)), nil
 }

@@ -83,6 +83,13 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 			s.stop()
 		}
 		h.cancel()
+		// Sockets do not derive their context from the hub's (newConn):
+		// any still open end here too.
+		h.mu.Lock()
+		for c := range h.conns {
+			c.cancel()
+		}
+		h.mu.Unlock()
 	})
 	h.wg.Wait()
 	return err

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/coder/websocket"
 	"github.com/runhub/runhub/hub/metrics"
@@ -31,6 +32,48 @@ func (o *outbox) push(b []byte, limit int) pushResult {
 	return pushed
 }
 
+// statusQueues holds the status queues of sockets with no status waiting:
+// a socket takes one when a status is offered and gives it back once every
+// status is taken, so an idle socket holds none, and a flush that offers
+// every watching socket its statuses (every StatusInterval while a
+// session's presence or progress changes) makes no map per socket.
+var statusQueues = sync.Pool{New: func() any { return &statusQueue{frames: map[string][]byte{}} }}
+
+// maxPooledStatuses is the largest status queue given back to
+// statusQueues; a larger one (a watch-all socket's) is let go.
+const maxPooledStatuses = 256
+
+// queue returns the socket's status queue, taking one from statusQueues
+// when it has none. Called with mu held.
+func (o *outbox) queue() *statusQueue {
+	if o.statuses == nil {
+		o.statuses = statusQueues.Get().(*statusQueue)
+	}
+	return o.statuses
+}
+
+// letStatusesGo gives an empty status queue back. Called with mu held.
+func (o *outbox) letStatusesGo() {
+	q := o.statuses
+	if q == nil || len(q.order) > 0 {
+		return
+	}
+	o.statuses = nil
+	if cap(q.order) <= maxPooledStatuses {
+		clear(q.frames) // already empty: every status taken was deleted
+		q.order = q.order[:0]
+		statusQueues.Put(q)
+	}
+}
+
+// put queues sid's status, replacing an unsent older one.
+func (q *statusQueue) put(sid string, frame []byte) {
+	if _, ok := q.frames[sid]; !ok {
+		q.order = append(q.order, sid)
+	}
+	q.frames[sid] = frame
+}
+
 // putStatus queues a session's status, replacing an unsent older one;
 // false: the socket is closing.
 func (o *outbox) putStatus(sid string, frame []byte) bool {
@@ -39,13 +82,7 @@ func (o *outbox) putStatus(sid string, frame []byte) bool {
 	if o.closing {
 		return false
 	}
-	if o.statuses == nil {
-		o.statuses = map[string][]byte{}
-	}
-	if _, ok := o.statuses[sid]; !ok {
-		o.statusOrder = append(o.statusOrder, sid)
-	}
-	o.statuses[sid] = frame
+	o.queue().put(sid, frame)
 	return true
 }
 
@@ -56,14 +93,9 @@ func (o *outbox) putStatuses(offers []statusOffer) bool {
 	if o.closing {
 		return false
 	}
-	if o.statuses == nil {
-		o.statuses = make(map[string][]byte, len(offers))
-	}
+	q := o.queue()
 	for _, of := range offers {
-		if _, ok := o.statuses[of.sid]; !ok {
-			o.statusOrder = append(o.statusOrder, of.sid)
-		}
-		o.statuses[of.sid] = of.frame
+		q.put(of.sid, of.frame)
 	}
 	return true
 }
@@ -72,18 +104,24 @@ func (o *outbox) putStatuses(offers []statusOffer) bool {
 func (o *outbox) dropStatuses(sids []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	n := len(o.statuses)
-	for _, sid := range sids {
-		delete(o.statuses, sid)
+	q := o.statuses
+	if q == nil {
+		return
 	}
-	if len(o.statuses) != n {
+	n := len(q.frames)
+	for _, sid := range sids {
+		delete(q.frames, sid)
+	}
+	if len(q.frames) != n {
 		// The order must not keep a dropped session: take would write an
 		// empty line for it, and putStatus would queue it twice.
-		o.statusOrder = slices.DeleteFunc(o.statusOrder, func(sid string) bool {
-			_, ok := o.statuses[sid]
+		q.order = slices.DeleteFunc(q.order, func(sid string) bool {
+			_, ok := q.frames[sid]
 			return !ok
 		})
+		clear(q.order[len(q.order):cap(q.order)])
 	}
+	o.letStatusesGo()
 }
 
 // requestClose makes the writer send the queued messages and msg (if not
@@ -152,19 +190,19 @@ func (o *outbox) takeLocked(buf []byte, limit int) ([]byte, bool) {
 		// Closing: only the remaining messages (goaway, errors) matter.
 		return trimNL(buf, base), len(o.msgs) == 0 && len(buf) == base
 	}
-	n = 0
-	for ; n < len(o.statusOrder) && (len(buf) == base || len(buf)+len(o.statuses[o.statusOrder[n]]) < limit); n++ {
-		sid := o.statusOrder[n]
-		buf = appendLine(buf, o.statuses[sid])
-		delete(o.statuses, sid)
-	}
-	o.statusOrder = compactStrings(o.statusOrder, n)
-	if len(o.statusOrder) == 0 {
-		// Every status taken: the map and the order let go of their
-		// buckets (a socket that never retires a writer goroutine, being
-		// written by the senders, would keep them: ~1.1 KiB per idle
-		// socket after the initial watch).
-		o.statuses, o.statusOrder = nil, nil
+	if q := o.statuses; q != nil {
+		n = 0
+		for ; n < len(q.order) && (len(buf) == base || len(buf)+len(q.frames[q.order[n]]) < limit); n++ {
+			sid := q.order[n]
+			buf = appendLine(buf, q.frames[sid])
+			delete(q.frames, sid)
+		}
+		q.order = compactStrings(q.order, n)
+		// Every status taken: the queue goes back to statusQueues (a socket
+		// that never retires a writer goroutine, being written by the
+		// senders, would keep its map: ~1.1 KiB per idle socket after the
+		// initial watch).
+		o.letStatusesGo()
 	}
 	n = 0
 	for ; n < len(o.events) && (len(buf) == base || len(buf)+len(o.events[n]) < limit); n++ {
@@ -224,9 +262,9 @@ func (o *outbox) growFrame(buf []byte, limit int) []byte {
 	for _, b := range o.msgs {
 		need += len(b) + 1
 	}
-	if !o.closing {
-		for _, sid := range o.statusOrder {
-			need += len(o.statuses[sid]) + 1
+	if q := o.statuses; q != nil && !o.closing {
+		for _, sid := range q.order {
+			need += len(q.frames[sid]) + 1
 		}
 		for _, b := range o.events {
 			if need >= limit {
@@ -250,9 +288,7 @@ func (o *outbox) shrink() {
 	if len(o.msgs) == 0 {
 		o.msgs = nil
 	}
-	if len(o.statusOrder) == 0 {
-		o.statuses, o.statusOrder = nil, nil
-	}
+	o.letStatusesGo()
 }
 
 // addStats adds the socket's queues and focus to s.
@@ -267,8 +303,10 @@ func (o *outbox) addStats(s *metrics.HubStats) {
 	for _, b := range o.msgs {
 		s.QueuedBytes += len(b)
 	}
-	for _, b := range o.statuses {
-		s.QueuedBytes += len(b)
+	if q := o.statuses; q != nil {
+		for _, b := range q.frames {
+			s.QueuedBytes += len(b)
+		}
 	}
 	if o.focus.sid != "" {
 		s.FocusedSockets++
@@ -306,5 +344,6 @@ func compactStrings(q []string, n int) []string {
 		return q
 	}
 	m := copy(q, q[n:])
+	clear(q[m:]) // a pooled queue holds no session id
 	return q[:m]
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/runhub/runhub/journal"
@@ -79,7 +80,15 @@ func (p *presence) watch(c *conn, sessions map[string]string) {
 		return
 	}
 	p.change(c, func(cp *connPresence) {
-		maps.Copy(cp.ids, sessions)
+		ids := make([]presenceID, len(cp.ids), len(cp.ids)+len(sessions))
+		copy(ids, cp.ids)
+		for sid, owner := range sessions {
+			if _, found := slices.BinarySearchFunc(cp.ids, sid, cmpPresenceID); !found {
+				ids = append(ids, presenceID{sid: sid, owner: owner})
+			}
+		}
+		slices.SortFunc(ids, func(a, b presenceID) int { return strings.Compare(a.sid, b.sid) })
+		cp.ids = ids
 	})
 }
 
@@ -89,13 +98,21 @@ func (p *presence) watchAll(c *conn) { p.change(c, func(cp *connPresence) { cp.a
 // unwatch records c unwatching sids, or everything with all.
 func (p *presence) unwatch(c *conn, sids []string, all bool) {
 	p.change(c, func(cp *connPresence) {
-		for _, sid := range sids {
-			delete(cp.ids, sid)
-		}
 		if all {
-			cp.all = false
-			clear(cp.ids)
+			cp.all, cp.ids = false, nil
+			return
 		}
+		gone := make(map[string]struct{}, len(sids))
+		for _, sid := range sids {
+			gone[sid] = struct{}{}
+		}
+		ids := make([]presenceID, 0, len(cp.ids))
+		for _, id := range cp.ids {
+			if _, ok := gone[id.sid]; !ok {
+				ids = append(ids, id)
+			}
+		}
+		cp.ids = ids
 	})
 }
 
@@ -107,85 +124,107 @@ func (p *presence) gone(c *conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if cp := p.conns[c]; cp != nil {
-		p.account(cp.subject, cp.contrib, -1)
+		p.book(cp, &connPresence{subject: cp.subject})
 		delete(p.conns, c)
 	}
 }
 
-// change applies fn to c's share and books the difference.
+// change applies fn to c's share and books the difference. fn replaces
+// the share's ids, never changes them in place: book compares the two.
 func (p *presence) change(c *conn, fn func(*connPresence)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cp := p.conns[c]
 	if cp == nil {
-		cp = &connPresence{subject: c.subject, ids: map[string]string{}}
+		cp = &connPresence{subject: c.subject}
 		p.conns[c] = cp
 	}
+	old := *cp
 	fn(cp)
-	next := map[string]pcount{}
-	if cp.all {
-		next["o:"+cp.subject] = pcount{W: 1}
-	}
-	for sid, owner := range cp.ids {
-		if !(cp.all && owner == cp.subject) {
-			next["s:"+sid] = pcount{W: 1}
-		}
-	}
-	if cp.focus != "" {
-		n := next["s:"+cp.focus]
-		n.F = 1
-		next["s:"+cp.focus] = n
-	}
-	if maps.Equal(next, cp.contrib) {
-		return
-	}
-	p.rebook(cp.subject, cp.contrib, next)
-	cp.contrib = next
-	if len(next) == 0 {
+	p.book(&old, cp)
+	if !cp.all && len(cp.ids) == 0 && cp.focus == "" {
 		delete(p.conns, c)
 	}
 }
 
-// rebook replaces a socket's share old with next, touching (and marking
-// dirty) only the targets whose counts differ: a focus switch changes two
-// sessions' presence, not every watched one's. Called with p.mu held.
-func (p *presence) rebook(subject string, old, next map[string]pcount) {
-	diff := map[string]pcount{}
-	for t, o := range old {
-		if n := next[t]; n != o {
-			diff[t] = pcount{W: n.W - o.W, F: n.F - o.F}
-		}
+// cmpPresenceID orders a share's ids by session.
+func cmpPresenceID(id presenceID, sid string) int { return strings.Compare(id.sid, sid) }
+
+// watching is what the socket's watch of ids[i] counts: 1, or 0 when its
+// watch of all of its subject's sessions covers it already.
+func (cp *connPresence) watching(i int) int {
+	if cp.all && cp.ids[i].owner == cp.subject {
+		return 0
 	}
-	for t, n := range next {
-		if _, ok := old[t]; !ok {
-			diff[t] = n
-		}
-	}
-	p.account(subject, diff, 1)
+	return 1
 }
 
-// account adds (sign 1) or removes (-1) a socket's share. Called with p.mu
-// held.
-func (p *presence) account(subject string, contrib map[string]pcount, sign int) {
-	for target, n := range contrib {
-		e := p.local[target]
-		if e == nil {
-			e = pentry{}
-			p.local[target] = e
+// book replaces a socket's share old with next, touching (and marking
+// dirty) only the targets whose counts differ: a focus switch changes two
+// sessions' presence, not every watched one's. A share is its targets:
+// "o:<subject>" while it watches all, "s:<sid>" for each session it
+// watches by id (unless all covers it) and the one it focuses; it keeps
+// no map of them, they follow from the share. Called with p.mu held.
+func (p *presence) book(old, next *connPresence) {
+	subject := next.subject
+	if old.all != next.all {
+		d := 1
+		if old.all {
+			d = -1
 		}
-		cur := e[subject]
-		cur.W += sign * n.W
-		cur.F += sign * n.F
-		if cur.W <= 0 && cur.F <= 0 {
-			delete(e, subject)
-		} else {
-			e[subject] = cur
-		}
-		if len(e) == 0 {
-			delete(p.local, target)
-		}
-		p.dirty[target] = struct{}{}
+		p.add(subject, "o:"+subject, pcount{W: d})
 	}
+	i, j := 0, 0
+	for i < len(old.ids) || j < len(next.ids) {
+		var sid string
+		var was, is int
+		switch {
+		case j == len(next.ids) || (i < len(old.ids) && old.ids[i].sid < next.ids[j].sid):
+			sid, was = old.ids[i].sid, old.watching(i)
+			i++
+		case i == len(old.ids) || next.ids[j].sid < old.ids[i].sid:
+			sid, is = next.ids[j].sid, next.watching(j)
+			j++
+		default:
+			sid, was, is = old.ids[i].sid, old.watching(i), next.watching(j)
+			i++
+			j++
+		}
+		if was != is {
+			p.add(subject, "s:"+sid, pcount{W: is - was})
+		}
+	}
+	if old.focus != next.focus {
+		if old.focus != "" {
+			p.add(subject, "s:"+old.focus, pcount{F: -1})
+		}
+		if next.focus != "" {
+			p.add(subject, "s:"+next.focus, pcount{F: 1})
+		}
+	}
+}
+
+// add adds d to subject's counts of target and marks it dirty. A socket's
+// share is in the counts it changes, so no count goes below zero however
+// the changes of one book are ordered. Called with p.mu held.
+func (p *presence) add(subject, target string, d pcount) {
+	e := p.local[target]
+	if e == nil {
+		e = pentry{}
+		p.local[target] = e
+	}
+	cur := e[subject]
+	cur.W += d.W
+	cur.F += d.F
+	if cur.W <= 0 && cur.F <= 0 {
+		delete(e, subject)
+	} else {
+		e[subject] = cur
+	}
+	if len(e) == 0 {
+		delete(p.local, target)
+	}
+	p.dirty[target] = struct{}{}
 }
 
 // --- what statuses carry -----------------------------------------------------

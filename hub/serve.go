@@ -55,7 +55,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(h.cfg.MaxFrameBytes)
 	c := newConn(h, ws, pre)
-	c.wire = hj.wire
+	c.wire, c.rd.br = hj.wire, hj.br
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -82,17 +82,27 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 // newConn makes a socket; pre is the principal of the upgrade's
 // Authorization header, if any.
 func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
-	ctx, cancel := context.WithCancel(h.ctx)
-	// Cancelling the socket also closes it: that is what ends the read
-	// parked in readLoop, which is given no context (see there).
-	stop := func() {
-		cancel()
-		ws.CloseNow()
-	}
+	// The socket's context is not the hub's child: a child is an entry in
+	// the hub context's map of children for the socket's life, and the
+	// hub ends its sockets itself (Shutdown: goaway, or abort past its
+	// deadline). Cancelling the socket also closes it: that is what ends
+	// the read parked in readLoop, which is given no context (see there),
+	// and a write in flight.
+	// It also wakes the writer goroutine, which waits for its wake token,
+	// not for the context's Done channel (writeLoop).
+	ctx, cancel := context.WithCancel(context.Background())
 	snd := h.senders[int(h.nextSnd.Add(1))%len(h.senders)]
-	c := &conn{socketEnv: &h.env, ws: ws, id: adapter.NewID("c_"), ctx: ctx, cancel: stop, snd: snd,
+	c := &conn{socketEnv: &h.env, ws: ws, id: adapter.NewID("c_"), ctx: ctx, snd: snd,
 		rd: reader{pre: pre, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
 		w:  writer{wake: make(chan struct{}, 1)}}
+	c.cancel = func() {
+		cancel()
+		ws.CloseNow()
+		select {
+		case c.w.wake <- struct{}{}:
+		default:
+		}
+	}
 	c.w.loop = c.writeLoop
 	return c
 }
@@ -128,20 +138,17 @@ func (c *conn) leave() {
 }
 
 func (c *conn) readLoop() {
-	done := make(chan bool, 1)
 	for {
-		// No context: with one, the WebSocket library registers a
-		// context.AfterFunc per read, ~0.4 KiB that an idle socket would
-		// hold for its life. c.cancel closes the socket instead, and every
-		// way a socket ends goes through it or closes the socket itself.
-		typ, data, err := c.ws.Read(context.Background())
-		if err != nil {
-			return // read limit (1009), peer close, hub stop: the socket is done
-		}
-		// The frame is handled on a goroutine of its own, waited for, so
-		// messages stay in order: decoding, watching, focusing and controls
-		// grow a stack to several KiB, and this goroutine's stack, kept for
-		// the socket's life while it waits in Read, stays small.
+		// An idle socket's goroutine waits here, a few frames deep: its
+		// stack stays at the 2 KiB it started with. Reading a frame
+		// (the WebSocket library, bufio, the connection) and handling it
+		// (decoding, watching, focusing, controls) go deeper, so both run
+		// on a goroutine of their own, waited for, so messages stay in
+		// order; that goroutine's stack goes back to the runtime's cache
+		// when it ends, where a reader parked in a read would keep it for
+		// the socket's life.
+		c.readable()
+		done := make(chan bool, 1)
 		go func() {
 			ok := false
 			defer func() {
@@ -152,12 +159,36 @@ func (c *conn) readLoop() {
 				}
 				done <- ok
 			}()
+			// No context: with one, the WebSocket library registers a
+			// context.AfterFunc per read, ~0.4 KiB that an idle socket would
+			// hold for its life. c.cancel closes the socket instead, and every
+			// way a socket ends goes through it or closes the socket itself.
+			typ, data, err := c.ws.Read(context.Background())
+			if err != nil {
+				return // read limit (1009), peer close, hub stop: the socket is done
+			}
 			ok = c.handleFrame(typ, data)
 		}()
 		if !<-done {
 			return
 		}
 	}
+}
+
+// readable waits until a read of the socket would not wait for the tab:
+// bytes are in the library's buffer or read ahead of the upgrade, or the
+// connection has bytes, has ended or failed. Without a plain socket under
+// the connection it returns at once (the read then waits, deeper). A
+// failure is left to the read that follows, which ends the socket as
+// before.
+func (c *conn) readable() {
+	if c.wire == nil || c.wire.conn.raw == nil || c.rd.br == nil {
+		return
+	}
+	if c.rd.br.Buffered() > 0 || c.wire.conn.prefixed() {
+		return
+	}
+	_ = c.wire.conn.waitReadable()
 }
 
 // handleFrame handles one client frame; false ends the socket.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/runhub/runhub/journal"
@@ -97,7 +98,7 @@ func (t *tracker) sessionChanged(sid string) {
 		// A load in flight may have read the session before the change:
 		// load it once more when it lands (and load it should none be on
 		// its way).
-		s.overflow = true
+		s.overflow, s.unread = true, false
 		t.scheduleLoad(sid)
 	}
 }
@@ -105,6 +106,7 @@ func (t *tracker) sessionChanged(sid string) {
 // apply folds e into a loaded session; anything out of sequence that is not
 // a duplicate schedules a reload from the journal. Called with t.mu held.
 func (t *tracker) apply(s *tracked, e *protocol.Envelope) {
+	s.enc = nil // the status changes (or is reloaded)
 	if err := s.state.Apply(e); err != nil {
 		if l := s.state.Latest; l != nil && e.RunID == l.RunID && e.Seq <= l.LastSeq {
 			return // already folded
@@ -215,7 +217,7 @@ func (t *tracker) load(sid string) {
 	}
 	s.owner = meta.Owner
 	st.Presence = t.h.presence.lookup(sid, meta.Owner)
-	s.state, s.loaded = st, true
+	s.state, s.loaded, s.enc, s.unread = st, true, nil, false
 	pending, overflow := s.pending, s.overflow
 	s.pending, s.overflow = nil, false
 	if overflow {
@@ -258,20 +260,23 @@ func (t *tracker) flushLoop() {
 func (t *tracker) flush(now time.Time) {
 	t.mu.Lock()
 	if len(t.dirty) == 0 {
+		if t.spans != nil && now.Sub(t.flushedAt) > scratchLinger {
+			t.spans, t.offers, t.due = nil, nil, nil // idle: the scratch of the last busy flushes goes
+		}
 		t.mu.Unlock()
 		return
 	}
-	// byConn is reused across flushes (only flushLoop calls flush): its
-	// slices keep their capacity, and a socket with nothing this time is
-	// dropped from it below.
-	byConn := t.byConn
-	if byConn == nil {
-		byConn = map[*conn][]statusOffer{}
-		t.byConn = byConn
+	t.flushedAt = now
+	// The scratch (spans, offers, due) is reused across flushes (only
+	// flushLoop calls flush), so a flush that offers every socket its
+	// statuses (presence, during a burst of connecting tabs) allocates
+	// nothing per socket; a tracker with nothing to flush for
+	// scratchLinger lets it go. Each socket's statuses are one span of
+	// offers: counted first, then filled.
+	if t.spans == nil {
+		t.spans = map[*conn]offerSpan{}
 	}
-	for c, offers := range byConn {
-		byConn[c] = offers[:0]
-	}
+	spans, due := t.spans, t.due[:0]
 	for sid, s := range t.dirty {
 		if !s.loaded {
 			delete(t.dirty, sid)
@@ -283,38 +288,105 @@ func (t *tracker) flush(now time.Time) {
 		}
 		delete(t.dirty, sid)
 		s.sent, s.sentAt, s.meaningful = meaningOf(&s.state), now, false
-		frame, err := t.h.encodeStatus(&s.state)
+		frame, err := s.frame(t.h)
 		if err != nil {
 			t.h.log.Error("encode status", "session_id", sid, "err", err)
 			continue
 		}
-		o := statusOffer{sid: sid, frame: frame}
-		for c := range s.watchers {
-			if !s.has(c, frame) {
-				byConn[c] = append(byConn[c], o)
-			}
-		}
-		for c := range t.owners[s.owner] {
-			if _, dup := s.watchers[c]; !dup && !s.has(c, frame) {
-				byConn[c] = append(byConn[c], o)
-			}
-		}
-		s.fresh = nil
+		due = append(due, dueStatus{s: s, frame: frame})
+		t.eachReceiver(s, frame, func(c *conn) {
+			sp := spans[c]
+			sp.n++
+			spans[c] = sp
+		})
 	}
+	total := int32(0)
+	for c, sp := range spans {
+		spans[c] = offerSpan{start: total}
+		total += sp.n
+	}
+	offers := slices.Grow(t.offers[:0], int(total))[:total]
+	for _, d := range due {
+		o := statusOffer{sid: d.s.id, frame: d.frame}
+		t.eachReceiver(d.s, d.frame, func(c *conn) {
+			sp := spans[c]
+			offers[sp.start+sp.n] = o
+			sp.n++
+			spans[c] = sp
+		})
+		d.s.fresh = nil
+	}
+	clear(due)
+	t.due, t.offers = due[:0], offers[:0]
 	t.mu.Unlock()
-	for c, offers := range byConn {
-		if len(offers) == 0 {
-			delete(byConn, c)
-			continue
+	for c, sp := range spans {
+		c.offerStatuses(offers[sp.start : sp.start+sp.n])
+	}
+	clear(offers) // drop the frames until the next flush
+	clear(spans)
+}
+
+// eachReceiver calls fn for each socket a flush sends s's frame: its
+// watchers and its owner's watch-all sockets, each once, but those whose
+// snapshot was that frame already. Called with t.mu held.
+func (t *tracker) eachReceiver(s *tracked, frame []byte, fn func(*conn)) {
+	for c := range s.watchers {
+		if !s.has(c, frame) {
+			fn(c)
 		}
-		c.offerStatuses(offers)
-		clear(offers) // drop the frames until the next flush reuses the slice
+	}
+	for c := range t.owners[s.owner] {
+		if _, dup := s.watchers[c]; !dup && !s.has(c, frame) {
+			fn(c)
+		}
 	}
 }
+
+// scratchLinger is how long flush keeps its scratch (tracker.spans,
+// offers and due) with nothing to flush.
+const scratchLinger = 2 * time.Second
 
 func (h *Hub) encodeStatus(s *session.Session) ([]byte, error) {
 	st := h.StatusOf(s)
 	return json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
+}
+
+// presenceField is how a status message's presence starts: it is the last
+// field of SessionStatus, and the session object always has fields before
+// it.
+const presenceField = `,"presence":`
+
+// frame is s's status message, the bytes encodeStatus makes of s.state,
+// from the status without its presence encoded once per change of the
+// session (s.enc) and the presence of now put in its place: presence
+// changes with every tab that watches or focuses the session, and a
+// burst of connecting tabs encoded every watched session's whole status
+// once per tab. A frame without presence is s.enc itself (frames are
+// never changed once made). Called with t.mu held.
+func (s *tracked) frame(h *Hub) ([]byte, error) {
+	if s.enc == nil {
+		st := h.StatusOf(&s.state)
+		st.Presence = nil
+		enc, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
+		if err != nil {
+			return nil, err
+		}
+		s.enc = enc
+	}
+	pr := s.state.Presence
+	if pr == nil {
+		return s.enc, nil
+	}
+	p, err := json.Marshal(pr)
+	if err != nil {
+		return nil, err
+	}
+	head := s.enc[:len(s.enc)-2] // without the closing "}}" of the session and the message
+	frame := make([]byte, 0, len(head)+len(presenceField)+len(p)+2)
+	frame = append(frame, head...)
+	frame = append(frame, presenceField...)
+	frame = append(frame, p...)
+	return append(frame, "}}"...), nil
 }
 
 // ensure returns the tracked entry of a session, creating it (and
@@ -322,7 +394,7 @@ func (h *Hub) encodeStatus(s *session.Session) ([]byte, error) {
 func (t *tracker) ensure(meta journal.SessionMeta) *tracked {
 	s := t.sessions[meta.ID]
 	if s == nil {
-		s = &tracked{id: meta.ID, owner: meta.Owner, watchers: map[*conn]struct{}{}}
+		s = &tracked{id: meta.ID, owner: meta.Owner, watchers: map[*conn]struct{}{}, unread: true}
 		t.sessions[meta.ID] = s
 		t.scheduleLoad(meta.ID)
 	}

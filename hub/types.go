@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"log/slog"
@@ -146,6 +147,9 @@ type reader struct {
 	rate    *bucket     // nil: no limit
 	helloT  *time.Timer // closes a socket that sends no hello in time (nil: none)
 	compact bool        // hello took protocol.CapCompactReplay
+	// br is the WebSocket library's read buffer (hijack.go): bytes in it
+	// are read without waiting for the connection (readable).
+	br *bufio.Reader
 }
 
 // watches is what a socket watches. The reader alone changes and reads it
@@ -190,11 +194,10 @@ type authState struct {
 // and an order between the two.
 type outbox struct {
 	mu          sync.Mutex
-	msgs        [][]byte          // control results, errors, pongs, welcome
-	statuses    map[string][]byte // newest unsent status per session
-	statusOrder []string          // sessions with an unsent status, in arrival order
-	events      [][]byte          // focused events and replay markers, in order
-	closing     bool              // a close was requested: only msgs still go out
+	msgs        [][]byte     // control results, errors, pongs, welcome
+	statuses    *statusQueue // unsent statuses (nil: none; pooled, outbox.go)
+	events      [][]byte     // focused events and replay markers, in order
+	closing     bool         // a close was requested: only msgs still go out
 	closeCode   websocket.StatusCode
 	closeReason string
 	focus       focusState // the focus state machine's (focus.go)
@@ -207,6 +210,14 @@ type outbox struct {
 	// (nextFrameLimit; 0: MaxBatchBytes), which senders use too.
 	busy  bool
 	limit int
+}
+
+// statusQueue is a socket's unsent statuses: the newest per session, in
+// the order their sessions first had one. It belongs to the outbox that
+// holds it, under its mu, and goes back to a pool once empty (outbox.go).
+type statusQueue struct {
+	frames map[string][]byte // newest unsent status per session
+	order  []string          // sessions with an unsent status, in arrival order
 }
 
 // focusState is what a socket delivers of its focused session. The
@@ -323,7 +334,12 @@ type tracker struct {
 	loadWake chan struct{}
 	urgent   chan struct{} // capacity 1: a status whose meaning changed waits
 
-	byConn map[*conn][]statusOffer // flush's scratch: statuses per socket
+	// flush's scratch: each socket's span of offers, the offers, the
+	// statuses due; kept between busy flushes (status.go).
+	spans     map[*conn]offerSpan
+	offers    []statusOffer
+	due       []dueStatus
+	flushedAt time.Time // when flush last had something to send
 
 	cancelFeed func()
 	quit       chan struct{}
@@ -338,8 +354,10 @@ type tracked struct {
 	loaded   bool
 	pending  []protocol.Envelope // feed events that arrived while loading
 	overflow bool                // pending hit its bound: reload after this load
+	unread   bool                // made from a meta just read (ensure), not loaded yet and not changed since
 	watchers map[*conn]struct{}  // watching by id
 	fresh    map[*conn][]byte    // sockets whose snapshot was taken while s was dirty: the frame each has (nil until one is)
+	enc      []byte              // the status message without presence, encoded (nil: state changed since; tracked.frame)
 
 	// Cadence (see flush): the meaning of the status last sent, when it
 	// was sent, and whether the unsent changes alter its meaning.
@@ -369,6 +387,15 @@ type meaning struct {
 	clarify       *protocol.PendingClarify
 	queueDepth    int
 	goal          *protocol.GoalUpdatedPayload
+}
+
+// offerSpan is a socket's statuses in a flush: offers[start:start+n].
+type offerSpan struct{ start, n int32 }
+
+// dueStatus is a session whose status a flush sends, and its frame.
+type dueStatus struct {
+	s     *tracked
+	frame []byte
 }
 
 // statusOffer is one session's encoded status for a socket.
@@ -403,14 +430,17 @@ type presence struct {
 	unsubscr func()
 }
 
-// connPresence is one socket's share.
+// connPresence is one socket's share; its targets and counts follow from
+// it (presence.book).
 type connPresence struct {
 	subject string
 	all     bool
-	ids     map[string]string // sessions watched by id → owner
+	ids     []presenceID // sessions watched by id, by sid; replaced, never changed in place
 	focus   string
-	contrib map[string]pcount // target → this socket's counts (its subject)
 }
+
+// presenceID is a session a socket watches by id, and its owner.
+type presenceID struct{ sid, owner string }
 
 // pentry is a target's counts by subject.
 type pentry map[string]pcount

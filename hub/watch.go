@@ -29,8 +29,9 @@ func (c *conn) watch(w *protocol.Watch) {
 	// watched: a status sent at once (a snapshot, or the one after a
 	// session's load) then already counts this socket, and no second one
 	// follows when presence is next flushed.
-	var metas []journal.SessionMeta
-	byID := map[string]string{} // watched now: session → owner
+	n := min(len(w.Sessions), c.cfg.MaxWatch)
+	metas := make([]journal.SessionMeta, 0, n)
+	byID := make(map[string]string, n) // watched now: session → owner
 	defer func() {
 		c.presence.prefetch(c.ctx, metas...) // one store read, not one per session's load
 		c.presence.watch(c, byID)
@@ -42,6 +43,7 @@ func (c *conn) watch(w *protocol.Watch) {
 			}
 			added = append(added, id)
 		}
+		c.watches.ids = slices.Clip(c.watches.ids) // kept for the socket's life: no room to grow
 		c.tracker.snapshot(c, added)
 	}()
 	var unknown []string
@@ -65,7 +67,15 @@ func (c *conn) watch(w *protocol.Watch) {
 			c.sendError(protocol.CodeLimitExceeded, "watching more than the limit of sessions; unwatch some first", protocol.MsgWatch)
 			return
 		}
-		meta, err := c.store.Session(c.ctx, sid)
+		// A session the tracker has loaded is known: its id and owner are
+		// all a watch needs, and reading its meta again for every tab
+		// that watches it made a burst of connecting tabs read the
+		// journal ten times per tab.
+		meta, known := c.tracker.known(sid)
+		var err error
+		if !known {
+			meta, err = c.store.Session(c.ctx, sid)
+		}
 		if err != nil || !c.mayRead(meta.Owner) {
 			if err != nil && !errors.Is(err, journal.ErrNotFound) {
 				// The journal fails: the rest would fail alike (and each
@@ -77,7 +87,9 @@ func (c *conn) watch(w *protocol.Watch) {
 			unknown = append(unknown, sid)
 			continue
 		}
-		meta.ID = c.tracker.intern(meta.ID) // one string per session, shared by its watchers
+		if !known {
+			meta.ID = c.tracker.intern(meta.ID) // one string per session, shared by its watchers
+		}
 		metas = append(metas, meta)
 		byID[meta.ID] = meta.Owner
 	}

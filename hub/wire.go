@@ -56,9 +56,10 @@ type wire struct {
 // through net.Conn as usual.
 type fdConn struct {
 	net.Conn
-	fd     int          // -1: not a plain socket; trySend never sends
-	guard  sync.RWMutex // read-held by a direct write, write-held by Close
-	closed bool         // under guard
+	fd     int             // -1: not a plain socket; trySend never sends
+	raw    syscall.RawConn // the socket's, for waitReadable (nil: not a plain socket)
+	guard  sync.RWMutex    // read-held by a direct write, write-held by Close
+	closed bool            // under guard
 }
 
 func newFDConn(conn net.Conn) *fdConn {
@@ -70,9 +71,37 @@ func newFDConn(conn net.Conn) *fdConn {
 	if sc, ok := under.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			raw.Control(func(fd uintptr) { c.fd = int(fd) })
+			c.raw = raw
 		}
 	}
 	return c
+}
+
+// waitReadable parks the calling goroutine until the connection has bytes
+// to read, has reached its end or failed, or is closed, and reads nothing.
+// The socket's reader waits here, not in a read through the WebSocket
+// library, so that an idle socket's goroutine is parked a few frames deep
+// and keeps the smallest stack (serve.go: readLoop). It must not be called
+// on a connection with bytes buffered above it (a prefix, a bufio.Reader).
+func (c *fdConn) waitReadable() error {
+	return c.raw.Read(peekReadable)
+}
+
+// peekReadable reports whether fd has something for a read: bytes, its
+// end, or an error. A full check, not a readiness flag: the runtime's
+// poller is edge-triggered, so waiting without first finding the socket
+// empty could miss bytes that arrived before.
+func peekReadable(fd uintptr) bool {
+	var b [1]byte
+	_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return err != syscall.EAGAIN
+}
+
+// prefixed reports whether bytes read ahead of the upgrade are still
+// unread (prefixConn). Called by the socket's reader only.
+func (c *fdConn) prefixed() bool {
+	pc, ok := c.Conn.(*prefixConn)
+	return ok && len(pc.prefix) > 0
 }
 
 // Close implements net.Conn: no direct write follows it.

@@ -1,0 +1,68 @@
+package hub
+
+import (
+	"bytes"
+	"testing"
+	"testing/synctest"
+	"time"
+	"unsafe"
+
+	"github.com/runhub/runhub/protocol"
+)
+
+// A tracked session's status frame is encodeStatus's bytes, whatever its
+// presence: the status without presence is encoded once per change of
+// the session and reused while only the presence changes (every tab that
+// watches or focuses the session changes it), and encoded again once the
+// session changes.
+func TestTrackedFrame_ReusedUntilTheSessionChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCadenceRig(t, 0)
+		r.tab()
+		synctest.Wait()
+		tr := r.h.tracker
+		frame := func(what string) []byte {
+			t.Helper()
+			tr.mu.Lock()
+			defer tr.mu.Unlock()
+			s := tr.sessions["s_1"]
+			if s == nil || !s.loaded {
+				t.Fatalf("%s: s_1 not loaded", what)
+			}
+			got, err := s.frame(r.h)
+			want, werr := r.h.encodeStatus(&s.state)
+			if err != nil || werr != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: frame\n%s (%v)\nwant encodeStatus's\n%s (%v)", what, got, err, want, werr)
+			}
+			return s.enc
+		}
+		setPresence := func(p *protocol.Presence) {
+			tr.mu.Lock()
+			tr.sessions["s_1"].state.Presence = p
+			tr.mu.Unlock()
+		}
+		enc := frame("with this tab's presence")
+		for _, p := range []*protocol.Presence{
+			nil,
+			{Watching: 2, Focused: 1, Subjects: []protocol.PresenceSubject{{Subject: "ana", Watching: 1, Focused: 1}, {Subject: "<b&o>\u2028é\"", Watching: 1}}},
+			{Watching: 1, Subjects: []protocol.PresenceSubject{}},
+		} {
+			setPresence(p)
+			if got := frame("another presence"); unsafe.SliceData(got) != unsafe.SliceData(enc) {
+				t.Fatal("a change of presence only encoded the status again")
+			}
+		}
+		r.emit(protocol.EventRunStarted, protocol.RunStartedPayload{Message: "hi"})
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		tr.mu.Lock()
+		stale := tr.sessions["s_1"].enc
+		tr.mu.Unlock()
+		if stale != nil && unsafe.SliceData(stale) == unsafe.SliceData(enc) {
+			t.Fatal("the session changed and its encoded status was kept")
+		}
+		if got := frame("after run.started"); !bytes.Contains(got, []byte(`"status":"running"`)) {
+			t.Fatalf("encoded status after run.started: %s", got)
+		}
+	})
+}
