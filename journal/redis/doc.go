@@ -53,10 +53,12 @@
 //	rh:loc:RID            string  the run's locator: its shard number
 //	rh:ds:{NAME}:m        hash    a durable stream's meta: v (version), g
 //	                              (generation), m (journal.StreamMeta JSON)
-//	rh:ds:{NAME}:r:GEN    list    its records of generation GEN (end, count,
+//	rh:ds:{NAME}:x:GEN    stream  its records of generation GEN, an entry
+//	                              each, ID INDEX-0, field d (end, count,
 //	                              data); both under the stream name's hash
 //	                              tag, so the commit script (streams.go) is
-//	                              one slot
+//	                              one slot (rh:ds:{NAME}:r:GEN, a list, is
+//	                              an earlier runhub's form, still read)
 //	rh:ds:expiring        set     the names of streams with a TTL or an
 //	                              expiry (a superset), for the reaper
 //	rh:ds:notify          channel a stream's name on every commit, to every
