@@ -74,17 +74,17 @@ func (p *presence) stop() {
 
 // --- the hooks of sockets --------------------------------------------------
 
-// watch records c watching sessions by id (sid → owner).
-func (p *presence) watch(c *conn, sessions map[string]string) {
+// watch records c watching sessions by id, each named once.
+func (p *presence) watch(c *conn, sessions []presenceID) {
 	if len(sessions) == 0 {
 		return
 	}
 	p.change(c, func(cp *connPresence) {
 		ids := make([]presenceID, len(cp.ids), len(cp.ids)+len(sessions))
 		copy(ids, cp.ids)
-		for sid, owner := range sessions {
-			if _, found := slices.BinarySearchFunc(cp.ids, sid, cmpPresenceID); !found {
-				ids = append(ids, presenceID{sid: sid, owner: owner})
+		for _, id := range sessions {
+			if _, found := slices.BinarySearchFunc(cp.ids, id.sid, cmpPresenceID); !found {
+				ids = append(ids, id)
 			}
 		}
 		slices.SortFunc(ids, func(a, b presenceID) int { return strings.Compare(a.sid, b.sid) })

@@ -3,8 +3,8 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/runhub/runhub/journal"
@@ -120,31 +120,56 @@ func (p *presence) current(t string) pentry {
 	return out
 }
 
-// computeFrom merges a session's two targets of src.
+// computeFrom merges a session's two targets of src. A few subjects (the
+// common case: a session's owner, an admin) are summed in an array on the
+// stack; past smallPresence, in a map.
 func computeFrom(src map[string]pentry, sid, owner string) *protocol.Presence {
-	sum := map[string]pcount{}
-	for _, t := range []string{"s:" + sid, "o:" + owner} {
-		for subject, n := range src[t] {
-			cur := sum[subject]
-			cur.W += n.W
-			cur.F += n.F
-			sum[subject] = cur
-		}
-	}
-	if len(sum) == 0 {
+	a, b := src["s:"+sid], src["o:"+owner]
+	if len(a)+len(b) == 0 {
 		return nil
 	}
+	var buf [smallPresence]protocol.PresenceSubject
+	sum := buf[:0]
+	if len(a)+len(b) <= smallPresence {
+		for _, e := range [2]pentry{a, b} {
+			for subject, n := range e {
+				i := slices.IndexFunc(sum, func(s protocol.PresenceSubject) bool { return s.Subject == subject })
+				if i < 0 {
+					sum = append(sum, protocol.PresenceSubject{Subject: subject})
+					i = len(sum) - 1
+				}
+				sum[i].Watching += n.W
+				sum[i].Focused += n.F
+			}
+		}
+	} else {
+		bySubject := map[string]pcount{}
+		for _, e := range [2]pentry{a, b} {
+			for subject, n := range e {
+				cur := bySubject[subject]
+				cur.W += n.W
+				cur.F += n.F
+				bySubject[subject] = cur
+			}
+		}
+		for subject, n := range bySubject {
+			sum = append(sum, protocol.PresenceSubject{Subject: subject, Watching: n.W, Focused: n.F})
+		}
+	}
+	slices.SortFunc(sum, func(x, y protocol.PresenceSubject) int { return strings.Compare(x.Subject, y.Subject) })
 	out := &protocol.Presence{Subjects: make([]protocol.PresenceSubject, 0, min(len(sum), protocol.MaxPresenceSubjects))}
-	for _, subject := range slices.Sorted(maps.Keys(sum)) {
-		n := sum[subject]
-		out.Watching += n.W
-		out.Focused += n.F
+	for _, n := range sum {
+		out.Watching += n.Watching
+		out.Focused += n.Focused
 		if len(out.Subjects) < protocol.MaxPresenceSubjects {
-			out.Subjects = append(out.Subjects, protocol.PresenceSubject{Subject: subject, Watching: n.W, Focused: n.F})
+			out.Subjects = append(out.Subjects, n)
 		}
 	}
 	return out
 }
+
+// smallPresence is the most subjects computeFrom sums without a map.
+const smallPresence = 8
 
 // mergeEntries sums the entries of every hub of one target.
 func mergeEntries(raws [][]byte) pentry {

@@ -197,7 +197,13 @@ func (c *conn) setFocus(f *protocol.Focus) {
 		return
 	}
 	sid := *f.SessionID
-	meta, err := c.store.Session(c.ctx, sid)
+	// Without a cursor only the owner is needed: a session the tracker
+	// holds is not read again (tracker.known).
+	meta, known := c.tracker.known(sid)
+	var err error
+	if !known || f.Cursor != "" {
+		meta, err = c.store.Session(c.ctx, sid)
+	}
 	if err != nil || !c.mayRead(meta.Owner) {
 		if err != nil && !errors.Is(err, journal.ErrNotFound) {
 			c.sendError(journalCode(err), "could not load the session", "focus")

@@ -30,20 +30,24 @@ func (c *conn) watch(w *protocol.Watch) {
 	// session's load) then already counts this socket, and no second one
 	// follows when presence is next flushed.
 	n := min(len(w.Sessions), c.cfg.MaxWatch)
-	metas := make([]journal.SessionMeta, 0, n)
-	byID := make(map[string]string, n) // watched now: session → owner
+	ids := make([]presenceID, 0, n) // checked, in the message's order: session and owner
 	defer func() {
-		c.presence.prefetch(c.ctx, metas...) // one store read, not one per session's load
-		c.presence.watch(c, byID)
-		added := make([]string, 0, len(metas))
-		for _, meta := range metas {
-			id := c.tracker.watch(c, meta)
-			if i, found := slices.BinarySearch(c.watches.ids, id); !found {
-				c.watches.ids = slices.Insert(c.watches.ids, i, id)
-			}
-			added = append(added, id)
+		if len(ids) == 0 {
+			return
 		}
-		c.watches.ids = slices.Clip(c.watches.ids) // kept for the socket's life: no room to grow
+		if c.presence.store != nil {
+			metas := make([]journal.SessionMeta, len(ids))
+			for i, id := range ids {
+				metas[i] = journal.SessionMeta{ID: id.sid, Owner: id.owner}
+			}
+			c.presence.prefetch(c.ctx, metas...) // one store read, not one per session's load
+		}
+		c.presence.watch(c, ids)
+		added := make([]string, len(ids))
+		for i, id := range ids {
+			added[i] = c.tracker.watch(c, journal.SessionMeta{ID: id.sid, Owner: id.owner})
+		}
+		c.watches.ids = mergeIDs(c.watches.ids, added)
 		c.tracker.snapshot(c, added)
 	}()
 	var unknown []string
@@ -60,10 +64,10 @@ func (c *conn) watch(w *protocol.Watch) {
 		if _, already := slices.BinarySearch(c.watches.ids, sid); already {
 			continue
 		}
-		if _, dup := byID[sid]; dup {
-			continue
+		if slices.ContainsFunc(ids, func(id presenceID) bool { return id.sid == sid }) {
+			continue // named twice
 		}
-		if len(c.watches.ids)+len(metas) >= c.cfg.MaxWatch {
+		if len(c.watches.ids)+len(ids) >= c.cfg.MaxWatch {
 			c.sendError(protocol.CodeLimitExceeded, "watching more than the limit of sessions; unwatch some first", protocol.MsgWatch)
 			return
 		}
@@ -90,9 +94,22 @@ func (c *conn) watch(w *protocol.Watch) {
 		if !known {
 			meta.ID = c.tracker.intern(meta.ID) // one string per session, shared by its watchers
 		}
-		metas = append(metas, meta)
-		byID[meta.ID] = meta.Owner
+		ids = append(ids, presenceID{sid: meta.ID, owner: meta.Owner})
 	}
+}
+
+// mergeIDs returns the sorted ids of have (sorted) and add, in a slice of
+// their size: a socket keeps it for its life.
+func mergeIDs(have, add []string) []string {
+	out := make([]string, len(have), len(have)+len(add))
+	copy(out, have)
+	for _, id := range add {
+		if _, found := slices.BinarySearch(have, id); !found {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Clip(out)
 }
 
 // sendWatchError sends one watch error about sids.
