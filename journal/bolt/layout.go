@@ -28,6 +28,8 @@ var (
 	bucketSegLive   = []byte("segment_live")
 	// queued: the sessions whose queue holds a message (queued.go).
 	bucketQueued = []byte("queued")
+	// owner_keys: a session's key in owners (owners.go).
+	bucketOwnerKeys = []byte("owner_keys")
 
 	// The first layout's event buckets, read only to migrate (migrate.go).
 	bucketLogV1   = []byte("log")
@@ -47,11 +49,12 @@ const (
 	bEndedOffs
 	bSegLive
 	bQueued
+	bOwnerKeys
 	nBuckets
 )
 
 var bucketNames = [nBuckets][]byte{bucketSessions, bucketOwners, bucketRuns, bucketHeads,
-	bucketActive, bucketEnded, bucketMeta, bucketEndedOffs, bucketSegLive, bucketQueued}
+	bucketActive, bucketEnded, bucketMeta, bucketEndedOffs, bucketSegLive, bucketQueued, bucketOwnerKeys}
 
 // Keys of the meta bucket.
 var (
@@ -66,6 +69,9 @@ var (
 	// metaQueuedIndex: present once the queued bucket lists every session
 	// with a queued message (queued.go).
 	metaQueuedIndex = []byte("queued_index")
+	// metaOwnerKeysIndex: present once owner_keys holds every session's
+	// key in owners (owners.go).
+	metaOwnerKeysIndex = []byte("owner_keys_index")
 )
 
 // The layouts: formatSegments has events in segment files and durable

@@ -140,6 +140,9 @@ func (s *Store) openEvents() error {
 	if err := s.buildQueued(); err != nil {
 		return fmt.Errorf("index the sessions with queued messages: %w", err)
 	}
+	if err := s.buildOwnerKeys(); err != nil {
+		return fmt.Errorf("index the sessions' places in their owners' lists: %w", err)
+	}
 	s.compactDue = true
 	return nil
 }
@@ -329,8 +332,8 @@ func (s *Store) Sessions(ctx context.Context, owner string) ([]journal.SessionMe
 }
 
 // SessionsPage lists a page of an owner's sessions; see journal.Registry.
-// The owner index is walked to after by its values (session ids), so only
-// the page's metas are read.
+// The page starts after after's key in the owner index (owner_keys), and
+// only the page's metas are read.
 func (s *Store) SessionsPage(ctx context.Context, owner, after string, limit int) ([]journal.SessionMeta, bool, error) {
 	out := []journal.SessionMeta{}
 	more := false
@@ -340,11 +343,11 @@ func (s *Store) SessionsPage(ctx context.Context, owner, after string, limit int
 		ours := func(k []byte) bool { return k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8 }
 		k, v := c.Seek(prefix)
 		if after != "" {
-			for ; ours(k) && string(v) != after; k, v = c.Next() {
-			}
-			if !ours(k) {
+			ak := ownedKey(tx.Bucket(bucketOwners), tx.Bucket(bucketOwnerKeys), owner, after)
+			if ak == nil {
 				return fmt.Errorf("%w: session %q of %q", journal.ErrNotFound, after, owner)
 			}
+			c.Seek(ak)
 			k, v = c.Next()
 		}
 		for ; ours(k); k, v = c.Next() {

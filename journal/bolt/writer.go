@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -458,41 +457,6 @@ func (w *writer) finish(rs *runState, e *protocol.Envelope) error {
 	if ss != nil && ss.meta.ActiveRun == rs.id {
 		ss.meta.ActiveRun = ""
 		ss.dirty = true
-	}
-	return nil
-}
-
-// createSession registers r.session and indexes it under its owner.
-func (w *writer) createSession(r *request) error {
-	m := r.session
-	ss, err := w.session(m.ID)
-	if err != nil {
-		return err
-	}
-	if ss != nil {
-		r.err = fmt.Errorf("session %q: %w", m.ID, journal.ErrExists)
-		return nil
-	}
-	owners := w.mustBucket(bOwners)
-	n, err := owners.NextSequence()
-	if err != nil {
-		return err
-	}
-	if err := owners.Put(ownerKey(m.Owner, n), []byte(m.ID)); err != nil {
-		return err
-	}
-	w.sessCache[m.ID] = &sessState{meta: m, dirty: true}
-	return nil
-}
-
-// deleteOwned removes session id from its owner's index.
-func (w *writer) deleteOwned(owner, id string) error {
-	prefix := ownerPrefix(owner)
-	c := w.mustBucket(bOwners).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if len(k) == len(prefix)+8 && string(v) == id {
-			return w.mustBucket(bOwners).Delete(bytes.Clone(k))
-		}
 	}
 	return nil
 }
