@@ -92,6 +92,12 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		h.mu.Unlock()
 	})
 	h.wg.Wait()
+	h.pollMu.Lock()
+	if h.poller != nil && !h.pollStopped {
+		h.poller.stop() // every socket has ended
+	}
+	h.pollStopped = true
+	h.pollMu.Unlock()
 	return err
 }
 

@@ -65,18 +65,45 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	h.conns[c] = struct{}{}
 	h.wg.Add(1)
 	h.mu.Unlock()
-	// The socket lives on its own goroutine: net/http lets go of a hijacked
-	// connection when the handler returns, so returning frees the request
-	// and this goroutine's stack (grown by routing and the upgrade) for as
-	// long as the tab stays connected.
+	// net/http lets go of a hijacked connection when the handler returns,
+	// so returning frees the request and this goroutine's stack (grown by
+	// routing and the upgrade) for as long as the tab stays connected.
+	if c.polled(h.socketPoller()) {
+		// No goroutine of its own: the hub's poller waits for its bytes.
+		c.begin()
+		c.next()
+		return
+	}
 	go func() {
-		defer h.wg.Done()
 		c.serve()
-		h.mu.Lock()
-		delete(h.conns, c)
-		h.mu.Unlock()
-		c.leave()
+		h.drop(c)
 	}()
+}
+
+// socketPoller returns the hub's poller, made and started by the first
+// socket (a hub that serves none has none); nil: none (no epoll, or the
+// hub has stopped).
+func (h *Hub) socketPoller() *poller {
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
+	if h.poller == nil && !h.pollStopped {
+		if p := newPoller(); p != nil {
+			p.turn = (*conn).turn
+			p.start()
+			h.poller, h.env.poller = p, p
+		}
+	}
+	return h.poller
+}
+
+// drop forgets a socket that has ended (serve or turn): its place in the
+// hub, then what it holds (leave).
+func (h *Hub) drop(c *conn) {
+	h.mu.Lock()
+	delete(h.conns, c)
+	h.mu.Unlock()
+	c.leave()
+	h.wg.Done()
 }
 
 // newConn makes a socket; pre is the principal of the upgrade's
@@ -108,12 +135,24 @@ func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 }
 
 // serve runs the reader on the calling goroutine and the writer on another,
-// and returns when both have stopped.
+// and returns when both have stopped (a socket its hub's poller does not
+// wait for).
 func (c *conn) serve() {
+	c.begin()
+	c.readLoop()
+	c.stop()
+}
+
+// begin arms the hello timeout.
+func (c *conn) begin() {
 	if d := c.cfg.HelloTimeout; d > 0 {
 		c.rd.helloT = time.AfterFunc(d, c.helloTimeout)
 	}
-	c.readLoop()
+}
+
+// stop ends the socket once its reader is done: the writer stopped, the
+// connection closed.
+func (c *conn) stop() {
 	c.cancel()
 	if c.rd.helloT != nil {
 		c.rd.helloT.Stop()
@@ -121,6 +160,83 @@ func (c *conn) serve() {
 	c.w.halt()
 	c.ws.CloseNow()
 	c.auth.end()
+}
+
+// polled reports whether the hub's poller waits for the socket's bytes
+// (poller_linux.go): a plain socket, on a hub with a poller. It then has
+// no goroutine while idle: each frame that arrives is read and handled on
+// a goroutine started for it (turn).
+func (c *conn) polled(p *poller) bool {
+	if p == nil || c.poller != p || c.wire == nil || c.wire.conn.fd < 0 || c.rd.br == nil {
+		return false
+	}
+	c.wire.conn.hook = c
+	return true
+}
+
+// next waits for the tab's next frame: the socket is armed in the poller,
+// or, with bytes buffered already or when it cannot be armed, given a
+// turn at once.
+func (c *conn) next() {
+	if !c.buffered() && c.poller.arm(c, c.wire.conn.fd) {
+		return
+	}
+	go c.turn()
+}
+
+// buffered reports bytes read from the connection (or ahead of the
+// upgrade) that no frame has taken yet.
+func (c *conn) buffered() bool {
+	c.rbuf.Lock()
+	defer c.rbuf.Unlock()
+	return c.rd.br.Buffered() > 0 || c.wire.conn.prefixed()
+}
+
+// turn reads and handles the frames that have come, then arms the socket
+// again; a read that fails (the socket closed) or a frame that ends the
+// socket ends it here. Turns of a socket run one at a time: the next
+// starts once this one has armed it.
+func (c *conn) turn() {
+	for {
+		if !c.readFrame() {
+			c.stop()
+			c.hub.drop(c)
+			return
+		}
+		if !c.buffered() && c.poller.arm(c, c.wire.conn.fd) {
+			return
+		}
+	}
+}
+
+// connClosing is the socket's connection telling it that it closes
+// (fdConn.Close): it leaves the poller's set first, and an armed socket
+// gets a last turn, whose read fails.
+func (c *conn) connClosing() {
+	if c.poller != nil {
+		c.poller.closing(c, c.wire.conn.fd)
+	}
+}
+
+// readFrame reads one frame and handles it; false ends the socket. As
+// net/http did when the handler goroutine read the socket, a panic ends
+// this socket, not the hub.
+func (c *conn) readFrame() (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("panic handling a client frame", "conn_id", c.id, "panic", p, "stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	// No context: with one, the WebSocket library registers a
+	// context.AfterFunc per read, ~0.4 KiB that an idle socket would hold
+	// for its life. c.cancel closes the socket instead, and every way a
+	// socket ends goes through it or closes the socket itself.
+	typ, data, err := c.ws.Read(context.Background())
+	if err != nil {
+		return false // read limit (1009), peer close, hub stop: the socket is done
+	}
+	return c.handleFrame(typ, data)
 }
 
 // leave gives back what the socket holds in its hub, after serve: its
@@ -149,26 +265,7 @@ func (c *conn) readLoop() {
 		// the socket's life.
 		c.readable()
 		done := make(chan bool, 1)
-		go func() {
-			ok := false
-			defer func() {
-				// As net/http did when the handler goroutine read the socket:
-				// a panic ends this socket, not the hub.
-				if p := recover(); p != nil {
-					c.log.Error("panic handling a client frame", "conn_id", c.id, "panic", p, "stack", string(debug.Stack()))
-				}
-				done <- ok
-			}()
-			// No context: with one, the WebSocket library registers a
-			// context.AfterFunc per read, ~0.4 KiB that an idle socket would
-			// hold for its life. c.cancel closes the socket instead, and every
-			// way a socket ends goes through it or closes the socket itself.
-			typ, data, err := c.ws.Read(context.Background())
-			if err != nil {
-				return // read limit (1009), peer close, hub stop: the socket is done
-			}
-			ok = c.handleFrame(typ, data)
-		}()
+		go func() { done <- c.readFrame() }()
 		if !<-done {
 			return
 		}
@@ -185,7 +282,7 @@ func (c *conn) readable() {
 	if c.wire == nil || c.wire.conn.raw == nil || c.rd.br == nil {
 		return
 	}
-	if c.rd.br.Buffered() > 0 || c.wire.conn.prefixed() {
+	if c.buffered() {
 		return
 	}
 	_ = c.wire.conn.waitReadable()

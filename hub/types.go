@@ -39,6 +39,7 @@ type Hub struct {
 	router   *router
 	presence *presence
 	senders  []*sender     // write for the sockets, one per core (sender.go)
+	poller   *poller       // waits for idle sockets' bytes (nil: none yet, or none; poller_linux.go), under pollMu
 	nextSnd  atomic.Uint32 // the sender the next socket gets, modulo len(senders)
 	env      socketEnv     // what its sockets use of it
 
@@ -51,6 +52,11 @@ type Hub struct {
 	sockets  map[string]int // welcomed sockets by subject
 	draining bool
 	stopOnce sync.Once
+
+	// pollMu guards poller (made by the first socket that can use it:
+	// socketPoller) and pollStopped (Shutdown has stopped it).
+	pollMu      sync.Mutex
+	pollStopped bool
 
 	starts keyedMutex // serializes run-limit checks per subject
 }
@@ -65,6 +71,7 @@ type socketEnv struct {
 	router   *router          // live events of the focused session
 	tracker  *tracker         // statuses of the watched sessions
 	presence *presence        // who watches and focuses each session
+	poller   *poller          // waits for idle sockets' bytes (nil: each socket reads on a goroutine of its own)
 	hub      socketHub
 }
 
@@ -78,6 +85,8 @@ type socketHub interface {
 	Authenticate(token string) (Principal, error)
 	// Control runs one control for subject.
 	Control(ctx context.Context, subject string, m *protocol.Control, key string) (protocol.ControlResult, error)
+	// drop forgets a socket that has ended.
+	drop(c *conn)
 }
 
 // conn is one tab socket. The reader goroutine (serve) decodes and handles
@@ -134,22 +143,34 @@ type conn struct {
 	wire    *wire // nil: the WebSocket library writes (no hijacked connection)
 	w       writer
 	snd     *sender // the sender that writes for the socket
-	queued  atomic.Bool
+	// rbuf is held by the reader to look at the library's read buffer
+	// (buffered) and by finish around the closing handshake, which reads
+	// it. Neither holds another lock meanwhile.
+	rbuf   sync.Mutex
+	queued atomic.Bool
+	poll   pollState
+}
+
+// pollState is a socket's registration with its hub's poller
+// (poller_linux.go): in its epoll set, closed. Under the poller's mu.
+type pollState struct {
+	added, closed bool
 }
 
 // reader is the reader goroutine's own state. Nothing else touches it (the
 // hello timer's callback reads auth, not this), so it has no lock; leave
 // reads claimed once serve has returned.
 type reader struct {
-	pre     *Principal // authenticated by the upgrade's Authorization header
-	admin   bool
-	claimed bool        // holds a slot of its subject (claimSocket)
-	rate    *bucket     // nil: no limit
-	helloT  *time.Timer // closes a socket that sends no hello in time (nil: none)
-	compact bool        // hello took protocol.CapCompactReplay
+	pre    *Principal  // authenticated by the upgrade's Authorization header
+	rate   *bucket     // nil: no limit
+	helloT *time.Timer // closes a socket that sends no hello in time (nil: none)
 	// br is the WebSocket library's read buffer (hijack.go): bytes in it
-	// are read without waiting for the connection (readable).
-	br *bufio.Reader
+	// are read without waiting for the connection (conn.buffered, under
+	// conn.rbuf).
+	br      *bufio.Reader
+	admin   bool
+	claimed bool // holds a slot of its subject (claimSocket)
+	compact bool // hello took protocol.CapCompactReplay
 }
 
 // watches is what a socket watches. The reader alone changes and reads it

@@ -60,7 +60,12 @@ type fdConn struct {
 	raw    syscall.RawConn // the socket's, for waitReadable (nil: not a plain socket)
 	guard  sync.RWMutex    // read-held by a direct write, write-held by Close
 	closed bool            // under guard
+	hook   closeHook       // told first when the connection closes (nil: nobody)
 }
+
+// closeHook is told that a connection closes, before it does: the socket,
+// so that the hub's poller lets go of its descriptor (conn.connClosing).
+type closeHook interface{ connClosing() }
 
 func newFDConn(conn net.Conn) *fdConn {
 	c := &fdConn{Conn: conn, fd: -1}
@@ -106,6 +111,9 @@ func (c *fdConn) prefixed() bool {
 
 // Close implements net.Conn: no direct write follows it.
 func (c *fdConn) Close() error {
+	if c.hook != nil {
+		c.hook.connClosing()
+	}
 	c.guard.Lock()
 	c.closed = true
 	c.guard.Unlock()

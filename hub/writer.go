@@ -123,7 +123,9 @@ func (c *conn) write(timeout *time.Timer, buf []byte) error {
 // finish closes the socket with the requested code.
 func (c *conn) finish() {
 	code, reason := c.out.closeStatus()
+	c.rbuf.Lock() // the handshake reads the library's read buffer (buffered)
 	c.ws.Close(code, reason)
+	c.rbuf.Unlock()
 	c.cancel()
 }
 

@@ -1,0 +1,129 @@
+//go:build linux
+
+package hub
+
+import (
+	"sync"
+	"syscall"
+)
+
+// poller waits for the hub's idle sockets to become readable, all of them
+// in one epoll set on one goroutine, so that an idle socket has no
+// goroutine (and no stack) of its own: a socket with nothing to read is
+// armed here (one-shot), and the first bytes that reach it start a
+// goroutine that reads and handles what came (conn.turn, serve.go),
+// then arms it again. A socket that is closed while armed is disarmed
+// and given a last turn, whose read fails and ends the socket.
+//
+// Locking: mu guards armed; it is held around every epoll_ctl so that an
+// fd closed and reused by another socket is never confused with it.
+type poller struct {
+	epfd  int
+	quit  [2]int // a pipe: a byte written ends run
+	mu    sync.Mutex
+	armed map[int32]*conn // by fd
+	done  chan struct{}
+	turn  func(*conn) // a socket's turn (conn.turn), set by New
+}
+
+// newPoller makes a hub's poller; nil when epoll is not available (its
+// sockets then each read on a goroutine of their own).
+func newPoller() *poller {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	p := &poller{epfd: epfd, armed: map[int32]*conn{}, done: make(chan struct{})}
+	if err := syscall.Pipe2(p.quit[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		syscall.Close(epfd)
+		return nil
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p.quit[0])}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p.quit[0], &ev); err != nil {
+		p.closeFDs()
+		return nil
+	}
+	return p
+}
+
+func (p *poller) closeFDs() {
+	syscall.Close(p.epfd)
+	syscall.Close(p.quit[0])
+	syscall.Close(p.quit[1])
+}
+
+func (p *poller) start() { go p.run() }
+
+// stop ends run and waits for it; sockets still armed are the hub's to
+// end (Shutdown ends every socket before).
+func (p *poller) stop() {
+	syscall.Write(p.quit[1], []byte{0})
+	<-p.done
+	p.closeFDs()
+}
+
+func (p *poller) run() {
+	defer close(p.done)
+	events := make([]syscall.EpollEvent, 128)
+	for {
+		n, err := syscall.EpollWait(p.epfd, events, -1)
+		if err != nil {
+			if err == syscall.EINTR {
+				continue
+			}
+			return
+		}
+		for _, ev := range events[:n] {
+			if int(ev.Fd) == p.quit[0] {
+				return
+			}
+			p.mu.Lock()
+			c := p.armed[ev.Fd]
+			delete(p.armed, ev.Fd)
+			p.mu.Unlock()
+			if c != nil {
+				go p.turn(c)
+			}
+		}
+	}
+}
+
+// arm waits for c's connection (fd) to have something to read, then gives
+// c a turn; false: it could not be armed (the caller reads at once).
+func (p *poller) arm(c *conn, fd int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.poll.closed {
+		return false // closed meanwhile: the caller's read fails and ends it
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(fd)}
+	op := syscall.EPOLL_CTL_MOD
+	if !c.poll.added {
+		op = syscall.EPOLL_CTL_ADD
+	}
+	if err := syscall.EpollCtl(p.epfd, op, fd, &ev); err != nil {
+		return false
+	}
+	c.poll.added = true
+	p.armed[int32(fd)] = c
+	return true
+}
+
+// closing is called by c's connection before it closes fd: fd leaves the
+// set, and a socket that was armed gets a last turn (its read fails).
+func (p *poller) closing(c *conn, fd int) {
+	p.mu.Lock()
+	c.poll.closed = true
+	wasArmed := p.armed[int32(fd)] == c
+	if wasArmed {
+		delete(p.armed, int32(fd))
+	}
+	if c.poll.added {
+		syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, fd, &syscall.EpollEvent{})
+		c.poll.added = false
+	}
+	p.mu.Unlock()
+	if wasArmed {
+		go p.turn(c)
+	}
+}
