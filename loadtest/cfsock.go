@@ -19,6 +19,7 @@ type cfSock struct {
 	tab     int
 	url     string
 	channel string
+	more    []string // channels subscribed after channel (-centrifugo-idle: the rest of a tab's watch)
 	token   string
 	sh      *shard
 	check   *seqCheck // touched by the socket's reader only
@@ -41,6 +42,13 @@ func (s *cfSock) dial(ctx context.Context, hc *http.Client) (time.Duration, erro
 		cmd []byte
 		id  uint32
 	}{{cfConnectCmd(1, s.token, "runhub-loadtest"), 1}, {cfSubscribeCmd(2, s.channel), 2}}
+	for i, ch := range s.more {
+		id := uint32(3 + i)
+		steps = append(steps, struct {
+			cmd []byte
+			id  uint32
+		}{cfSubscribeCmd(id, ch), id})
+	}
 	var took time.Duration
 	for _, st := range steps {
 		if err := ws.Write(ctx, websocket.MessageText, st.cmd); err != nil {

@@ -74,6 +74,7 @@ type config struct {
 	CFPublishers  int           `json:"centrifugo_publishers,omitempty"`
 	CFHistory     int           `json:"centrifugo_history_size,omitempty"`
 	CFHistoryTTL  time.Duration `json:"centrifugo_history_ttl,omitempty"`
+	CFIdle        bool          `json:"centrifugo_idle,omitempty"` // -centrifugo-idle (cfidle.go)
 }
 
 type listFlag []string
@@ -127,6 +128,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.HubProcs, "hub-procs", "0", "with -compare: GOMAXPROCS of the hub, comma-separated (e.g. 1,2; 0: the runtime's default)")
 	fs.BoolVar(&c.CompareFloor, "compare-floor", false, "with -compare: each round also runs the floor (loadtest/floorhub as -floor spawns it: raw writes, no journal, default GOMAXPROCS) after Centrifugo, and the table gives hub CPU per delivery ÷ the floor's")
 	fs.StringVar(&c.FloorBin, "floor-bin", "", "with -compare-floor: the floorhub binary (default: go build ./loadtest/floorhub, once)")
+	fs.BoolVar(&c.CFIdle, "centrifugo-idle", false, "measure Centrifugo's memory per idle socket in this setup instead of the hub's: -tabs sockets, each subscribed to the channels of the -watch of -sessions its tab would watch, no publications; RSS before the sockets and -settle after the last one connected (binary as -centrifugo; -spawn not needed)")
 	fs.IntVar(&c.CFProcs, "centrifugo-procs", 0, "with -compare: GOMAXPROCS of Centrifugo (0: its default)")
 	fs.IntVar(&c.CFPublishers, "centrifugo-publishers", 4, "with -compare: goroutines publishing to Centrifugo over /api/batch, each owning every n-th channel")
 	fs.IntVar(&c.CFHistory, "centrifugo-history", 3000, "with -compare: history_size of Centrifugo's channels")
@@ -287,6 +289,13 @@ func main() {
 	defer cancel()
 	if cfg.Compare != "" {
 		os.Exit(mainCompare(cfg))
+	}
+	if cfg.CFIdle {
+		if err := centrifugoIdle(ctx, cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	rep, err := run(ctx, cfg, os.Stdout)
 	if err != nil {
