@@ -228,3 +228,17 @@ func (c *conn) setFocus(f *protocol.Focus) {
 	c.presence.focus(c, sid)
 	c.signal()
 }
+
+// known returns the id (the tracker's copy) and owner of a session the
+// tracker holds loaded, or made from a meta just read that is not loaded
+// yet: a session that exists (its deletion reaches the tracker through
+// the feed, which unloads it, or marks it changed while it loads) whose
+// owner never changes. false: the caller reads the journal.
+func (t *tracker) known(sid string) (journal.SessionMeta, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.sessions[sid]; s != nil && (s.loaded || s.unread) {
+		return journal.SessionMeta{ID: s.id, Owner: s.owner}, true
+	}
+	return journal.SessionMeta{}, false
+}

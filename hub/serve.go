@@ -83,7 +83,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 // socketPoller returns the hub's poller, made and started by the first
 // socket (a hub that serves none has none); nil: none (no epoll, or the
 // hub has stopped).
-func (h *Hub) socketPoller() *poller {
+func (h *Hub) socketPoller() idlePoller {
 	h.pollMu.Lock()
 	defer h.pollMu.Unlock()
 	if h.poller == nil && !h.pollStopped {
@@ -166,7 +166,7 @@ func (c *conn) stop() {
 // (poller_linux.go): a plain socket, on a hub with a poller. It then has
 // no goroutine while idle: each frame that arrives is read and handled on
 // a goroutine started for it (turn).
-func (c *conn) polled(p *poller) bool {
+func (c *conn) polled(p idlePoller) bool {
 	if p == nil || c.poller != p || c.wire == nil || c.wire.conn.fd < 0 || c.rd.br == nil {
 		return false
 	}

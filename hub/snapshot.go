@@ -34,20 +34,6 @@ func (t *tracker) intern(sid string) string {
 	return sid
 }
 
-// known returns the id (the tracker's copy) and owner of a session the
-// tracker holds loaded, or made from a meta just read that is not loaded
-// yet: a session that exists (its deletion reaches the tracker through
-// the feed, which unloads it, or marks it changed while it loads) whose
-// owner never changes. false: the caller reads the journal.
-func (t *tracker) known(sid string) (journal.SessionMeta, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := t.sessions[sid]; s != nil && (s.loaded || s.unread) {
-		return journal.SessionMeta{ID: s.id, Owner: s.owner}, true
-	}
-	return journal.SessionMeta{}, false
-}
-
 // snapshot sends c the current status of each of sids it watches whose
 // status is known (the others' comes after their load). Called after c's
 // presence is booked, so that the status already counts c.

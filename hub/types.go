@@ -39,7 +39,7 @@ type Hub struct {
 	router   *router
 	presence *presence
 	senders  []*sender     // write for the sockets, one per core (sender.go)
-	poller   *poller       // waits for idle sockets' bytes (nil: none yet, or none; poller_linux.go), under pollMu
+	poller   idlePoller    // waits for idle sockets' bytes (nil: none yet, or none; poller_linux.go), under pollMu
 	nextSnd  atomic.Uint32 // the sender the next socket gets, modulo len(senders)
 	env      socketEnv     // what its sockets use of it
 
@@ -71,7 +71,7 @@ type socketEnv struct {
 	router   *router          // live events of the focused session
 	tracker  *tracker         // statuses of the watched sessions
 	presence *presence        // who watches and focuses each session
-	poller   *poller          // waits for idle sockets' bytes (nil: each socket reads on a goroutine of its own)
+	poller   idlePoller       // waits for idle sockets' bytes (nil: each socket reads on a goroutine of its own)
 	hub      socketHub
 }
 
@@ -151,11 +151,15 @@ type conn struct {
 	poll   pollState
 }
 
-// pollState is a socket's registration with its hub's poller
-// (poller_linux.go): in its epoll set, closed. Under the poller's mu.
-type pollState struct {
-	added, closed bool
+// idlePoller waits for idle sockets' bytes (poller_linux.go's epoll set;
+// an interface, so no type here depends on one system's file). pollState
+// is a socket's registration with it: in its set, closed (under its mu).
+type idlePoller interface {
+	stop()
+	arm(c *conn, fd int) bool
+	closing(c *conn, fd int)
 }
+type pollState struct{ added, closed bool }
 
 // reader is the reader goroutine's own state. Nothing else touches it (the
 // hello timer's callback reads auth, not this), so it has no lock; leave
