@@ -3,6 +3,7 @@
 package hub
 
 import (
+	"os"
 	"sync"
 	"syscall"
 )
@@ -19,11 +20,12 @@ import (
 // fd closed and reused by another socket is never confused with it.
 type poller struct {
 	epfd  int
-	quit  [2]int // a pipe: a byte written ends run
+	file  *os.File        // epfd, waited on through the runtime's network poller (run)
+	raw   syscall.RawConn // file's
 	mu    sync.Mutex
 	armed map[int32]*conn // by fd
 	done  chan struct{}
-	turn  func(*conn) // a socket's turn (conn.turn), set by New
+	turn  func(*conn) // a socket's turn (conn.turn), set by socketPoller
 }
 
 // newPoller makes a hub's poller; nil when epoll is not available (its
@@ -33,23 +35,20 @@ func newPoller() *poller {
 	if err != nil {
 		return nil
 	}
-	p := &poller{epfd: epfd, armed: map[int32]*conn{}, done: make(chan struct{})}
-	if err := syscall.Pipe2(p.quit[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+	// Non-blocking, so that os.NewFile puts it in the runtime's network
+	// poller: run parks like any goroutine waiting for a socket (an epoll
+	// set is readable while it has events), not in a blocking system call
+	// whose thread must win a P back before it can start a turn.
+	if err := syscall.SetNonblock(epfd, true); err != nil {
 		syscall.Close(epfd)
 		return nil
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p.quit[0])}
-	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p.quit[0], &ev); err != nil {
-		p.closeFDs()
+	p := &poller{epfd: epfd, file: os.NewFile(uintptr(epfd), "runhub-epoll"), armed: map[int32]*conn{}, done: make(chan struct{})}
+	if p.raw, err = p.file.SyscallConn(); err != nil {
+		p.file.Close()
 		return nil
 	}
 	return p
-}
-
-func (p *poller) closeFDs() {
-	syscall.Close(p.epfd)
-	syscall.Close(p.quit[0])
-	syscall.Close(p.quit[1])
 }
 
 func (p *poller) start() { go p.run() }
@@ -57,26 +56,27 @@ func (p *poller) start() { go p.run() }
 // stop ends run and waits for it; sockets still armed are the hub's to
 // end (Shutdown ends every socket before).
 func (p *poller) stop() {
-	syscall.Write(p.quit[1], []byte{0})
+	p.file.Close() // run's wait fails
 	<-p.done
-	p.closeFDs()
 }
 
 func (p *poller) run() {
 	defer close(p.done)
 	events := make([]syscall.EpollEvent, 128)
 	for {
-		n, err := syscall.EpollWait(p.epfd, events, -1)
-		if err != nil {
-			if err == syscall.EINTR {
-				continue
+		n := 0
+		err := p.raw.Read(func(fd uintptr) bool {
+			got, err := syscall.EpollWait(int(fd), events, 0)
+			if err != nil || got <= 0 {
+				return false // nothing yet: wait until the set is readable
 			}
-			return
+			n = got
+			return true
+		})
+		if err != nil {
+			return // stopped
 		}
 		for _, ev := range events[:n] {
-			if int(ev.Fd) == p.quit[0] {
-				return
-			}
 			p.mu.Lock()
 			c := p.armed[ev.Fd]
 			delete(p.armed, ev.Fd)
