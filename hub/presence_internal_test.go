@@ -66,7 +66,7 @@ func TestPresence_PrefetchDuringPublishCountsOnce(t *testing.T) {
 	h.tracker = newTracker(h)
 	p := newPresence(h)
 	h.presence = p
-	h.tracker.sessions["s_1"] = &tracked{id: "s_1", owner: "alice", watchers: map[*conn]struct{}{}}
+	h.tracker.sessions["s_1"] = &tracked{id: "s_1", owner: "alice"}
 	p.mu.Lock()
 	p.local["s:s_1"] = pentry{"alice": {W: 1}}
 	p.dirty["s:s_1"] = struct{}{}

@@ -19,7 +19,7 @@ func (t *tracker) watch(c *conn, meta journal.SessionMeta) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.ensure(meta)
-	s.watchers[c] = struct{}{}
+	s.watchers.add(c)
 	return s.id
 }
 
@@ -42,7 +42,7 @@ func (t *tracker) snapshot(c *conn, sids []string) {
 	t.mu.Lock()
 	for _, sid := range sids {
 		if s := t.sessions[sid]; s != nil {
-			if _, ok := s.watchers[c]; ok {
+			if s.watchers.has(c) {
 				if frame := t.snapshotFrame(c, s); frame != nil {
 					snaps = append(snaps, statusOffer{sid: s.id, frame: frame})
 				}

@@ -212,7 +212,7 @@ func (t *tracker) load(sid string) {
 		if len(t.owners[meta.Owner]) == 0 {
 			return // nobody watches it
 		}
-		s = &tracked{id: sid, owner: meta.Owner, watchers: map[*conn]struct{}{}}
+		s = &tracked{id: sid, owner: meta.Owner}
 		t.sessions[sid] = s
 	}
 	s.owner = meta.Owner
@@ -330,13 +330,13 @@ func (t *tracker) flush(now time.Time) {
 // watchers and its owner's watch-all sockets, each once, but those whose
 // snapshot was that frame already. Called with t.mu held.
 func (t *tracker) eachReceiver(s *tracked, frame []byte, fn func(*conn)) {
-	for c := range s.watchers {
+	for _, c := range s.watchers {
 		if !s.has(c, frame) {
 			fn(c)
 		}
 	}
 	for c := range t.owners[s.owner] {
-		if _, dup := s.watchers[c]; !dup && !s.has(c, frame) {
+		if !s.watchers.has(c) && !s.has(c, frame) {
 			fn(c)
 		}
 	}
@@ -394,7 +394,7 @@ func (s *tracked) frame(h *Hub) ([]byte, error) {
 func (t *tracker) ensure(meta journal.SessionMeta) *tracked {
 	s := t.sessions[meta.ID]
 	if s == nil {
-		s = &tracked{id: meta.ID, owner: meta.Owner, watchers: map[*conn]struct{}{}, unread: true}
+		s = &tracked{id: meta.ID, owner: meta.Owner, unread: true}
 		t.sessions[meta.ID] = s
 		t.scheduleLoad(meta.ID)
 	}
@@ -417,7 +417,7 @@ func (t *tracker) unwatch(c *conn, sids []string) {
 	defer t.mu.Unlock()
 	for _, sid := range sids {
 		if s := t.sessions[sid]; s != nil {
-			delete(s.watchers, c)
+			s.watchers.remove(c)
 			delete(s.fresh, c)
 			t.gc(s)
 		}
@@ -465,11 +465,11 @@ func (t *tracker) gone(s *tracked) {
 	st := protocol.SessionStatus{SessionID: s.id, ActiveControls: []string{}, Deleted: true}
 	frame, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
 	if err == nil {
-		for c := range s.watchers {
+		for _, c := range s.watchers {
 			c.offerStatus(s.id, frame)
 		}
 		for c := range t.owners[s.owner] {
-			if _, dup := s.watchers[c]; !dup {
+			if !s.watchers.has(c) {
 				c.offerStatus(s.id, frame)
 			}
 		}

@@ -380,7 +380,7 @@ type tracked struct {
 	pending  []protocol.Envelope // feed events that arrived while loading
 	overflow bool                // pending hit its bound: reload after this load
 	unread   bool                // made from a meta just read (ensure), not loaded yet and not changed since
-	watchers map[*conn]struct{}  // watching by id
+	watchers connSet             // watching by id
 	fresh    map[*conn][]byte    // sockets whose snapshot was taken while s was dirty: the frame each has (nil until one is)
 	enc      []byte              // the status message without presence, encoded (nil: state changed since; tracked.frame)
 
