@@ -49,7 +49,8 @@ type Execution struct {
 	cancelling bool
 	lastSeq    uint64
 
-	steer chan string // guidance for the running driver (queue mode steer)
+	steer   chan string // guidance for the running driver (queue mode steer)
+	steerMu sync.Mutex  // one Steer at a time: its record, then its hand-off
 
 	// titled, when set, is told the title of each title.updated journaled
 	// (the runtime names an untitled session after it).
@@ -99,15 +100,20 @@ func NewExecution(runID, sessionID string, req protocol.StartRunRequest, o Execu
 // drivers that declare the Steerer capability.
 func (x *Execution) Steering() <-chan string { return x.steer }
 
-// Steer is the executor's: it hands guidance to the driver (Steering) and
-// reports false, delivering nothing, when too much guidance is waiting.
-func (x *Execution) Steer(text string) bool {
-	select {
-	case x.steer <- text:
-		return true
-	default:
+// Steer is the executor's: it calls record (which journals the guidance)
+// and then hands the guidance to the driver (Steering), so that the record
+// comes before anything the driver emits in answer to it; it reports
+// false, recording and delivering nothing, when too much guidance is
+// waiting.
+func (x *Execution) Steer(text string, record func()) bool {
+	x.steerMu.Lock()
+	defer x.steerMu.Unlock()
+	if len(x.steer) == cap(x.steer) {
 		return false
 	}
+	record()
+	x.steer <- text // room: only Steer sends, under steerMu
+	return true
 }
 
 // BeginCancel is the executor's: it marks the run cancelling, so that a

@@ -158,14 +158,18 @@ func (a *InProcess) steer(ctx context.Context, l *live, run journal.RunMeta, tex
 	if s, ok := l.drv.(driver.Steerer); !ok || !s.Steers() {
 		return adapter.Result(protocol.ResultUnsupported, "this runtime cannot be steered", run.ID, run.SessionID, ""), nil
 	}
-	if !l.x.Steer(text) {
-		return adapter.Result(protocol.ResultConflict, "the run has too much guidance waiting", run.ID, run.SessionID, ""), nil
-	}
 	// The guidance is the user's word in the run: journal it, so every tab
-	// shows it in the transcript, now and after a reload.
-	e, err := l.x.Emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: "guidance: " + text, Steer: text})
-	if err != nil {
-		a.opts.Logger.Warn("could not journal the steer message", "run_id", run.ID, "err", journal.RedactString(err.Error()))
+	// shows it in the transcript, now and after a reload; before the
+	// driver has it, so that it precedes what the runtime answers (its
+	// terminal event included).
+	var e protocol.Envelope
+	if !l.x.Steer(text, func() {
+		var err error
+		if e, err = l.x.Emit(ctx, protocol.EventProgress, protocol.ProgressPayload{Text: "guidance: " + text, Steer: text}); err != nil {
+			a.opts.Logger.Warn("could not journal the steer message", "run_id", run.ID, "err", journal.RedactString(err.Error()))
+		}
+	}) {
+		return adapter.Result(protocol.ResultConflict, "the run has too much guidance waiting", run.ID, run.SessionID, ""), nil
 	}
 	return adapter.Result(protocol.ResultAccepted, "delivered", run.ID, run.SessionID, e.EventID), nil
 }
