@@ -45,7 +45,10 @@
 //     leave with the next status flush (presence is progress, not meaning);
 //   - the focus router (router.go) tails the runs that some socket focuses,
 //     encodes each event once and offers the bytes to the focusing sockets;
-//   - each socket (serve.go) has one reader goroutine; what it is sent
+//   - a socket (serve.go) reads its frames on a goroutine started when
+//     bytes arrive: the hub's poller (poller_linux.go, one epoll set)
+//     waits for every idle socket, so an idle socket has no goroutine of
+//     its own (without epoll, one reader goroutine each); what it is sent
 //     waits in a bounded queue and leaves batched into one NDJSON frame.
 //     The hub's senders (sender.go, one per core, each serving a share of
 //     the sockets) write those frames: a socket offered something is put

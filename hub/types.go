@@ -96,8 +96,8 @@ type socketHub interface {
 // demand, does what may wait (writeloop.go). Both stop when ctx ends.
 //
 // Its state is grouped by owner; each group's type states its contract.
-// "The reader" is readLoop and the goroutine it handles each frame on: it
-// starts one per frame and waits for it, so they run one at a time, in
+// "The reader" is the goroutine that reads and handles a frame (readLoop's,
+// or a turn the hub's poller starts: serve.go); they run one at a time, in
 // order, and count as one goroutine here.
 //
 //   - rd (reader): the reader goroutine's alone; no lock.
