@@ -11,15 +11,21 @@ import (
 // runtime answers any other control unsupported.
 func (h *Hub) StatusOf(s *session.Session) protocol.SessionStatus {
 	st := s.Status()
+	if caps, ok := h.capsOf(s); ok {
+		st.ActiveControls = protocol.OfferedControls(st.ActiveControls, caps)
+	}
+	return st
+}
+
+// capsOf is what StatusOf narrows s's controls by: the capabilities of
+// its latest run's driver, else a start's default; false: none to go by.
+func (h *Hub) capsOf(s *session.Session) ([]string, bool) {
 	if h.cfg.Capabilities == nil {
-		return st
+		return nil, false
 	}
 	profile, provider := "", ""
 	if r := s.Latest; r != nil {
 		profile, provider = r.Profile, r.Provider
 	}
-	if caps, ok := h.cfg.Capabilities(profile, provider); ok {
-		st.ActiveControls = protocol.OfferedControls(st.ActiveControls, caps)
-	}
-	return st
+	return h.cfg.Capabilities(profile, provider)
 }

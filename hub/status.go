@@ -364,14 +364,17 @@ const presenceField = `,"presence":`
 // once per tab. A frame without presence is s.enc itself (frames are
 // never changed once made). Called with t.mu held.
 func (s *tracked) frame(h *Hub) ([]byte, error) {
-	if s.enc == nil {
+	// A runtime's capabilities may change while the session does not (what
+	// its server reports): its active_controls are narrowed again.
+	caps, _ := h.capsOf(&s.state)
+	if s.enc == nil || !slices.Equal(caps, s.encCaps) {
 		st := h.StatusOf(&s.state)
 		st.Presence = nil
 		enc, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
 		if err != nil {
 			return nil, err
 		}
-		s.enc = enc
+		s.enc, s.encCaps = enc, slices.Clone(caps)
 	}
 	pr := s.state.Presence
 	if pr == nil {

@@ -2,11 +2,18 @@ package hub
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 	"unsafe"
 
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -63,6 +70,63 @@ func TestTrackedFrame_ReusedUntilTheSessionChanges(t *testing.T) {
 		}
 		if got := frame("after run.started"); !bytes.Contains(got, []byte(`"status":"running"`)) {
 			t.Fatalf("encoded status after run.started: %s", got)
+		}
+	})
+}
+
+// A runtime's capabilities can change while its session does not (a
+// Hermes server's report): the frame narrows active_controls by what they
+// are now, not by what they were when the status was encoded.
+func TestTrackedFrame_FollowsCapabilities(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		caps := []string{"cancel", "queue"}
+		store := mem.New(mem.Options{})
+		h := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Capabilities: func(string, string) ([]string, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(caps), true
+		}}, store, nil)
+		t.Cleanup(func() {
+			h.Shutdown(context.Background())
+			store.Close()
+		})
+		ctx := context.Background()
+		meta := journal.SessionMeta{ID: "s_1", Owner: OpenSubject, CreatedAt: 1}
+		if err := store.CreateSession(ctx, meta); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.BeginRun(ctx, journal.RunMeta{ID: "r_1", SessionID: "s_1", Owner: OpenSubject, CreatedAt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		r := &cadenceRig{t: t, h: h, store: store, meta: meta}
+		r.tab()
+		r.emit(protocol.EventRunStarted, protocol.RunStartedPayload{Message: "hi"})
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		frame := func(what string) []byte {
+			t.Helper()
+			h.tracker.mu.Lock()
+			defer h.tracker.mu.Unlock()
+			s := h.tracker.sessions["s_1"]
+			if s == nil || !s.loaded {
+				t.Fatalf("%s: s_1 not loaded", what)
+			}
+			got, err := s.frame(h)
+			want, werr := h.encodeStatus(&s.state)
+			if err != nil || werr != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: frame\n%s (%v)\nwant encodeStatus's\n%s (%v)", what, got, err, want, werr)
+			}
+			return got
+		}
+		if got := frame("cancel offered"); !bytes.Contains(got, []byte(`"cancel"`)) {
+			t.Fatalf("a running session's controls without cancel, which its runtime can do: %s", got)
+		}
+		mu.Lock()
+		caps = []string{"queue"}
+		mu.Unlock()
+		if got := frame("cancel withdrawn"); bytes.Contains(got, []byte(`"cancel"`)) {
+			t.Fatalf("cancel still offered after the runtime stopped reporting it: %s", got)
 		}
 	})
 }

@@ -375,16 +375,16 @@ type connSet []*conn
 
 // tracked is one session's folded status and its watchers.
 type tracked struct {
-	id       string
-	owner    string
-	state    session.Session
-	loaded   bool
-	pending  []protocol.Envelope // feed events that arrived while loading
-	overflow bool                // pending hit its bound: reload after this load
-	unread   bool                // made from a meta just read (ensure), not loaded yet and not changed since
-	watchers connSet             // watching by id
-	fresh    map[*conn][]byte    // sockets whose snapshot was taken while s was dirty: the frame each has (nil until one is)
-	enc      []byte              // the status message without presence, encoded (nil: state changed since; tracked.frame)
+	id, owner string
+	state     session.Session
+	loaded    bool
+	pending   []protocol.Envelope // feed events that arrived while loading
+	overflow  bool                // pending hit its bound: reload after this load
+	unread    bool                // made from a meta just read (ensure), not loaded yet and not changed since
+	watchers  connSet             // watching by id
+	fresh     map[*conn][]byte    // sockets whose snapshot was taken while s was dirty: the frame each has (nil until one is)
+	enc       []byte              // the status message without presence, encoded (nil: state changed since; tracked.frame)
+	encCaps   []string            // the capabilities enc's active_controls were narrowed by (a runtime may change them)
 
 	// Cadence (see flush): the meaning of the status last sent, when it
 	// was sent, and whether the unsent changes alter its meaning.
