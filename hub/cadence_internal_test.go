@@ -27,8 +27,14 @@ type cadenceRig struct {
 }
 
 func newCadenceRig(t *testing.T, interval time.Duration) *cadenceRig {
+	return newCadenceRigWith(t, Config{StatusInterval: interval})
+}
+
+// newCadenceRigWith is newCadenceRig on a hub of cfg (its logger discards).
+func newCadenceRigWith(t *testing.T, cfg Config) *cadenceRig {
 	store := mem.New(mem.Options{})
-	h := New(Config{StatusInterval: interval, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, store, nil)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := New(cfg, store, nil)
 	t.Cleanup(func() {
 		h.Shutdown(context.Background())
 		store.Close()

@@ -2,9 +2,6 @@ package hub
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -12,8 +9,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/runhub/runhub/journal"
-	"github.com/runhub/runhub/journal/mem"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -81,25 +76,12 @@ func TestTrackedFrame_FollowsCapabilities(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		caps := []string{"cancel", "queue"}
-		store := mem.New(mem.Options{})
-		h := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Capabilities: func(string, string) ([]string, bool) {
+		r := newCadenceRigWith(t, Config{Capabilities: func(string, string) ([]string, bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			return slices.Clone(caps), true
-		}}, store, nil)
-		t.Cleanup(func() {
-			h.Shutdown(context.Background())
-			store.Close()
-		})
-		ctx := context.Background()
-		meta := journal.SessionMeta{ID: "s_1", Owner: OpenSubject, CreatedAt: 1}
-		if err := store.CreateSession(ctx, meta); err != nil {
-			t.Fatal(err)
-		}
-		if err := store.BeginRun(ctx, journal.RunMeta{ID: "r_1", SessionID: "s_1", Owner: OpenSubject, CreatedAt: 1}); err != nil {
-			t.Fatal(err)
-		}
-		r := &cadenceRig{t: t, h: h, store: store, meta: meta}
+		}})
+		h := r.h
 		r.tab()
 		r.emit(protocol.EventRunStarted, protocol.RunStartedPayload{Message: "hi"})
 		time.Sleep(time.Millisecond)

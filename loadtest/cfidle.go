@@ -83,15 +83,7 @@ func centrifugoIdle(ctx context.Context, cfg config, out io.Writer) error {
 	t0 := time.Now()
 	_, failed := g.connectAll(ctx, len(socks), func(i int) dialer { return socks[i] })
 	wall := time.Since(t0)
-	defer func() {
-		g.closing.Store(true)
-		for _, s := range socks {
-			if s.ws != nil {
-				s.open.Store(false)
-				s.ws.CloseNow()
-			}
-		}
-	}()
+	defer g.closeCFSocks(socks)
 	if err := ctxsleep.Sleep(ctx, cfg.Settle); err != nil {
 		return err
 	}

@@ -97,15 +97,7 @@ func runCentrifugo(ctx context.Context, cfg config, o cfOptions, out io.Writer) 
 
 	_, failed := g.connectAll(ctx, len(socks), func(i int) dialer { return socks[i] })
 	row.ConnectFailed = failed
-	defer func() {
-		g.closing.Store(true)
-		for _, s := range socks {
-			if s.ws != nil {
-				s.open.Store(false)
-				s.ws.CloseNow()
-			}
-		}
-	}()
+	defer g.closeCFSocks(socks)
 	if err := ctxsleep.Sleep(ctx, cfg.Settle); err != nil {
 		return nil, err
 	}
@@ -263,4 +255,16 @@ func (p *cfPublisher) fail(ctx context.Context, n int, msg string) {
 	}
 	p.errors.Add(uint64(n))
 	p.g.noteErr(msg)
+}
+
+// closeCFSocks closes the Centrifugo sockets a run connected, telling
+// their readers the end is expected.
+func (g *gen) closeCFSocks(socks []*cfSock) {
+	g.closing.Store(true)
+	for _, s := range socks {
+		if s.ws != nil {
+			s.open.Store(false)
+			s.ws.CloseNow()
+		}
+	}
 }
