@@ -180,7 +180,10 @@ func hermesRun(t *testing.T, ctx context.Context, tab *rawTab, id, sid, message 
 		}
 		json.Unmarshal(m, &em)
 		e := em.Event
-		if e.RunID != res.RunID || e.Seq <= uint64(len(out)) { // refocusing replays: dedupe by seq
+		// The start's answer may come after the run's first live events,
+		// which tab.control skipped; the focus that follows restarts from
+		// seq 1. Keep the events in seq order, each once.
+		if e.RunID != res.RunID || e.Seq != uint64(len(out))+1 {
 			continue
 		}
 		out = append(out, e)

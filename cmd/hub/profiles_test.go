@@ -210,7 +210,10 @@ func (tab *rawTab) start(ctx context.Context, id string, c map[string]any) []pro
 			Event protocol.Envelope `json:"event"`
 		}
 		json.Unmarshal(m, &em)
-		if em.Event.RunID != res.RunID {
+		// On a tab already focused on the session the run's first live
+		// events may come before the start's answer (tab.control skips
+		// them); the focus below restarts from seq 1. Keep each seq once.
+		if em.Event.RunID != res.RunID || em.Event.Seq != uint64(len(out))+1 {
 			continue
 		}
 		out = append(out, em.Event)
