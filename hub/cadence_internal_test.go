@@ -82,9 +82,12 @@ func take(t *testing.T, c *conn) (protocol.SessionStatus, bool) {
 	var frame []byte
 	ok := false
 	if q := c.out.statuses; q != nil {
-		frame, ok = q.frames["s_1"]
-		clear(q.frames)
-		q.order = q.order[:0]
+		var f statusFrame
+		if f, ok = q.get("s_1"); ok {
+			frame = f.appendTo(nil)
+		}
+		clear(q.items)
+		q.items, q.head, q.index = q.items[:0], 0, nil
 	}
 	c.out.mu.Unlock()
 	if !ok {

@@ -28,7 +28,7 @@ func (c *conn) sendError(code protocol.Code, msg, ref string) {
 }
 
 // offerStatus queues a session's status; an unsent older one is replaced.
-func (c *conn) offerStatus(sid string, frame []byte) {
+func (c *conn) offerStatus(sid string, frame statusFrame) {
 	if c.out.putStatus(sid, frame) {
 		c.signal()
 	}

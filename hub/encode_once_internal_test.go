@@ -101,17 +101,20 @@ func TestStatusEncodedOnce(t *testing.T) {
 		var first []byte
 		for i, c := range tabs {
 			c.out.mu.Lock()
-			var frame []byte
+			var f statusFrame
 			if q := c.out.statuses; q != nil {
-				frame = q.frames["s_1"]
+				f, _ = q.get("s_1")
 			}
 			c.out.mu.Unlock()
-			if !bytes.Contains(frame, []byte(`"status":"running"`)) {
+			if f.frameParts == nil {
+				t.Fatalf("tab %d: no status queued", i)
+			}
+			if frame := f.appendTo(nil); !bytes.Contains(frame, []byte(`"status":"running"`)) {
 				t.Fatalf("tab %d: status %s, want running", i, frame)
 			}
 			if first == nil {
-				first = frame
-			} else if unsafe.SliceData(frame) != unsafe.SliceData(first) {
+				first = f.base
+			} else if unsafe.SliceData(f.base) != unsafe.SliceData(first) {
 				t.Fatalf("tab %d: a status frame of its own: encoded per tab", i)
 			}
 		}
@@ -126,8 +129,8 @@ func TestTakeOneFramePerFlush(t *testing.T) {
 	h.cfg.defaults()
 	c := writerless(&socketEnv{cfg: &h.cfg})
 	c.out.msgs = [][]byte{[]byte(`{"type":"pong","id":"p1"}`)}
-	c.offerStatuses([]statusOffer{{sid: "s_1", frame: []byte(`{"type":"status","n":1}`)}, {sid: "s_2", frame: []byte(`{"type":"status","n":2}`)}})
-	c.offerStatus("s_1", []byte(`{"type":"status","n":3}`)) // replaces s_1's unsent one
+	c.offerStatuses([]statusOffer{{sid: "s_1", frame: plainFrame([]byte(`{"type":"status","n":1}`))}, {sid: "s_2", frame: plainFrame([]byte(`{"type":"status","n":2}`))}})
+	c.offerStatus("s_1", plainFrame([]byte(`{"type":"status","n":3}`))) // replaces s_1's unsent one
 	for i := range 3 {
 		c.out.events = append(c.out.events, []byte(`{"type":"event","i":`+string(rune('0'+i))+`}`))
 	}

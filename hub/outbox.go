@@ -36,12 +36,19 @@ func (o *outbox) push(b []byte, limit int) pushResult {
 // a socket takes one when a status is offered and gives it back once every
 // status is taken, so an idle socket holds none, and a flush that offers
 // every watching socket its statuses (every StatusInterval while a
-// session's presence or progress changes) makes no map per socket.
-var statusQueues = sync.Pool{New: func() any { return &statusQueue{frames: map[string][]byte{}} }}
+// session's presence or progress changes) makes no queue per socket.
+var statusQueues = sync.Pool{New: func() any { return new(statusQueue) }}
 
 // maxPooledStatuses is the largest status queue given back to
 // statusQueues; a larger one (a watch-all socket's) is let go.
 const maxPooledStatuses = 256
+
+// statusIndexFrom is the number of unsent statuses from which a queue
+// finds a session's through a map rather than by looking at each: most
+// sockets watch a few sessions, and a slice of their statuses is a
+// fraction of a map's size (a burst of connecting tabs holds a queue per
+// tab until the senders have written it).
+const statusIndexFrom = 32
 
 // queue returns the socket's status queue, taking one from statusQueues
 // when it has none. Called with mu held.
@@ -55,28 +62,121 @@ func (o *outbox) queue() *statusQueue {
 // letStatusesGo gives an empty status queue back. Called with mu held.
 func (o *outbox) letStatusesGo() {
 	q := o.statuses
-	if q == nil || len(q.order) > 0 {
+	if q == nil {
+		return
+	}
+	if _, ok := q.next(); ok {
 		return
 	}
 	o.statuses = nil
-	if cap(q.order) <= maxPooledStatuses {
-		clear(q.frames) // already empty: every status taken was deleted
-		q.order = q.order[:0]
+	if cap(q.items) <= maxPooledStatuses {
+		clear(q.items[:cap(q.items)])
+		q.items, q.head, q.index = q.items[:0], 0, nil
 		statusQueues.Put(q)
 	}
 }
 
-// put queues sid's status, replacing an unsent older one.
-func (q *statusQueue) put(sid string, frame []byte) {
-	if _, ok := q.frames[sid]; !ok {
-		q.order = append(q.order, sid)
+// find returns the position of sid's unsent status, or -1.
+func (q *statusQueue) find(sid string) int {
+	if q.index != nil {
+		if i, ok := q.index[sid]; ok {
+			return i
+		}
+		return -1
 	}
-	q.frames[sid] = frame
+	for i := q.head; i < len(q.items); i++ {
+		if q.items[i].sid == sid {
+			return i
+		}
+	}
+	return -1
+}
+
+// put queues sid's status, replacing an unsent older one.
+func (q *statusQueue) put(sid string, frame statusFrame) {
+	if i := q.find(sid); i >= 0 {
+		q.items[i].frame = frame
+		return
+	}
+	if q.head >= statusIndexFrom && q.head >= len(q.items)/2 {
+		q.compact() // a queue that never empties (its writer behind) does not grow for it
+	}
+	q.items = append(q.items, statusOffer{sid: sid, frame: frame})
+	switch {
+	case q.index != nil:
+		q.index[sid] = len(q.items) - 1
+	case len(q.items)-q.head >= statusIndexFrom:
+		q.index = make(map[string]int, len(q.items)-q.head)
+		for i := q.head; i < len(q.items); i++ {
+			if q.items[i].sid != "" {
+				q.index[q.items[i].sid] = i
+			}
+		}
+	}
+}
+
+// compact moves the unsent statuses to the front of items.
+func (q *statusQueue) compact() {
+	n := 0
+	for _, st := range q.items[q.head:] {
+		if st.sid != "" {
+			q.items[n] = st
+			if q.index != nil {
+				q.index[st.sid] = n
+			}
+			n++
+		}
+	}
+	clear(q.items[n:])
+	q.items, q.head = q.items[:n], 0
+}
+
+// get returns sid's unsent status.
+func (q *statusQueue) get(sid string) (statusFrame, bool) {
+	if i := q.find(sid); i >= 0 {
+		return q.items[i].frame, true
+	}
+	return statusFrame{}, false
+}
+
+// drop voids sid's unsent status.
+func (q *statusQueue) drop(sid string) {
+	if i := q.find(sid); i >= 0 {
+		q.items[i] = statusOffer{}
+		if q.index != nil {
+			delete(q.index, sid)
+		}
+	}
+}
+
+// next returns the first unsent status without taking it (skipping the
+// dropped ones); false: none.
+func (q *statusQueue) next() (statusOffer, bool) {
+	for q.head < len(q.items) && q.items[q.head].sid == "" {
+		q.head++
+	}
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+		if len(q.index) == 0 {
+			q.index = nil
+		}
+		return statusOffer{}, false
+	}
+	return q.items[q.head], true
+}
+
+// pop takes the status next returned.
+func (q *statusQueue) pop() {
+	if q.index != nil {
+		delete(q.index, q.items[q.head].sid)
+	}
+	q.items[q.head] = statusOffer{}
+	q.head++
 }
 
 // putStatus queues a session's status, replacing an unsent older one;
 // false: the socket is closing.
-func (o *outbox) putStatus(sid string, frame []byte) bool {
+func (o *outbox) putStatus(sid string, frame statusFrame) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closing {
@@ -108,18 +208,8 @@ func (o *outbox) dropStatuses(sids []string) {
 	if q == nil {
 		return
 	}
-	n := len(q.frames)
 	for _, sid := range sids {
-		delete(q.frames, sid)
-	}
-	if len(q.frames) != n {
-		// The order must not keep a dropped session: take would write an
-		// empty line for it, and putStatus would queue it twice.
-		q.order = slices.DeleteFunc(q.order, func(sid string) bool {
-			_, ok := q.frames[sid]
-			return !ok
-		})
-		clear(q.order[len(q.order):cap(q.order)])
+		q.drop(sid)
 	}
 	o.letStatusesGo()
 }
@@ -191,17 +281,17 @@ func (o *outbox) takeLocked(buf []byte, limit int) ([]byte, bool) {
 		return trimNL(buf, base), len(o.msgs) == 0 && len(buf) == base
 	}
 	if q := o.statuses; q != nil {
-		n = 0
-		for ; n < len(q.order) && (len(buf) == base || len(buf)+len(q.frames[q.order[n]]) < limit); n++ {
-			sid := q.order[n]
-			buf = appendLine(buf, q.frames[sid])
-			delete(q.frames, sid)
+		for {
+			st, ok := q.next()
+			if !ok || (len(buf) > base && len(buf)+st.frame.size() >= limit) {
+				break
+			}
+			buf = append(st.frame.appendTo(buf), '\n')
+			q.pop()
 		}
-		q.order = compactStrings(q.order, n)
 		// Every status taken: the queue goes back to statusQueues (a socket
 		// that never retires a writer goroutine, being written by the
-		// senders, would keep its map: ~1.1 KiB per idle socket after the
-		// initial watch).
+		// senders, would keep it after the initial watch).
 		o.letStatusesGo()
 	}
 	n = 0
@@ -263,8 +353,10 @@ func (o *outbox) growFrame(buf []byte, limit int) []byte {
 		need += len(b) + 1
 	}
 	if q := o.statuses; q != nil && !o.closing {
-		for _, sid := range q.order {
-			need += len(q.frames[sid]) + 1
+		for _, st := range q.items[q.head:] {
+			if st.sid != "" {
+				need += st.frame.size() + 1
+			}
 		}
 		for _, b := range o.events {
 			if need >= limit {
@@ -304,8 +396,10 @@ func (o *outbox) addStats(s *metrics.HubStats) {
 		s.QueuedBytes += len(b)
 	}
 	if q := o.statuses; q != nil {
-		for _, b := range q.frames {
-			s.QueuedBytes += len(b)
+		for _, st := range q.items[q.head:] {
+			if st.sid != "" {
+				s.QueuedBytes += st.frame.size()
+			}
 		}
 	}
 	if o.focus.sid != "" {
@@ -336,14 +430,5 @@ func compact(q [][]byte, n int) [][]byte {
 	}
 	m := copy(q, q[n:])
 	clear(q[m:])
-	return q[:m]
-}
-
-func compactStrings(q []string, n int) []string {
-	if n == 0 {
-		return q
-	}
-	m := copy(q, q[n:])
-	clear(q[m:]) // a pooled queue holds no session id
 	return q[:m]
 }

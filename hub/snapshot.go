@@ -43,7 +43,7 @@ func (t *tracker) snapshot(c *conn, sids []string) {
 	for _, sid := range sids {
 		if s := t.sessions[sid]; s != nil {
 			if s.watchers.has(c) {
-				if frame := t.snapshotFrame(c, s); frame != nil {
+				if frame, ok := t.snapshotFrame(c, s); ok {
 					snaps = append(snaps, statusOffer{sid: s.id, frame: frame})
 				}
 			}
@@ -60,9 +60,9 @@ func (t *tracker) snapshot(c *conn, sids []string) {
 // presence that changed marks the session for the other watchers; the
 // flush that sends it skips c when the frame is the one c already has, so
 // that a watch sends each status once. Called with t.mu held.
-func (t *tracker) snapshotFrame(c *conn, s *tracked) []byte {
+func (t *tracker) snapshotFrame(c *conn, s *tracked) (statusFrame, bool) {
 	if !s.loaded {
-		return nil
+		return statusFrame{}, false
 	}
 	if pr := t.h.presence.lookup(s.id, s.owner); !reflect.DeepEqual(pr, s.state.Presence) {
 		s.state.Presence = pr
@@ -70,15 +70,15 @@ func (t *tracker) snapshotFrame(c *conn, s *tracked) []byte {
 	}
 	frame, err := s.frame(t.h)
 	if err != nil {
-		return nil
+		return statusFrame{}, false
 	}
 	if _, pending := t.dirty[s.id]; pending {
 		if s.fresh == nil {
-			s.fresh = map[*conn][]byte{}
+			s.fresh = map[*conn]statusFrame{}
 		}
 		s.fresh[c] = frame
 	}
-	return frame
+	return frame, true
 }
 
 // watchOwner makes c watch every session of owner, now and future, and
@@ -93,7 +93,7 @@ func (t *tracker) watchOwner(c *conn, owner string, metas []journal.SessionMeta)
 	}
 	set[c] = struct{}{}
 	for _, m := range metas {
-		if frame := t.snapshotFrame(c, t.ensure(m)); frame != nil {
+		if frame, ok := t.snapshotFrame(c, t.ensure(m)); ok {
 			snaps = append(snaps, statusOffer{sid: m.ID, frame: frame})
 		}
 	}

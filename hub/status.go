@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -329,7 +330,7 @@ func (t *tracker) flush(now time.Time) {
 // eachReceiver calls fn for each socket a flush sends s's frame: its
 // watchers and its owner's watch-all sockets, each once, but those whose
 // snapshot was that frame already. Called with t.mu held.
-func (t *tracker) eachReceiver(s *tracked, frame []byte, fn func(*conn)) {
+func (t *tracker) eachReceiver(s *tracked, frame statusFrame, fn func(*conn)) {
 	for _, c := range s.watchers {
 		if !s.has(c, frame) {
 			fn(c)
@@ -356,14 +357,69 @@ func (h *Hub) encodeStatus(s *session.Session) ([]byte, error) {
 // it.
 const presenceField = `,"presence":`
 
-// frame is s's status message, the bytes encodeStatus makes of s.state,
-// from the status without its presence encoded once per change of the
-// session (s.enc) and the presence of now put in its place: presence
-// changes with every tab that watches or focuses the session, and a
-// burst of connecting tabs encoded every watched session's whole status
-// once per tab. A frame without presence is s.enc itself (frames are
-// never changed once made). Called with t.mu held.
-func (s *tracked) frame(h *Hub) ([]byte, error) {
+// statusFrame is a status message in two parts: the status without its
+// presence (tracked.enc, shared by every socket it goes to) and the
+// presence, encoded, which the message carries as its last field.
+// Presence changes with every tab that watches or focuses the session, so
+// a burst of connecting tabs made a whole message (~0.7 KB) per tab and
+// watched session, only to be copied into the socket's frame and dropped;
+// as parts, a frame is made once per change of the status or of its
+// presence and shared by every socket it goes to (tracked.framed), and
+// the writer joins the parts as it copies them (appendTo). A frame is one
+// pointer, so the queues and a flush's offers hold 8 bytes per status.
+// Frames and their bytes are never changed once made.
+type statusFrame struct{ *frameParts }
+
+type frameParts struct {
+	base []byte // the whole message when pres is nil; else it ends in the "}}" that closes the session and the message
+	pres []byte // the presence, encoded
+}
+
+// lastFrame is the frame a session's status was last made into, and the
+// presence it carries (presence values are replaced, never changed). The
+// presence is kept here, not in the frame, so that a queued frame holds
+// its bytes and nothing else.
+type lastFrame struct {
+	statusFrame
+	of *protocol.Presence
+}
+
+// plainFrame is a status message encoded whole.
+func plainFrame(b []byte) statusFrame { return statusFrame{&frameParts{base: b}} }
+
+// size is the length of the message.
+func (f statusFrame) size() int {
+	if f.pres == nil {
+		return len(f.base)
+	}
+	return len(f.base) + len(presenceField) + len(f.pres)
+}
+
+// appendTo appends the message to buf.
+func (f statusFrame) appendTo(buf []byte) []byte {
+	if f.pres == nil {
+		return append(buf, f.base...)
+	}
+	buf = append(buf, f.base[:len(f.base)-2]...)
+	buf = append(buf, presenceField...)
+	buf = append(buf, f.pres...)
+	return append(buf, "}}"...)
+}
+
+// equal reports whether f and g are the same message.
+func (f statusFrame) equal(g statusFrame) bool {
+	if f.frameParts == g.frameParts {
+		return true
+	}
+	return (f.pres == nil) == (g.pres == nil) && bytes.Equal(f.base, g.base) && bytes.Equal(f.pres, g.pres)
+}
+
+// frame is s's status message, the bytes encodeStatus makes of s.state:
+// the status without its presence, encoded once per change of the
+// session (s.enc), and the presence of now, encoded once per change of
+// the presence; the frame is kept (s.framed) until either changes.
+// Called with t.mu held.
+func (s *tracked) frame(h *Hub) (statusFrame, error) {
 	// A runtime's capabilities may change while the session does not (what
 	// its server reports): its active_controls are narrowed again.
 	caps, _ := h.capsOf(&s.state)
@@ -372,24 +428,28 @@ func (s *tracked) frame(h *Hub) ([]byte, error) {
 		st.Presence = nil
 		enc, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
 		if err != nil {
-			return nil, err
+			return statusFrame{}, err
 		}
 		s.enc, s.encCaps = enc, slices.Clone(caps)
 	}
-	pr := s.state.Presence
-	if pr == nil {
-		return s.enc, nil
+	pr, old := s.state.Presence, s.framed
+	if old.frameParts != nil && &old.base[0] == &s.enc[0] && old.of == pr {
+		return old.statusFrame, nil
 	}
-	p, err := json.Marshal(pr)
-	if err != nil {
-		return nil, err
+	f := frameParts{base: s.enc}
+	switch {
+	case pr == nil:
+	case old.frameParts != nil && old.of == pr:
+		f.pres = old.pres // the status changed, its presence did not
+	default:
+		p, err := json.Marshal(pr)
+		if err != nil {
+			return statusFrame{}, err
+		}
+		f.pres = p
 	}
-	head := s.enc[:len(s.enc)-2] // without the closing "}}" of the session and the message
-	frame := make([]byte, 0, len(head)+len(presenceField)+len(p)+2)
-	frame = append(frame, head...)
-	frame = append(frame, presenceField...)
-	frame = append(frame, p...)
-	return append(frame, "}}"...), nil
+	s.framed = lastFrame{statusFrame{&f}, pr}
+	return s.framed.statusFrame, nil
 }
 
 // ensure returns the tracked entry of a session, creating it (and
@@ -466,8 +526,9 @@ func (t *tracker) status(sid string) (protocol.SessionStatus, bool) {
 // Called with t.mu held.
 func (t *tracker) gone(s *tracked) {
 	st := protocol.SessionStatus{SessionID: s.id, ActiveControls: []string{}, Deleted: true}
-	frame, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
+	enc, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
 	if err == nil {
+		frame := plainFrame(enc)
 		for _, c := range s.watchers {
 			c.offerStatus(s.id, frame)
 		}

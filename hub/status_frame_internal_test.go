@@ -31,7 +31,8 @@ func TestTrackedFrame_ReusedUntilTheSessionChanges(t *testing.T) {
 			if s == nil || !s.loaded {
 				t.Fatalf("%s: s_1 not loaded", what)
 			}
-			got, err := s.frame(r.h)
+			f, err := s.frame(r.h)
+			got := f.appendTo(nil)
 			want, werr := r.h.encodeStatus(&s.state)
 			if err != nil || werr != nil || !bytes.Equal(got, want) {
 				t.Fatalf("%s: frame\n%s (%v)\nwant encodeStatus's\n%s (%v)", what, got, err, want, werr)
@@ -52,6 +53,16 @@ func TestTrackedFrame_ReusedUntilTheSessionChanges(t *testing.T) {
 			setPresence(p)
 			if got := frame("another presence"); unsafe.SliceData(got) != unsafe.SliceData(enc) {
 				t.Fatal("a change of presence only encoded the status again")
+			}
+			// The presence is encoded once per change too: the frames of
+			// the tabs that start watching meanwhile share its bytes.
+			tr.mu.Lock()
+			s := tr.sessions["s_1"]
+			f1, _ := s.frame(r.h)
+			f2, _ := s.frame(r.h)
+			tr.mu.Unlock()
+			if (p == nil) != (f1.pres == nil) || (p != nil && unsafe.SliceData(f1.pres) != unsafe.SliceData(f2.pres)) {
+				t.Fatalf("presence %v: encoded again for an unchanged presence (or dropped): %q, %q", p, f1.pres, f2.pres)
 			}
 		}
 		r.emit(protocol.EventRunStarted, protocol.RunStartedPayload{Message: "hi"})
@@ -94,7 +105,8 @@ func TestTrackedFrame_FollowsCapabilities(t *testing.T) {
 			if s == nil || !s.loaded {
 				t.Fatalf("%s: s_1 not loaded", what)
 			}
-			got, err := s.frame(h)
+			f, err := s.frame(h)
+			got := f.appendTo(nil)
 			want, werr := h.encodeStatus(&s.state)
 			if err != nil || werr != nil || !bytes.Equal(got, want) {
 				t.Fatalf("%s: frame\n%s (%v)\nwant encodeStatus's\n%s (%v)", what, got, err, want, werr)

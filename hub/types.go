@@ -2,7 +2,6 @@ package hub
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"log/slog"
 	"sync"
@@ -237,11 +236,11 @@ type outbox struct {
 	limit int
 }
 
-// statusQueue is a socket's unsent statuses, newest per session, under its
-// outbox's mu; pooled once empty (outbox.go).
+// statusQueue is a socket's unsent statuses, under out.mu; pooled when empty.
 type statusQueue struct {
-	frames map[string][]byte // newest unsent status per session
-	order  []string          // sessions with an unsent status, in arrival order
+	items []statusOffer // unsent statuses, one per session, in arrival order, from head on (sid "": dropped)
+	head  int
+	index map[string]int // sid → its item, once a queue is long (statusIndexFrom); nil until then
 }
 
 // focusState is what a socket delivers of its focused session. The
@@ -378,13 +377,14 @@ type tracked struct {
 	id, owner string
 	state     session.Session
 	loaded    bool
-	pending   []protocol.Envelope // feed events that arrived while loading
-	overflow  bool                // pending hit its bound: reload after this load
-	unread    bool                // made from a meta just read (ensure), not loaded yet and not changed since
-	watchers  connSet             // watching by id
-	fresh     map[*conn][]byte    // sockets whose snapshot was taken while s was dirty: the frame each has (nil until one is)
-	enc       []byte              // the status message without presence, encoded (nil: state changed since; tracked.frame)
-	encCaps   []string            // the capabilities enc's active_controls were narrowed by (a runtime may change them)
+	pending   []protocol.Envelope   // feed events that arrived while loading
+	overflow  bool                  // pending hit its bound: reload after this load
+	unread    bool                  // made from a meta just read (ensure), not loaded yet and not changed since
+	watchers  connSet               // watching by id
+	fresh     map[*conn]statusFrame // sockets whose snapshot was taken while s was dirty: the frame each has (nil until one is)
+	enc       []byte                // the status message without presence, encoded (nil: state changed since; tracked.frame)
+	framed    lastFrame             // the last frame made (tracked.frame)
+	encCaps   []string              // the capabilities enc's active_controls were narrowed by (a runtime may change them)
 
 	// Cadence (see flush): the meaning of the status last sent, when it
 	// was sent, and whether the unsent changes alter its meaning.
@@ -395,9 +395,9 @@ type tracked struct {
 
 // has reports whether c was sent frame as its snapshot since the last
 // flush of s.
-func (s *tracked) has(c *conn, frame []byte) bool {
+func (s *tracked) has(c *conn, frame statusFrame) bool {
 	f, ok := s.fresh[c]
-	return ok && bytes.Equal(f, frame)
+	return ok && f.equal(frame)
 }
 
 // meaning is what of a SessionStatus matters to a person: a change to any
@@ -421,13 +421,13 @@ type meaning struct {
 type offerSpan struct{ start, n int32 }
 type dueStatus struct {
 	s     *tracked
-	frame []byte
+	frame statusFrame
 }
 
 // statusOffer is one session's encoded status for a socket.
 type statusOffer struct {
 	sid   string
-	frame []byte
+	frame statusFrame
 }
 
 type presence struct {
