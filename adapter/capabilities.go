@@ -13,7 +13,9 @@ import (
 // names. Both empty is a start's default. ok is false for a name it does
 // not know: nothing is then refused. adapter/profile's
 // Config.Capabilities is one; the executor refuses what a run's driver
-// cannot do, and the hub's active_controls never offer it.
+// cannot do, and the hub's active_controls never offer it. The slice may
+// be shared (the hub asks for every status it encodes): callers read it
+// and never change it.
 type Capabilities func(profile, provider string) (caps []string, ok bool)
 
 // Capable is the capabilities of one run's profile or provider, resolved.

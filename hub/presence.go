@@ -6,7 +6,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/runhub/runhub/journal"
@@ -74,45 +73,47 @@ func (p *presence) stop() {
 
 // --- the hooks of sockets --------------------------------------------------
 
-// watch records c watching sessions by id, each named once.
-func (p *presence) watch(c *conn, sessions []presenceID) {
-	if len(sessions) == 0 {
+// watch records c watching sessions by id: ids is all it now watches by
+// id (its watches.ids, which presence keeps as it is), added the sessions
+// new in it, with their owners.
+func (p *presence) watch(c *conn, ids []string, added []presenceID) {
+	if len(added) == 0 {
 		return
 	}
 	p.change(c, func(cp *connPresence) {
-		ids := make([]presenceID, len(cp.ids), len(cp.ids)+len(sessions))
-		copy(ids, cp.ids)
-		for _, id := range sessions {
-			if _, found := slices.BinarySearchFunc(cp.ids, id.sid, cmpPresenceID); !found {
-				ids = append(ids, id)
+		cp.ids = ids
+		var foreign []string
+		for _, id := range added {
+			if id.owner != cp.subject {
+				foreign = append(foreign, id.sid)
 			}
 		}
-		slices.SortFunc(ids, func(a, b presenceID) int { return strings.Compare(a.sid, b.sid) })
-		cp.ids = ids
+		if len(foreign) > 0 {
+			cp.foreign = mergeIDs(cp.foreign, foreign)
+		}
 	})
 }
 
 // watchAll records c watching all of its subject's sessions.
 func (p *presence) watchAll(c *conn) { p.change(c, func(cp *connPresence) { cp.all = true }) }
 
-// unwatch records c unwatching sids, or everything with all.
-func (p *presence) unwatch(c *conn, sids []string, all bool) {
+// unwatch records c unwatching sessions: ids is what it still watches by
+// id (its watches.ids), all that it stopped watching all of its subject's.
+func (p *presence) unwatch(c *conn, ids []string, all bool) {
 	p.change(c, func(cp *connPresence) {
 		if all {
-			cp.all, cp.ids = false, nil
-			return
-		}
-		gone := make(map[string]struct{}, len(sids))
-		for _, sid := range sids {
-			gone[sid] = struct{}{}
-		}
-		ids := make([]presenceID, 0, len(cp.ids))
-		for _, id := range cp.ids {
-			if _, ok := gone[id.sid]; !ok {
-				ids = append(ids, id)
-			}
+			cp.all = false
 		}
 		cp.ids = ids
+		if cp.foreign != nil {
+			var keep []string
+			for _, sid := range cp.foreign {
+				if _, ok := slices.BinarySearch(ids, sid); ok {
+					keep = append(keep, sid)
+				}
+			}
+			cp.foreign = keep
+		}
 	})
 }
 
@@ -147,13 +148,10 @@ func (p *presence) change(c *conn, fn func(*connPresence)) {
 	}
 }
 
-// cmpPresenceID orders a share's ids by session.
-func cmpPresenceID(id presenceID, sid string) int { return strings.Compare(id.sid, sid) }
-
 // watching is what the socket's watch of ids[i] counts: 1, or 0 when its
 // watch of all of its subject's sessions covers it already.
 func (cp *connPresence) watching(i int) int {
-	if cp.all && cp.ids[i].owner == cp.subject {
+	if _, foreign := slices.BinarySearch(cp.foreign, cp.ids[i]); cp.all && !foreign {
 		return 0
 	}
 	return 1
@@ -179,14 +177,14 @@ func (p *presence) book(old, next *connPresence) {
 		var sid string
 		var was, is int
 		switch {
-		case j == len(next.ids) || (i < len(old.ids) && old.ids[i].sid < next.ids[j].sid):
-			sid, was = old.ids[i].sid, old.watching(i)
+		case j == len(next.ids) || (i < len(old.ids) && old.ids[i] < next.ids[j]):
+			sid, was = old.ids[i], old.watching(i)
 			i++
-		case i == len(old.ids) || next.ids[j].sid < old.ids[i].sid:
-			sid, is = next.ids[j].sid, next.watching(j)
+		case i == len(old.ids) || next.ids[j] < old.ids[i]:
+			sid, is = next.ids[j], next.watching(j)
 			j++
 		default:
-			sid, was, is = old.ids[i].sid, old.watching(i), next.watching(j)
+			sid, was, is = old.ids[i], old.watching(i), next.watching(j)
 			i++
 			j++
 		}

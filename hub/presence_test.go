@@ -45,21 +45,29 @@ func TestPresence_CountsTabs(t *testing.T) {
 	alice2.Watch(ctx, true)
 	alice2.Watch(ctx, false, sid)
 	alice2.Focus(ctx, sid, "")
-	// An admin watches it by id and focuses it.
+	// An admin watches it by id and focuses it, and watches the other by
+	// id too and all of its own (root's) sessions: alice's, which it
+	// watches by id, still count it.
 	admin := th.DialToken(t, token(t, "root", time.Hour, "admin"))
 	admin.Watch(ctx, false, sid)
 	admin.Focus(ctx, sid, "")
+	admin.Watch(ctx, true)
+	admin.Watch(ctx, false, other)
 	wait("two tabs of alice and an admin", protocol.Presence{Watching: 3, Focused: 2, Subjects: []protocol.PresenceSubject{
 		{Subject: "alice", Watching: 2, Focused: 1}, {Subject: "root", Watching: 1, Focused: 1}}})
-	waitOf(other, "the other session watched by alice's two watch-all tabs",
-		protocol.Presence{Watching: 2, Subjects: []protocol.PresenceSubject{{Subject: "alice", Watching: 2}}})
+	waitOf(other, "the other session watched by alice's two watch-all tabs and the admin",
+		protocol.Presence{Watching: 3, Subjects: []protocol.PresenceSubject{{Subject: "alice", Watching: 2}, {Subject: "root", Watching: 1}}})
 
 	// The admin moves its focus away, then alice2 unwatches all (its by-id
 	// watch goes with it) but keeps its focus.
+	// The admin unwatches the other by id (still watching all of its own).
 	admin.Focus(ctx, other, "")
+	admin.Unwatch(ctx, false, other)
 	alice2.Unwatch(ctx, true)
 	wait("the admin focused elsewhere, alice2 only focusing", protocol.Presence{Watching: 2, Focused: 1, Subjects: []protocol.PresenceSubject{
 		{Subject: "alice", Watching: 1, Focused: 1}, {Subject: "root", Watching: 1}}})
+	waitOf(other, "the other: alice's first tab, the admin's focus", protocol.Presence{Watching: 1, Focused: 1, Subjects: []protocol.PresenceSubject{
+		{Subject: "alice", Watching: 1}, {Subject: "root", Focused: 1}}})
 
 	// Closed tabs leave.
 	alice2.Close()

@@ -318,7 +318,16 @@ func (t *tracker) flush(now time.Time) {
 		d.s.fresh = nil
 	}
 	clear(due)
-	t.due, t.offers = due[:0], offers[:0]
+	t.due = due[:0]
+	// The scratch of a flush that offered many statuses (presence during
+	// a burst of connecting tabs: one per watcher of every session) goes
+	// with it: kept, it would be live at each collection meanwhile, and
+	// the heap may grow to twice what is live before the next one.
+	if total <= keptOffers {
+		t.offers = offers[:0]
+	} else {
+		t.offers, t.spans = nil, nil
+	}
 	t.mu.Unlock()
 	for c, sp := range spans {
 		c.offerStatuses(offers[sp.start : sp.start+sp.n])
@@ -346,6 +355,10 @@ func (t *tracker) eachReceiver(s *tracked, frame statusFrame, fn func(*conn)) {
 // scratchLinger is how long flush keeps its scratch (tracker.spans,
 // offers and due) with nothing to flush.
 const scratchLinger = 2 * time.Second
+
+// keptOffers is the most offers whose scratch (tracker.offers, spans) a
+// flush keeps for the next one.
+const keptOffers = 4096
 
 func (h *Hub) encodeStatus(s *session.Session) ([]byte, error) {
 	st := h.StatusOf(s)

@@ -181,7 +181,7 @@ type reader struct {
 // the tracker and presence keep their own records under their own locks.
 type watches struct {
 	all bool     // every session of the socket's subject, now and future
-	ids []string // sorted; the tracker's copy of each id (shared by every socket watching it)
+	ids []string // sorted; the tracker's copy of each id; presence holds this slice too: replaced, never changed in place
 }
 
 // authState is whether the socket has said hello and when its credentials
@@ -456,12 +456,12 @@ type presence struct {
 	unsubscr func()
 }
 
-// connPresence is one socket's share; its targets and counts follow from
-// it (presence.book).
+// connPresence is one socket's share; its targets and counts follow (book).
 type connPresence struct {
 	subject string
 	all     bool
-	ids     []presenceID // sessions watched by id, by sid; replaced, never changed in place
+	ids     []string // sessions watched by id, sorted: the socket's watches.ids itself, replaced, never changed in place
+	foreign []string // those of ids another subject owns, sorted (nil: none)
 	focus   string
 }
 

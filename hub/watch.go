@@ -42,12 +42,15 @@ func (c *conn) watch(w *protocol.Watch) {
 			}
 			c.presence.prefetch(c.ctx, metas...) // one store read, not one per session's load
 		}
-		c.presence.watch(c, ids)
 		added := make([]string, len(ids))
 		for i, id := range ids {
-			added[i] = c.tracker.watch(c, journal.SessionMeta{ID: id.sid, Owner: id.owner})
+			added[i] = id.sid // the tracker's copy (known or interned above)
 		}
 		c.watches.ids = mergeIDs(c.watches.ids, added)
+		c.presence.watch(c, c.watches.ids, ids)
+		for _, id := range ids {
+			c.tracker.watch(c, journal.SessionMeta{ID: id.sid, Owner: id.owner})
+		}
 		c.tracker.snapshot(c, added)
 	}()
 	var unknown []string
@@ -121,18 +124,22 @@ func (c *conn) sendWatchError(code protocol.Code, msg string, sids []string) {
 func (c *conn) unwatch(w *protocol.Watch) {
 	sids := w.Sessions
 	if w.All {
-		sids = sids[:0:0]
-		sids = append(sids, c.watches.ids...)
-		c.watches.all = false
-	}
-	for _, sid := range sids {
-		if i, found := slices.BinarySearch(c.watches.ids, sid); found {
-			c.watches.ids = slices.Delete(c.watches.ids, i, i+1)
+		sids = c.watches.ids
+		c.watches.all, c.watches.ids = false, nil
+	} else {
+		// A new slice: presence holds the old one.
+		gone := slices.Sorted(slices.Values(sids))
+		c.watches.ids = slices.DeleteFunc(slices.Clone(c.watches.ids), func(sid string) bool {
+			_, found := slices.BinarySearch(gone, sid)
+			return found
+		})
+		if len(c.watches.ids) == 0 {
+			c.watches.ids = nil
 		}
 	}
 	c.out.dropStatuses(sids) // an unsent status of an unwatched session is void
 	c.tracker.unwatch(c, sids)
-	c.presence.unwatch(c, sids, w.All)
+	c.presence.unwatch(c, c.watches.ids, w.All)
 	if w.All {
 		c.tracker.unwatchOwner(c, c.subject)
 	}

@@ -229,7 +229,8 @@ func (c *Config) DefaultName() string {
 // this configuration does not know. A profile whose built driver is a
 // driver.CapabilityReporter has its set narrowed to what the runtime
 // reports now (liveCaps); the goal capability stays, as runhub's goal
-// judge, not the runtime, pursues a goal.
+// judge, not the runtime, pursues a goal. The slice is shared unless
+// narrowed (adapter.Capabilities): the caller must not change it.
 func (c *Config) Capabilities(profile, provider string) (caps []string, ok bool) {
 	if profile == "" && provider == "" {
 		if c.Default != "" {
@@ -245,7 +246,8 @@ func (c *Config) Capabilities(profile, provider string) (caps []string, ok bool)
 		}
 		return c.liveCaps(p), true
 	}
-	return c.reg.Capabilities(provider)
+	reg, ok := c.reg.byKind[provider]
+	return reg.Capabilities, ok
 }
 
 // liveCaps is p's capabilities narrowed by what its runtime reports.
@@ -254,11 +256,11 @@ func (c *Config) liveCaps(p Profile) []string {
 	rep := c.live[p.Name]
 	c.mu.RUnlock()
 	if rep == nil {
-		return slices.Clone(p.Capabilities)
+		return p.Capabilities
 	}
 	reported, known := rep.RuntimeCapabilities()
 	if !known {
-		return slices.Clone(p.Capabilities)
+		return p.Capabilities
 	}
 	out := make([]string, 0, len(p.Capabilities))
 	for _, cp := range p.Capabilities {
