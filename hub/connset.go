@@ -6,9 +6,10 @@ import (
 	"unsafe"
 )
 
-// The methods of connSet (types.go): a slice of sockets sorted by their
-// addresses, which never change (the collector does not move heap
-// objects).
+// Sorted sets: the methods of connSet (types.go), a slice of sockets
+// sorted by their addresses, which never change (the collector does not
+// move heap objects); and mergeIDs, for the sorted session ids a socket
+// watches (watches.ids, which presence shares).
 
 func connOrder(a, b *conn) int {
 	return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
@@ -32,4 +33,18 @@ func (s *connSet) remove(c *conn) {
 	if i, ok := slices.BinarySearchFunc(*s, c, connOrder); ok {
 		*s = slices.Delete(*s, i, i+1) // clears the freed slot
 	}
+}
+
+// mergeIDs returns the sorted ids of have (sorted) and add, in a slice of
+// their size: a socket keeps it for its life.
+func mergeIDs(have, add []string) []string {
+	out := make([]string, len(have), len(have)+len(add))
+	copy(out, have)
+	for _, id := range add {
+		if _, found := slices.BinarySearch(have, id); !found {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Clip(out)
 }

@@ -101,20 +101,6 @@ func (c *conn) watch(w *protocol.Watch) {
 	}
 }
 
-// mergeIDs returns the sorted ids of have (sorted) and add, in a slice of
-// their size: a socket keeps it for its life.
-func mergeIDs(have, add []string) []string {
-	out := make([]string, len(have), len(have)+len(add))
-	copy(out, have)
-	for _, id := range add {
-		if _, found := slices.BinarySearch(have, id); !found {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return slices.Clip(out)
-}
-
 // sendWatchError sends one watch error about sids.
 func (c *conn) sendWatchError(code protocol.Code, msg string, sids []string) {
 	c.send(protocol.ErrorMessage{Type: protocol.MsgError, Code: code, Message: msg, Ref: protocol.MsgWatch, Sessions: sids})
