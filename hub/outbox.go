@@ -131,14 +131,6 @@ func (q *statusQueue) compact() {
 	q.items, q.head = q.items[:n], 0
 }
 
-// get returns sid's unsent status.
-func (q *statusQueue) get(sid string) (statusFrame, bool) {
-	if i := q.find(sid); i >= 0 {
-		return q.items[i].frame, true
-	}
-	return statusFrame{}, false
-}
-
 // drop voids sid's unsent status.
 func (q *statusQueue) drop(sid string) {
 	if i := q.find(sid); i >= 0 {

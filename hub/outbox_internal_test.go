@@ -142,3 +142,12 @@ func TestStatusQueue_NewestPerSessionInOrder(t *testing.T) {
 		}
 	}
 }
+
+// get returns sid's unsent status (for tests: the hub only takes them in
+// order).
+func (q *statusQueue) get(sid string) (statusFrame, bool) {
+	if i := q.find(sid); i >= 0 {
+		return q.items[i].frame, true
+	}
+	return statusFrame{}, false
+}
