@@ -433,7 +433,12 @@ func TestDeliveriesHandler(t *testing.T) {
 	newRun(t, s, "s1", "r1")
 	approval(t, s, "s1", "r1")
 	sn, _, _, _ := startSender(t, s, webhook.Options{History: 3}, endpoint(rc.srv.URL))
-	eventually(t, "the delivery", func() bool { return len(rc.acked()) == 1 })
+	// The receiver has its answer before the sender records the outcome:
+	// wait for the record, not the receiver.
+	eventually(t, "the delivery recorded", func() bool {
+		d := sn.Deliveries(10)
+		return len(rc.acked()) == 1 && len(d) == 2 && d[0].Status == webhook.Delivered
+	})
 	srv := httptest.NewServer(sn.DeliveriesHandler())
 	defer srv.Close()
 	var out struct{ Deliveries []webhook.Delivery }
