@@ -28,15 +28,15 @@ func (c *conn) sendError(code protocol.Code, msg, ref string) {
 }
 
 // offerStatus queues a session's status; an unsent older one is replaced.
-func (c *conn) offerStatus(sid string, frame statusFrame) {
-	if c.out.putStatus(sid, frame) {
+func (c *conn) offerStatus(frame statusFrame) {
+	if c.out.putStatus(frame) {
 		c.signal()
 	}
 }
 
 // offerStatuses queues several sessions' statuses at once (one lock, one
 // wake-up); an unsent older status of a session is replaced.
-func (c *conn) offerStatuses(offers []statusOffer) {
+func (c *conn) offerStatuses(offers []statusFrame) {
 	if c.out.putStatuses(offers) {
 		c.signal()
 	}

@@ -129,8 +129,8 @@ func TestTakeOneFramePerFlush(t *testing.T) {
 	h.cfg.defaults()
 	c := writerless(&socketEnv{cfg: &h.cfg})
 	c.out.msgs = [][]byte{[]byte(`{"type":"pong","id":"p1"}`)}
-	c.offerStatuses([]statusOffer{{sid: "s_1", frame: plainFrame([]byte(`{"type":"status","n":1}`))}, {sid: "s_2", frame: plainFrame([]byte(`{"type":"status","n":2}`))}})
-	c.offerStatus("s_1", plainFrame([]byte(`{"type":"status","n":3}`))) // replaces s_1's unsent one
+	c.offerStatuses([]statusFrame{plainFrame("s_1", []byte(`{"type":"status","n":1}`)), plainFrame("s_2", []byte(`{"type":"status","n":2}`))})
+	c.offerStatus(plainFrame("s_1", []byte(`{"type":"status","n":3}`))) // replaces s_1's unsent one
 	for i := range 3 {
 		c.out.events = append(c.out.events, []byte(`{"type":"event","i":`+string(rune('0'+i))+`}`))
 	}

@@ -85,30 +85,30 @@ func (q *statusQueue) find(sid string) int {
 		return -1
 	}
 	for i := q.head; i < len(q.items); i++ {
-		if q.items[i].sid == sid {
+		if !q.items[i].none() && q.items[i].sid == sid {
 			return i
 		}
 	}
 	return -1
 }
 
-// put queues sid's status, replacing an unsent older one.
-func (q *statusQueue) put(sid string, frame statusFrame) {
-	if i := q.find(sid); i >= 0 {
-		q.items[i].frame = frame
+// put queues a session's status, replacing its unsent older one.
+func (q *statusQueue) put(frame statusFrame) {
+	if i := q.find(frame.sid); i >= 0 {
+		q.items[i] = frame
 		return
 	}
 	if q.head >= statusIndexFrom && q.head >= len(q.items)/2 {
 		q.compact() // a queue that never empties (its writer behind) does not grow for it
 	}
-	q.items = append(q.items, statusOffer{sid: sid, frame: frame})
+	q.items = append(q.items, frame)
 	switch {
 	case q.index != nil:
-		q.index[sid] = len(q.items) - 1
+		q.index[frame.sid] = len(q.items) - 1
 	case len(q.items)-q.head >= statusIndexFrom:
 		q.index = make(map[string]int, len(q.items)-q.head)
 		for i := q.head; i < len(q.items); i++ {
-			if q.items[i].sid != "" {
+			if !q.items[i].none() {
 				q.index[q.items[i].sid] = i
 			}
 		}
@@ -119,7 +119,7 @@ func (q *statusQueue) put(sid string, frame statusFrame) {
 func (q *statusQueue) compact() {
 	n := 0
 	for _, st := range q.items[q.head:] {
-		if st.sid != "" {
+		if !st.none() {
 			q.items[n] = st
 			if q.index != nil {
 				q.index[st.sid] = n
@@ -134,7 +134,7 @@ func (q *statusQueue) compact() {
 // drop voids sid's unsent status.
 func (q *statusQueue) drop(sid string) {
 	if i := q.find(sid); i >= 0 {
-		q.items[i] = statusOffer{}
+		q.items[i] = statusFrame{}
 		if q.index != nil {
 			delete(q.index, sid)
 		}
@@ -143,8 +143,8 @@ func (q *statusQueue) drop(sid string) {
 
 // next returns the first unsent status without taking it (skipping the
 // dropped ones); false: none.
-func (q *statusQueue) next() (statusOffer, bool) {
-	for q.head < len(q.items) && q.items[q.head].sid == "" {
+func (q *statusQueue) next() (statusFrame, bool) {
+	for q.head < len(q.items) && q.items[q.head].none() {
 		q.head++
 	}
 	if q.head == len(q.items) {
@@ -152,7 +152,7 @@ func (q *statusQueue) next() (statusOffer, bool) {
 		if len(q.index) == 0 {
 			q.index = nil
 		}
-		return statusOffer{}, false
+		return statusFrame{}, false
 	}
 	return q.items[q.head], true
 }
@@ -162,24 +162,24 @@ func (q *statusQueue) pop() {
 	if q.index != nil {
 		delete(q.index, q.items[q.head].sid)
 	}
-	q.items[q.head] = statusOffer{}
+	q.items[q.head] = statusFrame{}
 	q.head++
 }
 
 // putStatus queues a session's status, replacing an unsent older one;
 // false: the socket is closing.
-func (o *outbox) putStatus(sid string, frame statusFrame) bool {
+func (o *outbox) putStatus(frame statusFrame) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closing {
 		return false
 	}
-	o.queue().put(sid, frame)
+	o.queue().put(frame)
 	return true
 }
 
 // putStatuses is putStatus for several sessions under one lock.
-func (o *outbox) putStatuses(offers []statusOffer) bool {
+func (o *outbox) putStatuses(offers []statusFrame) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closing {
@@ -187,7 +187,7 @@ func (o *outbox) putStatuses(offers []statusOffer) bool {
 	}
 	q := o.queue()
 	for _, of := range offers {
-		q.put(of.sid, of.frame)
+		q.put(of)
 	}
 	return true
 }
@@ -275,10 +275,10 @@ func (o *outbox) takeLocked(buf []byte, limit int) ([]byte, bool) {
 	if q := o.statuses; q != nil {
 		for {
 			st, ok := q.next()
-			if !ok || (len(buf) > base && len(buf)+st.frame.size() >= limit) {
+			if !ok || (len(buf) > base && len(buf)+st.size() >= limit) {
 				break
 			}
-			buf = append(st.frame.appendTo(buf), '\n')
+			buf = append(st.appendTo(buf), '\n')
 			q.pop()
 		}
 		// Every status taken: the queue goes back to statusQueues (a socket
@@ -346,8 +346,8 @@ func (o *outbox) growFrame(buf []byte, limit int) []byte {
 	}
 	if q := o.statuses; q != nil && !o.closing {
 		for _, st := range q.items[q.head:] {
-			if st.sid != "" {
-				need += st.frame.size() + 1
+			if !st.none() {
+				need += st.size() + 1
 			}
 		}
 		for _, b := range o.events {
@@ -389,8 +389,8 @@ func (o *outbox) addStats(s *metrics.HubStats) {
 	}
 	if q := o.statuses; q != nil {
 		for _, st := range q.items[q.head:] {
-			if st.sid != "" {
-				s.QueuedBytes += st.frame.size()
+			if !st.none() {
+				s.QueuedBytes += st.size()
 			}
 		}
 	}

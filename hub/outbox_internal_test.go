@@ -12,17 +12,17 @@ import (
 // once.
 func TestOutbox_DropStatusesLeavesNoEmptyLine(t *testing.T) {
 	var o outbox
-	o.putStatus("s1", plainFrame([]byte(`{"type":"status","session_id":"s1"}`)))
-	o.putStatus("s2", plainFrame([]byte(`{"type":"status","session_id":"s2"}`)))
+	o.putStatus(plainFrame("s1", []byte(`{"type":"status","session_id":"s1"}`)))
+	o.putStatus(plainFrame("s2", []byte(`{"type":"status","session_id":"s2"}`)))
 	o.dropStatuses([]string{"s1"})
 	frame, _ := o.take(nil, 1<<20)
 	if got, want := string(frame), `{"type":"status","session_id":"s2"}`; got != want {
 		t.Fatalf("frame after dropping s1 = %q, want %q", got, want)
 	}
 
-	o.putStatus("s2", plainFrame([]byte(`{"type":"status","session_id":"s2","n":2}`)))
+	o.putStatus(plainFrame("s2", []byte(`{"type":"status","session_id":"s2","n":2}`)))
 	o.dropStatuses([]string{"s2"})
-	o.putStatus("s2", plainFrame([]byte(`{"type":"status","session_id":"s2","n":3}`)))
+	o.putStatus(plainFrame("s2", []byte(`{"type":"status","session_id":"s2","n":3}`)))
 	frame, _ = o.take(nil, 1<<20)
 	if got := strings.Count(string(frame), "\n") + 1; got != 1 || strings.Contains(string(frame), "\n\n") || !strings.HasSuffix(string(frame), `"n":3}`) {
 		t.Fatalf("frame after re-queuing s2 = %q, want the one status n=3", frame)
@@ -37,9 +37,9 @@ func TestOutbox_DropStatusesLeavesNoEmptyLine(t *testing.T) {
 // idle one kept the buckets of its initial watch.
 func TestOutbox_FullTakeLetsTheStatusQueueGo(t *testing.T) {
 	var o outbox
-	offers := make([]statusOffer, 50)
+	offers := make([]statusFrame, 50)
 	for i := range offers {
-		offers[i] = statusOffer{sid: "s" + strconv.Itoa(i), frame: plainFrame([]byte(`{"type":"status"}`))}
+		offers[i] = plainFrame("s"+strconv.Itoa(i), []byte(`{"type":"status"}`))
 	}
 	o.putStatuses(offers)
 	if frame, _ := o.take(nil, 64); len(frame) == 0 || o.statuses == nil {
@@ -53,7 +53,7 @@ func TestOutbox_FullTakeLetsTheStatusQueueGo(t *testing.T) {
 	if o.statuses != nil {
 		t.Fatalf("after a full take the outbox keeps a queue of cap %d", cap(o.statuses.items))
 	}
-	o.putStatus("s1", plainFrame([]byte(`{"type":"status","n":2}`)))
+	o.putStatus(plainFrame("s1", []byte(`{"type":"status","n":2}`)))
 	if frame, _ := o.take(nil, 1<<20); string(frame) != `{"type":"status","n":2}` {
 		t.Fatalf("a status after the queue was let go: %q", frame)
 	}
@@ -93,13 +93,13 @@ func TestStatusQueue_NewestPerSessionInOrder(t *testing.T) {
 		var o outbox
 		sid := func(i int) string { return "s" + strconv.Itoa(i) }
 		msg := func(i, v int) statusFrame {
-			return plainFrame([]byte(`{"s":` + strconv.Itoa(i) + `,"v":` + strconv.Itoa(v) + `}`))
+			return plainFrame(sid(i), []byte(`{"s":`+strconv.Itoa(i)+`,"v":`+strconv.Itoa(v)+`}`))
 		}
 		for i := range n {
-			o.putStatus(sid(i), msg(i, 1))
+			o.putStatus(msg(i, 1))
 		}
 		for i := 0; i < n; i += 2 {
-			o.putStatus(sid(i), msg(i, 2)) // replaces, keeps its place
+			o.putStatus(msg(i, 2)) // replaces, keeps its place
 		}
 		o.dropStatuses([]string{sid(1)})
 		var want []string
@@ -122,7 +122,7 @@ func TestStatusQueue_NewestPerSessionInOrder(t *testing.T) {
 
 		// Never empty: take a few from the front while as many come.
 		for i := range n {
-			o.putStatus(sid(i), msg(i, 1))
+			o.putStatus(msg(i, 1))
 		}
 		next := n
 		for round := range 50 * n {
@@ -130,7 +130,7 @@ func TestStatusQueue_NewestPerSessionInOrder(t *testing.T) {
 			if !strings.Contains(string(frame), `"v":1}`) || strings.Contains(string(frame), "\n") {
 				t.Fatalf("%d sessions, round %d: took %q, want one status", n, round, frame)
 			}
-			o.putStatus(sid(next), msg(next, 1))
+			o.putStatus(msg(next, 1))
 			next++
 			q := o.statuses
 			if q == nil || len(q.items)-q.head != n {
@@ -147,7 +147,7 @@ func TestStatusQueue_NewestPerSessionInOrder(t *testing.T) {
 // order).
 func (q *statusQueue) get(sid string) (statusFrame, bool) {
 	if i := q.find(sid); i >= 0 {
-		return q.items[i].frame, true
+		return q.items[i], true
 	}
 	return statusFrame{}, false
 }

@@ -38,13 +38,13 @@ func (t *tracker) intern(sid string) string {
 // status is known (the others' comes after their load). Called after c's
 // presence is booked, so that the status already counts c.
 func (t *tracker) snapshot(c *conn, sids []string) {
-	var snaps []statusOffer
+	var snaps []statusFrame
 	t.mu.Lock()
 	for _, sid := range sids {
 		if s := t.sessions[sid]; s != nil {
 			if s.watchers.has(c) {
 				if frame, ok := t.snapshotFrame(c, s); ok {
-					snaps = append(snaps, statusOffer{sid: s.id, frame: frame})
+					snaps = append(snaps, frame)
 				}
 			}
 		}
@@ -84,7 +84,7 @@ func (t *tracker) snapshotFrame(c *conn, s *tracked) (statusFrame, bool) {
 // watchOwner makes c watch every session of owner, now and future, and
 // sends it their current statuses (c's presence is booked first).
 func (t *tracker) watchOwner(c *conn, owner string, metas []journal.SessionMeta) {
-	var snaps []statusOffer
+	var snaps []statusFrame
 	t.mu.Lock()
 	set := t.owners[owner]
 	if set == nil {
@@ -94,7 +94,7 @@ func (t *tracker) watchOwner(c *conn, owner string, metas []journal.SessionMeta)
 	set[c] = struct{}{}
 	for _, m := range metas {
 		if frame, ok := t.snapshotFrame(c, t.ensure(m)); ok {
-			snaps = append(snaps, statusOffer{sid: m.ID, frame: frame})
+			snaps = append(snaps, frame)
 		}
 	}
 	t.mu.Unlock()

@@ -307,7 +307,7 @@ func (t *tracker) flush(now time.Time) {
 	}
 	offers := slices.Grow(t.offers[:0], int(total))[:total]
 	for _, d := range due {
-		o := statusOffer{sid: d.s.id, frame: d.frame}
+		o := d.frame
 		t.eachReceiver(d.s, d.frame, func(c *conn) {
 			sp := spans[c]
 			offers[sp.start+sp.n] = o
@@ -386,7 +386,7 @@ func (s *tracked) frame(h *Hub) (statusFrame, error) {
 	if old.frameParts != nil && &old.base[0] == &s.enc[0] && old.of == pr {
 		return old.statusFrame, nil
 	}
-	f := frameParts{base: s.enc}
+	f := frameParts{sid: s.id, base: s.enc}
 	switch {
 	case pr == nil:
 	case old.frameParts != nil && old.of == pr:
@@ -478,13 +478,13 @@ func (t *tracker) gone(s *tracked) {
 	st := protocol.SessionStatus{SessionID: s.id, ActiveControls: []string{}, Deleted: true}
 	enc, err := json.Marshal(protocol.StatusMessage{Type: protocol.MsgStatus, Session: &st})
 	if err == nil {
-		frame := plainFrame(enc)
+		frame := plainFrame(s.id, enc)
 		for _, c := range s.watchers {
-			c.offerStatus(s.id, frame)
+			c.offerStatus(frame)
 		}
 		for c := range t.owners[s.owner] {
 			if !s.watchers.has(c) {
-				c.offerStatus(s.id, frame)
+				c.offerStatus(frame)
 			}
 		}
 	}

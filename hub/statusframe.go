@@ -23,11 +23,14 @@ const presenceField = `,"presence":`
 // as parts, a frame is made once per change of the status or of its
 // presence and shared by every socket it goes to (tracked.framed), and
 // the writer joins the parts as it copies them (appendTo). A frame is one
-// pointer, so the queues and a flush's offers hold 8 bytes per status.
-// Frames and their bytes are never changed once made.
+// pointer that also names its session, so the queues and a flush's
+// offers hold 8 bytes per status (a burst of connecting tabs keeps a queue
+// per watching socket, live at every collection meanwhile). Frames and
+// their bytes are never changed once made; the zero frame is no status.
 type statusFrame struct{ *frameParts }
 
 type frameParts struct {
+	sid  string // the session's id
 	base []byte // the whole message when pres is nil; else it ends in the "}}" that closes the session and the message
 	pres []byte // the presence, encoded
 }
@@ -41,8 +44,13 @@ type lastFrame struct {
 	of *protocol.Presence
 }
 
-// plainFrame is a status message encoded whole.
-func plainFrame(b []byte) statusFrame { return statusFrame{&frameParts{base: b}} }
+// plainFrame is sid's status message encoded whole.
+func plainFrame(sid string, b []byte) statusFrame {
+	return statusFrame{&frameParts{sid: sid, base: b}}
+}
+
+// none reports whether f is the zero frame (a dropped status).
+func (f statusFrame) none() bool { return f.frameParts == nil }
 
 // size is the length of the message.
 func (f statusFrame) size() int {

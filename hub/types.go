@@ -238,7 +238,7 @@ type outbox struct {
 
 // statusQueue is a socket's unsent statuses, under out.mu; pooled when empty.
 type statusQueue struct {
-	items []statusOffer // unsent statuses, one per session, in arrival order, from head on (sid "": dropped)
+	items []statusFrame // unsent statuses, one per session, in arrival order, from head on (none: dropped)
 	head  int
 	index map[string]int // sid → its item, once a queue is long (statusIndexFrom); nil until then
 }
@@ -359,7 +359,7 @@ type tracker struct {
 
 	// flush's scratch, kept between busy flushes (status.go).
 	spans     map[*conn]offerSpan
-	offers    []statusOffer
+	offers    []statusFrame
 	due       []dueStatus
 	flushedAt time.Time // when flush last had something to send
 
@@ -421,12 +421,6 @@ type meaning struct {
 type offerSpan struct{ start, n int32 }
 type dueStatus struct {
 	s     *tracked
-	frame statusFrame
-}
-
-// statusOffer is one session's encoded status for a socket.
-type statusOffer struct {
-	sid   string
 	frame statusFrame
 }
 
