@@ -63,3 +63,17 @@ func (w *socketHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	w.br = bufio.NewReaderSize(conn, socketReadBuffer)
 	return conn, bufio.NewReadWriter(w.br, bufio.NewWriterSize(w.wire, socketWriteBuffer)), nil
 }
+
+// unwrapReader points the socket's reader at its connection again, once
+// the WebSocket library has accepted it. The library resets the reader it
+// is given onto an io.MultiReader of what the reader held and the
+// connection (in case net/http's reader had read ahead); this reader is
+// new and held nothing (bytes read ahead are in the connection:
+// prefixConn), and nothing has read from it yet, so the MultiReader
+// (56 bytes an open socket kept, and a level of indirection per read)
+// goes.
+func (w *socketHijacker) unwrapReader() {
+	if w.br != nil && w.br.Buffered() == 0 {
+		w.br.Reset(w.wire.conn)
+	}
+}

@@ -23,9 +23,15 @@ func (f fakeHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // The small reader keeps read-ahead bytes first, also after the WebSocket
-// library resets it onto the connection (as coder/websocket's Accept does).
+// library resets it onto the connection (as coder/websocket's Accept does)
+// and the hub points it at the connection again (unwrapReader) — which
+// never drops what the reader already holds.
 func TestSmallReadBufferKeepsReadAhead(t *testing.T) {
-	for _, ahead := range []string{"", "abc"} {
+	for _, tc := range []struct {
+		ahead    string
+		buffered bool // the reader has read from the connection before unwrapReader
+	}{{"", false}, {"abc", false}, {"", true}, {"abc", true}} {
+		ahead := tc.ahead
 		server, client := net.Pipe()
 		br := bufio.NewReader(io.MultiReader(bytes.NewReader([]byte(ahead)), server))
 		if ahead != "" {
@@ -47,12 +53,18 @@ func TestSmallReadBufferKeepsReadAhead(t *testing.T) {
 			client.Write([]byte("def"))
 			client.Close()
 		}()
+		if tc.buffered {
+			if _, err := brw.Reader.Peek(len(ahead) + 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.unwrapReader()
 		got, err := io.ReadAll(brw.Reader)
 		if err != nil && err != io.ErrClosedPipe {
 			t.Fatal(err)
 		}
 		if string(got) != ahead+"def" {
-			t.Fatalf("read %q, want %q", got, ahead+"def")
+			t.Fatalf("%+v: read %q, want %q", tc, got, ahead+"def")
 		}
 		conn.Close()
 	}

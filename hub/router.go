@@ -204,6 +204,9 @@ func (c *conn) setFocus(f *protocol.Focus) {
 	if !known || f.Cursor != "" {
 		meta, err = c.store.Session(c.ctx, sid)
 	}
+	if known {
+		sid = meta.ID // the tracker's copy: the socket keeps no string of the message
+	}
 	if err != nil || !c.mayRead(meta.Owner) {
 		if err != nil && !errors.Is(err, journal.ErrNotFound) {
 			c.sendError(journalCode(err), "could not load the session", "focus")

@@ -54,6 +54,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(h.cfg.MaxFrameBytes)
+	hj.unwrapReader()
 	c := newConn(h, ws, pre)
 	c.wire, c.rd.br = hj.wire, hj.br
 	h.mu.Lock()
