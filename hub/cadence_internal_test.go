@@ -54,7 +54,7 @@ func newCadenceRigWith(t *testing.T, cfg Config) *cadenceRig {
 func (r *cadenceRig) tab() *conn {
 	c := writerless(&r.h.env)
 	c.ctx, c.cancel = r.h.ctx, func() {}
-	r.h.tracker.watch(c, r.meta)
+	r.h.tracker.watch(c, []journal.SessionMeta{r.meta})
 	return c
 }
 

@@ -11,16 +11,30 @@ import (
 // counts it and the flush that publishes that presence sends it nothing
 // more.
 
-// watch adds c as a watcher of a session the caller has checked it may see;
-// snapshot then sends it the current status. It returns the tracker's copy
-// of the session id, for c to keep: every socket watching a session then
-// shares one string.
-func (t *tracker) watch(c *conn, meta journal.SessionMeta) string {
+// watch adds c as a watcher of sessions the caller has checked it may see
+// and sends it the current status of each that is loaded (its snapshot;
+// the others' comes after their load). Called after c's presence is
+// booked, so that the snapshots already count c.
+//
+// Both under one hold of t.mu: a flush that ran between c becoming a
+// watcher and its snapshot would send c a dirty session's frame, and the
+// snapshot the same frame again (seen under load: a tab on a second hub
+// got the same status twice).
+func (t *tracker) watch(c *conn, metas []journal.SessionMeta) {
+	var snaps []statusFrame
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.ensure(meta)
-	s.watchers.add(c)
-	return s.id
+	for _, m := range metas {
+		t.ensure(m).watchers.add(c)
+	}
+	for _, m := range metas {
+		if frame, ok := t.snapshotFrame(c, t.sessions[m.ID]); ok {
+			snaps = append(snaps, frame)
+		}
+	}
+	t.mu.Unlock()
+	if len(snaps) > 0 {
+		c.offerStatuses(snaps)
+	}
 }
 
 // intern returns the tracker's copy of a session id when it tracks the
@@ -32,27 +46,6 @@ func (t *tracker) intern(sid string) string {
 		return s.id
 	}
 	return sid
-}
-
-// snapshot sends c the current status of each of sids it watches whose
-// status is known (the others' comes after their load). Called after c's
-// presence is booked, so that the status already counts c.
-func (t *tracker) snapshot(c *conn, sids []string) {
-	var snaps []statusFrame
-	t.mu.Lock()
-	for _, sid := range sids {
-		if s := t.sessions[sid]; s != nil {
-			if s.watchers.has(c) {
-				if frame, ok := t.snapshotFrame(c, s); ok {
-					snaps = append(snaps, frame)
-				}
-			}
-		}
-	}
-	t.mu.Unlock()
-	if len(snaps) > 0 {
-		c.offerStatuses(snaps)
-	}
 }
 
 // snapshotFrame encodes a loaded session's status for a socket that starts

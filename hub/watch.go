@@ -35,11 +35,11 @@ func (c *conn) watch(w *protocol.Watch) {
 		if len(ids) == 0 {
 			return
 		}
+		metas := make([]journal.SessionMeta, len(ids))
+		for i, id := range ids {
+			metas[i] = journal.SessionMeta{ID: id.sid, Owner: id.owner}
+		}
 		if c.presence.store != nil {
-			metas := make([]journal.SessionMeta, len(ids))
-			for i, id := range ids {
-				metas[i] = journal.SessionMeta{ID: id.sid, Owner: id.owner}
-			}
 			c.presence.prefetch(c.ctx, metas...) // one store read, not one per session's load
 		}
 		added := make([]string, len(ids))
@@ -48,10 +48,7 @@ func (c *conn) watch(w *protocol.Watch) {
 		}
 		c.watches.ids = mergeIDs(c.watches.ids, added)
 		c.presence.watch(c, c.watches.ids, ids)
-		for _, id := range ids {
-			c.tracker.watch(c, journal.SessionMeta{ID: id.sid, Owner: id.owner})
-		}
-		c.tracker.snapshot(c, added)
+		c.tracker.watch(c, metas)
 	}()
 	var unknown []string
 	defer func() {
