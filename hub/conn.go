@@ -58,7 +58,7 @@ func (c *conn) goaway(reason string, after time.Duration) {
 // abort drops the socket at once.
 func (c *conn) abort() {
 	c.cancel()
-	c.ws.CloseNow()
+	c.wire.conn.Close()
 }
 
 func errMessage(err error) string {

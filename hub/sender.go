@@ -77,7 +77,7 @@ func (c *conn) sendNow() int {
 	c.queued.Store(false)
 	w := c.wire
 	if !w.mu.TryLock() {
-		// The writer goroutine or the WebSocket library is writing, and may
+		// The writer goroutine or a control frame is being written, and may
 		// be waiting on a slow tab: the writer takes what waits after.
 		c.wakeWriter()
 		return 0

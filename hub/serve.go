@@ -42,25 +42,19 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		pre = &p
 	}
 	hj := &socketHijacker{ResponseWriter: w}
-	ws, err := websocket.Accept(hj, r, &websocket.AcceptOptions{
-		Subprotocols:   []string{protocol.SubprotocolV1},
-		OriginPatterns: h.cfg.OriginPatterns,
-	})
+	proto, err := acceptTab(hj, r, []string{protocol.SubprotocolV1})
 	if err != nil {
-		return // Accept has written the HTTP error
+		return // acceptTab has written the HTTP error
 	}
-	if ws.Subprotocol() != protocol.SubprotocolV1 {
-		ws.Close(websocket.StatusPolicyViolation, "subprotocol runhub.v1 required")
+	c := newConn(h, hj, pre)
+	if proto != protocol.SubprotocolV1 {
+		c.closeHandshake(websocket.StatusPolicyViolation, "subprotocol runhub.v1 required")
 		return
 	}
-	ws.SetReadLimit(h.cfg.MaxFrameBytes)
-	hj.unwrapReader()
-	c := newConn(h, ws, pre)
-	c.wire, c.rd.br = hj.wire, hj.br
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
-		ws.Close(websocket.StatusServiceRestart, "shutting down")
+		c.closeHandshake(websocket.StatusServiceRestart, "shutting down")
 		return
 	}
 	h.conns[c] = struct{}{}
@@ -109,7 +103,7 @@ func (h *Hub) drop(c *conn) {
 
 // newConn makes a socket; pre is the principal of the upgrade's
 // Authorization header, if any.
-func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
+func newConn(h *Hub, hj *socketHijacker, pre *Principal) *conn {
 	// The socket's context is not the hub's child: a child is an entry in
 	// the hub context's map of children for the socket's life, and the
 	// hub ends its sockets itself (Shutdown: goaway, or abort past its
@@ -120,12 +114,13 @@ func newConn(h *Hub, ws *websocket.Conn, pre *Principal) *conn {
 	// not for the context's Done channel (writeLoop).
 	ctx, cancel := context.WithCancel(context.Background())
 	snd := h.senders[int(h.nextSnd.Add(1))%len(h.senders)]
-	c := &conn{socketEnv: &h.env, ws: ws, id: adapter.NewID("c_"), ctx: ctx, snd: snd,
-		rd: reader{pre: pre, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
+	c := &conn{socketEnv: &h.env, wire: hj.wire, id: adapter.NewID("c_"), ctx: ctx, snd: snd,
+		rd: reader{pre: pre, br: hj.br, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
 		w:  writer{wake: make(chan struct{}, 1)}}
+	conn := c.wire.conn
 	c.cancel = func() {
 		cancel()
-		ws.CloseNow()
+		conn.Close()
 		select {
 		case c.w.wake <- struct{}{}:
 		default:
@@ -159,7 +154,7 @@ func (c *conn) stop() {
 		c.rd.helloT.Stop()
 	}
 	c.w.halt()
-	c.ws.CloseNow()
+	c.wire.conn.Close()
 	c.auth.end()
 }
 
@@ -229,11 +224,9 @@ func (c *conn) readFrame() (ok bool) {
 			ok = false
 		}
 	}()
-	// No context: with one, the WebSocket library registers a
-	// context.AfterFunc per read, ~0.4 KiB that an idle socket would hold
-	// for its life. c.cancel closes the socket instead, and every way a
+	// No context: c.cancel closes the socket instead, and every way a
 	// socket ends goes through it or closes the socket itself.
-	typ, data, err := c.ws.Read(context.Background())
+	typ, data, err := c.readMessage()
 	if err != nil {
 		return false // read limit (1009), peer close, hub stop: the socket is done
 	}
@@ -258,7 +251,7 @@ func (c *conn) readLoop() {
 	for {
 		// An idle socket's goroutine waits here, a few frames deep: its
 		// stack stays at the 2 KiB it started with. Reading a frame
-		// (the WebSocket library, bufio, the connection) and handling it
+		// (readMessage, bufio, the connection) and handling it
 		// (decoding, watching, focusing, controls) go deeper, so both run
 		// on a goroutine of their own, waited for, so messages stay in
 		// order; that goroutine's stack goes back to the runtime's cache
@@ -274,7 +267,7 @@ func (c *conn) readLoop() {
 }
 
 // readable waits until a read of the socket would not wait for the tab:
-// bytes are in the library's buffer or read ahead of the upgrade, or the
+// bytes are in the socket's read buffer or read ahead of the upgrade, or the
 // connection has bytes, has ended or failed. Without a plain socket under
 // the connection it returns at once (the read then waits, deeper). A
 // failure is left to the read that follows, which ends the socket as

@@ -109,8 +109,8 @@ type socketHub interface {
 //     and the timers; under out.mu.
 //   - wire: the connection's sending side (wire.go): whole frames, the
 //     bytes a sender left for the writer; under wire.mu, held for a whole
-//     frame by the writer, the sender (TryLock only) or the WebSocket
-//     library (its control frames).
+//     frame by the writer, the sender (TryLock only) or whoever writes a
+//     control frame (tabws.go).
 //   - w (writer): the writer goroutine's lifecycle; an atomic and w.mu.
 //   - queued: c is in its sender's ready list; an atomic.
 //
@@ -129,7 +129,7 @@ type socketHub interface {
 // reads it: the reader's calls into presence and tracker, and leave.
 type conn struct {
 	*socketEnv
-	ws      *websocket.Conn
+	rmu     sync.Mutex // held by who reads the tab's frames (tabws.go): readMessage, the closing handshake
 	id      string
 	subject string
 	ctx     context.Context
@@ -139,10 +139,10 @@ type conn struct {
 	watches watches
 	auth    authState
 	out     outbox
-	wire    *wire // nil: the WebSocket library writes (no hijacked connection)
+	wire    *wire // nil only in tests' sockets, which write nothing
 	w       writer
 	snd     *sender // the sender that writes for the socket
-	// rbuf is held by the reader to look at the library's read buffer
+	// rbuf is held by the reader to look at the socket's read buffer
 	// (buffered) and by finish around the closing handshake, which reads
 	// it. Neither holds another lock meanwhile.
 	rbuf   sync.Mutex
@@ -167,7 +167,7 @@ type reader struct {
 	pre    *Principal  // authenticated by the upgrade's Authorization header
 	rate   *bucket     // nil: no limit
 	helloT *time.Timer // closes a socket that sends no hello in time (nil: none)
-	// br is the WebSocket library's read buffer (hijack.go): bytes in it
+	// br is the socket's read buffer (hijack.go): bytes in it
 	// are read without waiting for the connection (conn.buffered, under
 	// conn.rbuf).
 	br      *bufio.Reader

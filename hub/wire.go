@@ -12,15 +12,14 @@ import (
 // wire is the sending side of a tab socket's connection: every byte sent on
 // the socket goes through it, one whole WebSocket frame at a time under mu.
 // The hub frames what it sends itself (text frames, unmasked and
-// uncompressed, as a server's are: frameOf); the WebSocket library writes
-// only its control frames (pong, close) through Write, each in one call
-// (socketWriteBuffer holds the largest).
+// uncompressed, as a server's are: frameOf); its control frames (pong,
+// close: tabws.go) go through Write, each in one call.
 //
 // There are two ways to send, and only the socket's own goroutines ever
 // wait on the connection:
 //
-//   - send (the socket's writer goroutine) and Write (the library, on the
-//     socket's reader or writer goroutine) wait until the frame is written.
+//   - send (the socket's writer goroutine) and Write (a control frame, on
+//     the socket's reader or writer goroutine) wait until the frame is written.
 //     During send the write timeout counts from the last chunk the tab
 //     took, not from the frame's start, so a tab that reads slowly but
 //     steadily is never cut mid-frame; one that reads nothing for the
@@ -33,20 +32,20 @@ import (
 // Locking: mu guards every field; it is held for a whole frame. A sender
 // takes it with TryLock only, and before the socket's out.mu.
 type wire struct {
-	conn *fdConn // the connection; the WebSocket library holds it too
+	conn *fdConn // the connection; the socket reads it through its bufio reader
 
 	mu         sync.Mutex
 	pending    *[]byte // a pooled frame buffer whose bytes from pendingOff on are not sent yet
 	pendingOff int
-	closeSent  bool // the library sent a close frame: nothing may follow it
+	closeSent  bool // a close frame was sent: nothing may follow it
 	// While the socket's writer sends (send), each chunk written re-arms
 	// timer for timeout.
 	timer   *time.Timer
 	timeout time.Duration
 }
 
-// fdConn is a tab socket's connection as the wire and the WebSocket
-// library hold it. trySend writes to its file descriptor directly, with
+// fdConn is a tab socket's connection as the wire and the socket's reader
+// hold it. trySend writes to its file descriptor directly, with
 // one non-blocking write system call, not through the runtime's poller
 // (whose lock and readiness check cost ~0.6 µs a delivery, most of it a
 // cache miss on the socket's poll descriptor). A descriptor may be reused
@@ -84,8 +83,8 @@ func newFDConn(conn net.Conn) *fdConn {
 
 // waitReadable parks the calling goroutine until the connection has bytes
 // to read, has reached its end or failed, or is closed, and reads nothing.
-// The socket's reader waits here, not in a read through the WebSocket
-// library, so that an idle socket's goroutine is parked a few frames deep
+// The socket's reader waits here, not in a read of a frame (tabws.go),
+// so that an idle socket's goroutine is parked a few frames deep
 // and keeps the smallest stack (serve.go: readLoop). It must not be called
 // on a connection with bytes buffered above it (a prefix, a bufio.Reader).
 func (c *fdConn) waitReadable() error {
@@ -164,8 +163,8 @@ var errNotDirect = errors.New("hub: the socket cannot be written to directly")
 // errCloseSent: a close frame went out, so no data frame may follow it.
 var errCloseSent = errors.New("hub: the socket's close frame was sent")
 
-// newWire makes the wire of conn; the WebSocket library is to hold
-// w.conn, not conn, so that its Close is fdConn's.
+// newWire makes the wire of conn; the socket is to read and close w.conn,
+// not conn, so that its Close is fdConn's.
 func newWire(conn net.Conn) *wire {
 	return &wire{conn: newFDConn(conn)}
 }
@@ -195,15 +194,18 @@ func frameOf(buf []byte) []byte {
 	return buf[start:]
 }
 
-// Write is what the WebSocket library writes to: its control frames,
-// each whole. It waits for pending bytes and the frame to be written.
+// Write writes a control frame (tabws.go: pong, close), whole; a second
+// close frame is not sent. It waits for pending bytes and the frame to be written.
 func (w *wire) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.flushLocked(); err != nil {
 		return 0, err
 	}
-	if len(p) > 0 && p[0]&0x0f == 0x8 {
+	if len(p) > 0 && p[0]&0x0f == 0x8 { // a close frame
+		if w.closeSent {
+			return len(p), nil // one close frame per socket
+		}
 		w.closeSent = true
 	}
 	return w.write(p)

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -63,15 +62,17 @@ func TestWireOneWritePerFrame(t *testing.T) {
 		}
 	}
 
-	// The library's largest control frame: a close with 125 bytes of
-	// payload, written as the library does (header, payload, flush).
+	// The largest control frame: a close with 125 bytes of payload, in
+	// one write; a second close frame is not sent.
 	cc.writes = nil
-	bw := bufio.NewWriterSize(w, socketWriteBuffer)
-	bw.Write([]byte{0x88, 125})
-	bw.Write(bytes.Repeat([]byte("c"), 125))
-	bw.Flush()
-	if len(cc.writes) != 1 || len(cc.writes[0]) != 127 {
+	if err := w.control(opClose, bytes.Repeat([]byte("c"), 125)); err != nil {
+		t.Fatal(err)
+	}
+	if len(cc.writes) != 1 || len(cc.writes[0]) != 127 || cc.writes[0][0] != 0x88 {
 		t.Fatalf("a control frame in %d writes", len(cc.writes))
+	}
+	if err := w.close(1000, "again"); err != nil || len(cc.writes) != 1 {
+		t.Fatalf("a second close frame: %v, %d writes", err, len(cc.writes))
 	}
 	if err := w.send(frameOf(payloadFrame(3, 'x')), timer, time.Second); err != errCloseSent {
 		t.Fatalf("a frame after the close frame: %v", err)

@@ -27,7 +27,7 @@ func (c *conn) writeLoop() {
 	// per-write timer or cancellation. (An AfterFunc on the socket's
 	// context would leave the context a map of children for the socket's
 	// life once the writer retires: ~0.2 KiB per idle socket.)
-	timeout := time.AfterFunc(time.Hour, func() { c.ws.CloseNow() })
+	timeout := time.AfterFunc(time.Hour, func() { c.wire.conn.Close() })
 	timeout.Stop()
 	defer timeout.Stop()
 	limit := c.cfg.MaxBatchBytes // the frame size, smaller while writes are slow

@@ -2,12 +2,10 @@ package hub
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -106,14 +104,10 @@ func (c *conn) write(timeout *time.Timer, buf []byte) error {
 	if c.ctx.Err() != nil {
 		return c.ctx.Err()
 	}
-	var err error
-	if c.wire != nil {
-		err = c.wire.send(frameOf(buf), timeout, c.cfg.WriteTimeout)
-	} else {
-		timeout.Reset(c.cfg.WriteTimeout)
-		err = c.ws.Write(context.Background(), websocket.MessageText, buf[frameHeadroom:])
-		timeout.Stop()
+	if c.wire == nil {
+		return errNoWire
 	}
+	err := c.wire.send(frameOf(buf), timeout, c.cfg.WriteTimeout)
 	if err == nil {
 		c.metrics.FrameWritten(len(buf) - frameHeadroom)
 	}
@@ -123,8 +117,8 @@ func (c *conn) write(timeout *time.Timer, buf []byte) error {
 // finish closes the socket with the requested code.
 func (c *conn) finish() {
 	code, reason := c.out.closeStatus()
-	c.rbuf.Lock() // the handshake reads the library's read buffer (buffered)
-	c.ws.Close(code, reason)
+	c.rbuf.Lock() // the handshake reads the socket's read buffer (buffered)
+	c.closeHandshake(code, reason)
 	c.rbuf.Unlock()
 	c.cancel()
 }
