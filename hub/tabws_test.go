@@ -72,18 +72,7 @@ func TestTabWS_PingFragmentsClose(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
-	w, err := c.Writer(ctx, websocket.MessageText)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, part := range []string{`{"type":"pi`, `ng","id":`, `"frag1"}`} {
-		if _, err := w.Write([]byte(part)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeFragments(t, c, `{"type":"pi`, `ng","id":`, `"frag1"}`)
 	if err := c.Ping(ctx); err != nil { // still alive after the fragments
 		t.Fatalf("ping after fragments: %v", err)
 	}
@@ -92,15 +81,25 @@ func TestTabWS_PingFragmentsClose(t *testing.T) {
 	}
 }
 
+// A message sent in fragments is one message: its answer comes.
 func TestTabWS_FragmentedMessageIsOneMessage(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
 	c := dialLib(t, th)
-	ctx := ctxT(t, 10*time.Second)
-	w, err := c.Writer(ctx, websocket.MessageText)
+	writeFragments(t, c, `{"type":"pi`, `ng","id":`, `"frag1"}`)
+	if line := readType(t, c, protocol.MsgPong); !strings.Contains(line, `"id":"frag1"`) {
+		t.Fatalf("pong %s, want id frag1", line)
+	}
+}
+
+// writeFragments sends one text message in a frame per part (the
+// library's message writer writes a frame per Write).
+func writeFragments(t *testing.T, c *websocket.Conn, parts ...string) {
+	t.Helper()
+	w, err := c.Writer(ctxT(t, 10*time.Second), websocket.MessageText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, part := range []string{`{"type":"pi`, `ng","id":`, `"frag1"}`} {
+	for _, part := range parts {
 		if _, err := w.Write([]byte(part)); err != nil {
 			t.Fatal(err)
 		}
@@ -108,12 +107,9 @@ func TestTabWS_FragmentedMessageIsOneMessage(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if line := readType(t, c, protocol.MsgPong); !strings.Contains(line, `"id":"frag1"`) {
-		t.Fatalf("pong %s, want id frag1", line)
-	}
 }
 
-// rawTab is a tab socket spoken to in raw frames.
+// rawWS is a tab socket spoken to in raw frames.
 type rawWS struct {
 	t  *testing.T
 	c  net.Conn
