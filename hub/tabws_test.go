@@ -149,6 +149,17 @@ func dialRawWS(t *testing.T, th *testHub, header string) (*rawWS, string) {
 	return r, status
 }
 
+// upgradedRaw is dialRawWS of a good upgrade (header), which must be
+// answered 101.
+func upgradedRaw(t *testing.T, th *testHub, header string) *rawWS {
+	t.Helper()
+	r, status := dialRawWS(t, th, header)
+	if !strings.HasPrefix(status, "101") {
+		t.Fatalf("upgrade: %s", status)
+	}
+	return r
+}
+
 const goodUpgrade = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: runhub.v1\r\n"
 
 // frame writes one client frame (masked unless told not to).
@@ -251,10 +262,7 @@ func TestTabWS_ProtocolViolations(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, status := dialRawWS(t, th, goodUpgrade)
-			if !strings.HasPrefix(status, "101") {
-				t.Fatalf("upgrade: %s", status)
-			}
+			r := upgradedRaw(t, th, goodUpgrade)
 			tc.send(r)
 			if got := r.closeFrame(); got != tc.want {
 				t.Fatalf("close code %d, want %d", got, tc.want)
@@ -276,10 +284,7 @@ func isTimeout(err error) bool {
 // read whole; a pong is taken silently.
 func TestTabWS_ControlBetweenFragments(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	r, status := dialRawWS(t, th, goodUpgrade)
-	if !strings.HasPrefix(status, "101") {
-		t.Fatalf("upgrade: %s", status)
-	}
+	r := upgradedRaw(t, th, goodUpgrade)
 	msg := []byte(`{"type":"hello","client":"t"}`)
 	r.frame(0x01, msg[:10], true)
 	r.frame(0x89, []byte("are you there"), true)
@@ -327,10 +332,7 @@ func TestTabWS_Handshake(t *testing.T) {
 			}
 		})
 	}
-	r, status := dialRawWS(t, th, strings.Replace(goodUpgrade, "runhub.v1", "other.v2", 1))
-	if !strings.HasPrefix(status, "101") {
-		t.Fatalf("upgrade without runhub.v1: %s", status)
-	}
+	r := upgradedRaw(t, th, strings.Replace(goodUpgrade, "runhub.v1", "other.v2", 1))
 	if got := r.closeFrame(); got != 1008 {
 		t.Fatalf("close code %d, want 1008", got)
 	}
@@ -340,10 +342,7 @@ func TestTabWS_Handshake(t *testing.T) {
 // is unmasked right across every boundary.
 func TestTabWS_LongFragmentedMessage(t *testing.T) {
 	th := newTestHub(t, hub.Config{})
-	r, status := dialRawWS(t, th, goodUpgrade)
-	if !strings.HasPrefix(status, "101") {
-		t.Fatalf("upgrade: %s", status)
-	}
+	r := upgradedRaw(t, th, goodUpgrade)
 	hello := []byte(`{"type":"hello","client":"t"}`)
 	r.frame(0x81, hello, true)
 	// The second fragment is read in two chunks (4,097 bytes, as much as
