@@ -240,7 +240,10 @@ func (c *conn) readMessage() (websocket.MessageType, []byte, error) {
 		default:
 			return 0, nil, c.violation(websocket.StatusProtocolError, fmt.Errorf("received unknown opcode %v", h.opcode))
 		}
-		if limit := c.cfg.MaxFrameBytes; limit >= 0 && int64(len(msg))+h.length > limit { // negative: no limit
+		// The frame's length is compared with the room left under the
+		// limit, never summed with what came before: a header may claim
+		// up to 2^63-1 bytes, and a sum would overflow past the check.
+		if limit := c.cfg.MaxFrameBytes; limit >= 0 && h.length > limit-int64(len(msg)) { // negative: no limit
 			return 0, nil, c.violation(websocket.StatusMessageTooBig, fmt.Errorf("read limited at %d bytes", limit+1))
 		}
 		// The message grows as its bytes come (at most doubling), so a

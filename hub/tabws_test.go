@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -366,4 +367,59 @@ func TestTabWS_LongFragmentedMessage(t *testing.T) {
 			t.Fatalf("the long message read wrong: %s", p)
 		}
 	}
+}
+
+// A continuation frame whose 64-bit length is 2^63-1, after a first
+// fragment of one byte, is over the limit: the check must not add the
+// two lengths (that sum overflows and passed before). It is answered
+// 1009 at once, before hello (no token needed) and after it, and the
+// hub keeps none of what follows.
+func TestTabWS_LimitOverflowAnswered1009(t *testing.T) {
+	for _, afterHello := range []bool{false, true} {
+		name := "before hello"
+		if afterHello {
+			name = "after hello"
+		}
+		t.Run(name, func(t *testing.T) {
+			th := newTestHub(t, hub.Config{})
+			heapBefore := liveHeap()
+			r := upgradedRaw(t, th, goodUpgrade)
+			if afterHello {
+				r.frame(0x81, []byte(`{"type":"hello","client":"t"}`), true)
+				if op, p, err := r.next(); err != nil || op != 0x1 || !strings.Contains(string(p), `"welcome"`) {
+					t.Fatalf("after hello: op %d %s %v", op, p, err)
+				}
+			}
+			r.frame(0x01, []byte("x"), true) // FIN clear: a message begins
+			hdr := []byte{0x80, 0x80 | 127}  // a continuation, masked, 64-bit length
+			hdr = binary.BigEndian.AppendUint64(hdr, 1<<63-1)
+			hdr = append(hdr, 1, 2, 3, 4)
+			if _, err := r.c.Write(hdr); err != nil {
+				t.Fatal(err)
+			}
+			// What follows the header: the hub must not read it in.
+			go func() {
+				junk := make([]byte, 64<<10)
+				for range 32 {
+					if _, err := r.c.Write(junk); err != nil {
+						return
+					}
+				}
+			}()
+			if got := r.closeFrame(); got != 1009 {
+				t.Fatalf("close code %d, want 1009 (message too big)", got)
+			}
+			if grown := liveHeap() - heapBefore; grown > 1<<20 {
+				t.Fatalf("the hub's live heap grew %d bytes", grown)
+			}
+		})
+	}
+}
+
+// liveHeap is the process's live heap after a collection.
+func liveHeap() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
