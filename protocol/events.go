@@ -90,6 +90,11 @@ type ProgressPayload struct {
 	// Steer is the user's guidance (queue mode steer) as the runtime
 	// accepted it for the run: the event records a user message.
 	Steer string `json:"steer,omitempty"`
+	// AGUI is the AG-UI event an agui profile's run journals as progress
+	// (state, messages and activity snapshots and deltas, steps, custom
+	// and raw events, ...), as the agent sent it (docs/agui.md, "AG-UI
+	// agents as runtimes").
+	AGUI json.RawMessage `json:"agui,omitempty"`
 }
 
 // ToolStartedPayload is the payload of tool.started.

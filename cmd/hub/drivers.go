@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 
+	"github.com/runhub/runhub/adapter/agui"
 	"github.com/runhub/runhub/adapter/driver"
 	"github.com/runhub/runhub/adapter/execdrv"
 	"github.com/runhub/runhub/adapter/hermes"
@@ -22,6 +23,7 @@ func drivers() *profile.Registry {
 		openai.Registration(),
 		execdrv.Registration(),
 		hermes.Registration(),
+		agui.Registration(),
 	)
 }
 

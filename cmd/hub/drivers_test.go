@@ -19,7 +19,7 @@ import (
 // says it has.
 func TestDrivers_Registry(t *testing.T) {
 	reg := drivers()
-	if got := strings.Join(reg.Kinds(), ","); got != "sim,openai,exec,hermes" {
+	if got := strings.Join(reg.Kinds(), ","); got != "sim,openai,exec,hermes,agui" {
 		t.Fatalf("kinds %s", got)
 	}
 	if sim.Kind != profile.BuiltinSim {
@@ -29,10 +29,10 @@ func TestDrivers_Registry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile(`(?m)^\| (sim|openai|exec|hermes) \| ([a-z, ]+) \|`)
+	row := regexp.MustCompile(`(?m)^\| (sim|openai|exec|hermes|agui) \| ([a-z, ]+) \|`)
 	rows := row.FindAllStringSubmatch(string(doc), -1)
-	if len(rows) != 4 {
-		t.Fatalf("docs/profiles.md's capabilities table has %d driver rows, want 4", len(rows))
+	if len(rows) != 5 {
+		t.Fatalf("docs/profiles.md's capabilities table has %d driver rows, want 5", len(rows))
 	}
 	for _, r := range rows {
 		caps, _ := reg.Capabilities(r[1])
@@ -47,6 +47,7 @@ func TestDrivers_Registry(t *testing.T) {
 		"openai": `{"driver": "openai", "base_url": "http://127.0.0.1:1", "model": "m"}`,
 		"exec":   `{"driver": "exec", "command": "/bin/true"}`,
 		"hermes": `{"driver": "hermes", "base_url": "http://127.0.0.1:1"}`,
+		"agui":   `{"driver": "agui", "url": "http://127.0.0.1:1/agent"}`,
 	}
 	for _, kind := range reg.Kinds() {
 		p, err := reg.Profile("p", []byte(minimal[kind]))
