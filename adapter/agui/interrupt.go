@@ -77,7 +77,7 @@ func (d *Driver) approve(ctx context.Context, x *driver.Execution, m *mapper, in
 	if summary == "" {
 		summary = "the agent asks to go on (" + in.Reason + ")"
 		if in.ToolCallID != "" {
-			summary = "the agent asks to run tool call " + m.localID("t", in.ToolCallID)
+			summary = "the agent asks to go on with tool call " + m.localID("t", in.ToolCallID) + " (" + in.Reason + ")"
 		}
 	}
 	choice, err := x.Approval(ctx, protocol.ApprovalRequestedPayload{ApprovalID: id,
