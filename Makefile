@@ -90,7 +90,7 @@ FUZZ_TARGETS := \
 	./protocol:FuzzDecodeClient ./protocol:FuzzDecodeServer ./protocol:FuzzParseCursor \
 	./protocol:FuzzParseLastEventID ./protocol:FuzzSplitBatch ./session:FuzzApplyValidEvent \
 	./journal/bolt:FuzzRow ./journal/bolt:FuzzHead \
-	./internal/lineread:FuzzReadLine ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
+	./internal/lineread:FuzzReadLine ./internal/lineread:FuzzReaderLines ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
 	./hub/agui:FuzzMapper ./hub/agui:FuzzTurns ./hub/aisdk:FuzzMapper ./protocol:FuzzCompact \
 	./protocol:FuzzValidDelta ./protocol:FuzzAppendEventFrame ./protocol:FuzzNewEventDelta
 FUZZTIME ?= 20s
