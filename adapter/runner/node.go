@@ -123,7 +123,7 @@ func (n *Node) Start(exec *executor.InProcess) {
 	n.cancel = cancel
 	loops := []func(context.Context){n.renewLoop, n.listenLoop, n.reapLoop}
 	if n.opts.Consume {
-		loops = append(loops, n.consumeLoop)
+		loops = append(loops, n.consumeLoop, n.heartbeatLoop)
 	}
 	for _, loop := range loops {
 		n.wg.Add(1)
