@@ -41,7 +41,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hub
 
 run: build
-	@echo "runhub: open http://$(ADDR)/ (embedded journal in $(DATA))"
+	@echo "runhub: open http://$(ADDR)/ ($(if $(RUNHUB_REDIS_URL),journal on Redis: RUNHUB_REDIS_URL; runs go to hub runner processes,embedded journal in $(DATA)))"
 	RUNHUB_ADDR=$(ADDR) RUNHUB_DATA=$(DATA) ./$(BIN) serve
 
 # The whole suite, race detector on, then every fuzz target from its
