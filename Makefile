@@ -16,7 +16,8 @@ help:
 	@echo '  make run [ADDR=127.0.0.1:8080] [DATA=./data]  build and start the hub (embedded journal in DATA)'
 	@echo '  make build         build bin/hub'
 	@echo '  make test          go vet, every test with -race, every fuzzer for 20,000 executions'
-	@echo '                     (needs redis-server, redis-cli, chromium, nginx, node, npm)'
+	@echo '                     (needs redis-server, redis-cli, chromium, nginx, node, npm: installs'
+	@echo '                     them as root with apt-get, else says the command that does)'
 	@echo '  make test-short    the tests that need no hub process, without -race'
 	@echo '  make fault         the fault suite (needs redis-server; see docs/security.md)'
 	@echo '  make bench         the benchmarks'
@@ -40,7 +41,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hub
 
 run: build
-	@echo "runhub: open http://$(ADDR)/ (embedded journal in $(DATA))"
+	@echo "runhub: open http://$(ADDR)/ ($(if $(RUNHUB_REDIS_URL),journal on Redis: RUNHUB_REDIS_URL; runs go to hub runner processes,embedded journal in $(DATA)))"
 	RUNHUB_ADDR=$(ADDR) RUNHUB_DATA=$(DATA) ./$(BIN) serve
 
 # The whole suite, race detector on, then every fuzz target from its
@@ -50,8 +51,11 @@ run: build
 # one server and on a 6-node Redis Cluster), Debian's chromium (the browser
 # tests), nginx (deploy/nginx.conf in front of real hubs), node (the
 # browser client's unit tests) and npm (the AG-UI packages the AG-UI export
-# is tested with); .ci/run installs them all.
+# is tested with). scripts/test-prereqs installs the missing ones as root
+# with apt-get, else stops with the command that does (CI takes this path
+# too: .ci/run is make test then make fault).
 test:
+	@GO=$(GO) bash scripts/test-prereqs
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x
@@ -73,6 +77,7 @@ test-short:
 # and goroutines are bounded). CI runs it after make test.
 FAULTFLAGS ?=
 fault:
+	@GO=$(GO) bash scripts/test-prereqs
 	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) test $(FAULTFLAGS) -tags fault -count=1 -timeout 10m -run '^TestFault' -v ./cmd/hub ./journal/bolt
 
 bench:
@@ -90,7 +95,7 @@ FUZZ_TARGETS := \
 	./protocol:FuzzDecodeClient ./protocol:FuzzDecodeServer ./protocol:FuzzParseCursor \
 	./protocol:FuzzParseLastEventID ./protocol:FuzzSplitBatch ./session:FuzzApplyValidEvent \
 	./journal/bolt:FuzzRow ./journal/bolt:FuzzHead \
-	./internal/lineread:FuzzReadLine ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
+	./internal/lineread:FuzzReadLine ./internal/lineread:FuzzReaderLines ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
 	./hub/agui:FuzzMapper ./hub/agui:FuzzTurns ./hub/aisdk:FuzzMapper ./protocol:FuzzCompact \
 	./protocol:FuzzValidDelta ./protocol:FuzzAppendEventFrame ./protocol:FuzzNewEventDelta \
 	./adapter/agui:FuzzReadFrames ./adapter/agui:FuzzApply

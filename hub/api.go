@@ -273,6 +273,9 @@ func (h *Hub) StartRun(ctx context.Context, subject string, req protocol.StartRu
 	var pe *protocol.Error
 	switch {
 	case err == nil:
+		if res.Status == protocol.StatusQueued {
+			res.Waiting, res.Message = h.waiting(ctx)
+		}
 	case errors.Is(err, adapter.ErrConflict):
 		status = protocol.ResultConflict
 	case errors.As(err, &pe) && pe.Code == protocol.CodeUnsupported:
@@ -286,7 +289,11 @@ func (h *Hub) StartRun(ctx context.Context, subject string, req protocol.StartRu
 
 // GetRun is the run's status from its runtime.
 func (h *Hub) GetRun(ctx context.Context, rid string) (protocol.RunStatus, error) {
-	return h.runtime.GetRun(ctx, rid)
+	st, err := h.runtime.GetRun(ctx, rid)
+	if err == nil && st.Status == protocol.StatusQueued && !st.Terminal {
+		st.Waiting, _ = h.waiting(ctx)
+	}
+	return st, err
 }
 
 // Observe yields the run's events after seq after, then live ones.

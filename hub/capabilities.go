@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"context"
+
 	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/session"
 )
@@ -14,7 +16,23 @@ func (h *Hub) StatusOf(s *session.Session) protocol.SessionStatus {
 	if caps, ok := h.capsOf(s); ok {
 		st.ActiveControls = protocol.OfferedControls(st.ActiveControls, caps)
 	}
+	if st.Status == protocol.StatusQueued && !st.Terminal {
+		st.Waiting, _ = h.waiting(h.ctx)
+	}
 	return st
+}
+
+// waiting is the Waiting of a run queued now (WaitingRunner when no runner
+// process has been alive lately, else "") and the message that says what
+// to do.
+func (h *Hub) waiting(ctx context.Context) (string, string) {
+	if h.cfg.NoRunner == nil {
+		return "", ""
+	}
+	if none, msg := h.cfg.NoRunner(ctx); none {
+		return protocol.WaitingRunner, msg
+	}
+	return "", ""
 }
 
 // capsOf is what StatusOf narrows s's controls by: the capabilities of

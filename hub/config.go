@@ -101,6 +101,13 @@ type Config struct {
 	// active_controls offer only what the driver of its latest run (or,
 	// before any run, a start's default) can do. Nil: every control.
 	Capabilities adapter.Capabilities
+	// NoRunner, when set, reports whether a run queued now waits for a
+	// runner process while none has been alive lately (runtime=runners
+	// with no `hub runner`), and what to do about it. A queued run's start
+	// answer, its status and its session's status then carry waiting:
+	// "runner" (and the start the message). It is called for queued runs
+	// only; it must be quick (cached) and safe for concurrent use.
+	NoRunner func(ctx context.Context) (none bool, message string)
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// Metrics counts deliveries, frames, replays, slow consumers and

@@ -54,5 +54,10 @@ func (h *Hub) Control(ctx context.Context, subject string, m *protocol.Control, 
 	// A queue or goal changes the session: the journal announces it on
 	// every hub's feed (journal.SessionChanged), so its status follows.
 	res, err = h.runtime.Control(ctx, c)
+	if err == nil && res.Accepted && res.RunID != "" && m.Op == protocol.OpStart {
+		if w, msg := h.waiting(ctx); w != "" {
+			res.Message = msg // the run is queued for a runner none is taking
+		}
+	}
 	return res, h.PublicError(err)
 }

@@ -34,7 +34,18 @@ type RunStartResult struct {
 	StartedAt      float64  `json:"started_at"`
 	Cursor         string   `json:"cursor"`
 	ActiveControls []string `json:"active_controls"`
+	// Waiting is WaitingRunner when the run is queued for a runner process
+	// and none has been alive lately (runtime=runners); Message then says
+	// what to do. Both are omitted otherwise.
+	Waiting string `json:"waiting,omitempty"`
+	Message string `json:"message,omitempty"`
 }
+
+// WaitingRunner is the Waiting of a queued run (its start, its status, its
+// session's status) that waits for a runner process while none has been
+// alive lately: the hub dispatches runs to runners (runtime=runners) and
+// no `hub runner` is taking them.
+const WaitingRunner = "runner"
 
 // RunStatus is the state of one run.
 type RunStatus struct {
@@ -48,6 +59,8 @@ type RunStatus struct {
 	ActiveControls    []string `json:"active_controls"`
 	PendingApprovalID string   `json:"pending_approval_id,omitempty"`
 	PendingClarifyID  string   `json:"pending_clarify_id,omitempty"`
+	// Waiting: see RunStartResult.Waiting.
+	Waiting string `json:"waiting,omitempty"`
 	// Result is a completed run's final assistant text (done's result,
 	// at most MaxResultBytes; ResultTruncated says it was cut); absent
 	// while the run is live, when it ended otherwise, or said nothing.
@@ -107,6 +120,8 @@ type SessionStatus struct {
 	// Presence is who has the session open over every hub; omitted when
 	// no tab does.
 	Presence *Presence `json:"presence,omitempty"`
+	// Waiting: see RunStartResult.Waiting (its latest run's).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // MaxPresenceSubjects bounds Presence.Subjects; the counts cover every

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runhub/runhub/internal/retry"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -64,12 +65,7 @@ var DefaultRetry = Retry{Min: 5 * time.Second, Max: time.Hour, GiveUp: 24 * time
 
 // delay is the wait after the n-th failed attempt (n ≥ 1).
 func (r Retry) delay(n int, rnd func() float64) time.Duration {
-	d := r.Min
-	for i := 1; i < n && d < r.Max; i++ {
-		d *= 2
-	}
-	d = min(d, r.Max)
-	return d - time.Duration(float64(d)*r.Jitter*rnd())
+	return retry.Backoff{Min: r.Min, Max: r.Max, Jitter: r.Jitter}.Delay(n, rnd())
 }
 
 // Options configure a Sender.

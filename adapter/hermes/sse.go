@@ -1,11 +1,12 @@
 package hermes
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
+
+	"github.com/runhub/runhub/internal/lineread"
 )
 
 // maxLine bounds one SSE line; longer lines are dropped as malformed.
@@ -20,11 +21,11 @@ type item struct {
 	dropped int    // lines dropped as malformed since the last item
 }
 
-// readSSE parses a text/event-stream body and sends its frames and comments
+// readSSE parses a text/event-stream body (lines ending in CRLF, LF or CR) and sends its frames and comments
 // on out until the body ends, it fails or ctx ends. It returns why it
 // stopped (io.EOF for a clean end).
 func readSSE(ctx context.Context, body io.Reader, out chan<- item) error {
-	br := bufio.NewReaderSize(body, 32<<10)
+	lr := lineread.NewReader(body, 32<<10, maxLine)
 	var name string
 	var data bytes.Buffer
 	hasData, dropped := false, 0
@@ -38,8 +39,11 @@ func readSSE(ctx context.Context, body io.Reader, out chan<- item) error {
 		}
 	}
 	for {
-		line, tooLong, err := readLine(br)
+		line, tooLong, err := lr.Read()
 		if err != nil {
+			if errors.Is(err, io.EOF) && (tooLong || len(line) > 0) {
+				return io.ErrUnexpectedEOF // a frame cut off mid-line
+			}
 			return err
 		}
 		switch {
@@ -75,33 +79,6 @@ func readSSE(ctx context.Context, body io.Reader, out chan<- item) error {
 			default:
 				dropped++
 			}
-		}
-	}
-}
-
-// readLine reads one line without its line ending. A line longer than
-// maxLine is consumed and reported tooLong.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(buf)+len(chunk) <= maxLine {
-			buf = append(buf, chunk...)
-		} else {
-			tooLong = true
-		}
-		switch {
-		case err == nil:
-			if tooLong {
-				return nil, true, nil
-			}
-			return bytes.TrimRight(buf, "\r\n"), false, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(buf) > 0 && !tooLong:
-			return nil, false, io.ErrUnexpectedEOF // a frame cut off mid-line
-		default:
-			return nil, false, err
 		}
 	}
 }

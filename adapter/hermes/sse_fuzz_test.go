@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -71,4 +72,29 @@ func FuzzReadSSE(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A stream whose lines end in a bare CR (which the SSE specification
+// allows), or mix CR, LF and CRLF, parses as the same frames as one in LF.
+func TestReadSSEBareCR(t *testing.T) {
+	lf := "event: run.event\ndata: {\"a\":1}\n\n: ping\n\ndata: x\ndata: y\n\n"
+	for _, body := range []string{
+		strings.ReplaceAll(lf, "\n", "\r"),
+		strings.ReplaceAll(lf, "\n", "\r\n"),
+		"event: run.event\rdata: {\"a\":1}\r\n\n: ping\n\rdata: x\r\ndata: y\r\r",
+	} {
+		items, err := parseSSE([]byte(body))
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("%q: stopped with %v", body, err)
+		}
+		want := []item{{name: "run.event", data: []byte(`{"a":1}`)}, {comment: true, data: []byte("ping")}, {data: []byte("x\ny")}}
+		if len(items) != len(want) {
+			t.Fatalf("%q: %d frames %+v, want %d", body, len(items), items, len(want))
+		}
+		for i := range want {
+			if items[i].comment != want[i].comment || items[i].name != want[i].name || !bytes.Equal(items[i].data, want[i].data) {
+				t.Errorf("%q: frame %d = %+v, want %+v", body, i, items[i], want[i])
+			}
+		}
+	}
 }

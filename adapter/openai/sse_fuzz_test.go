@@ -135,3 +135,29 @@ func FuzzReadSSE(f *testing.F) {
 		}
 	})
 }
+
+// An answer streamed with bare CR line ends (which the SSE specification
+// allows), or CR, LF and CRLF mixed, reads as the same text as in LF.
+func TestReadSSEBareCR(t *testing.T) {
+	lf := ": keepalive\n\n" + content("Hel") + "\n" + content("lo") + "\n" + finishChunk + "\n" + doneLine
+	for _, body := range []string{
+		strings.ReplaceAll(lf, "\n", "\r"),
+		strings.ReplaceAll(lf, "\n", "\r\n"),
+		": keepalive\r\n\r" + content("Hel") + "\r" + content("lo") + "\n\r" + finishChunk + "\r\n" + doneLine,
+	} {
+		rec, _, err := readBody([]byte(body))
+		if err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		var text strings.Builder
+		for _, e := range rec.events {
+			if e.Type == protocol.EventTokenDelta {
+				p, _ := protocol.DecodePayload[protocol.TokenDeltaPayload](&e)
+				text.WriteString(p.Text)
+			}
+		}
+		if text.String() != "Hello" {
+			t.Errorf("%q: text %q, want Hello", body, text.String())
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -45,15 +44,16 @@ type readError struct{ err error }
 
 func (e readError) Error() string { return e.err.Error() }
 
-// read consumes an SSE body until data: [DONE]. Lines starting with ':'
+// read consumes an SSE body (lines ending in CRLF, LF or CR) until data:
+// [DONE]. Lines starting with ':'
 // (keepalives) and the fields event, id and retry are ignored; a line that
 // is no SSE field, or data that is not a valid chunk, is skipped and
 // counted.
 func (s *stream) read(ctx context.Context, body io.Reader) error {
-	br := bufio.NewReaderSize(body, 64<<10)
+	lr := lineread.NewReader(body, 64<<10, maxLineBytes)
 	var pending []byte // data lines of an event not yet dispatched
 	for {
-		line, tooLong, rerr := lineread.Read(br, maxLineBytes)
+		line, tooLong, rerr := lr.Read()
 		var done bool
 		var err error
 		switch {

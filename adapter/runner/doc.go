@@ -20,6 +20,9 @@
 //	rh:node:{<id>}:wake     stream  wakes a node's control listener (same hash tag
 //	                                as its inbox); deleted when the node stops, else
 //	                                expires after a day
+//	rh:runners              zset    the runners' heartbeats: node id scored by the
+//	                                Unix ms of its last (every LeaseTTL/3); removed
+//	                                when the runner stops, trimmed after a day
 //
 // Every command and transaction touches one key, or keys of one hash tag:
 // the package runs on a Redis Cluster as on a single Redis (Config.Client

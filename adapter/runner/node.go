@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/adapter/executor"
-	"github.com/runhub/runhub/internal/ctxsleep"
+	"github.com/runhub/runhub/internal/retry"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -124,7 +123,7 @@ func (n *Node) Start(exec *executor.InProcess) {
 	n.cancel = cancel
 	loops := []func(context.Context){n.renewLoop, n.listenLoop, n.reapLoop}
 	if n.opts.Consume {
-		loops = append(loops, n.consumeLoop)
+		loops = append(loops, n.consumeLoop, n.heartbeatLoop)
 	}
 	for _, loop := range loops {
 		n.wg.Add(1)
@@ -163,12 +162,14 @@ func (n *Node) Stop() {
 	n.opts.Client.Del(ctx, n.opts.wake(n.opts.ID), n.opts.inbox(n.opts.ID))
 }
 
+// redisBackoff is the pause after the n-th Redis error in a row: 100-150
+// ms, doubling up to 3.2-4.8 s.
+var redisBackoff = retry.Backoff{Min: 150 * time.Millisecond, Max: 4800 * time.Millisecond, Jitter: 1.0 / 3}
+
 // backoff sleeps a jittered, growing pause after a Redis error; false when
 // ctx ended.
 func backoff(ctx context.Context, attempt int) bool {
-	d := time.Duration(50<<min(attempt, 6)) * time.Millisecond
-	d += time.Duration(rand.Int64N(int64(d/2) + 1))
-	return ctxsleep.Sleep(ctx, d) == nil
+	return redisBackoff.Sleep(ctx, attempt)
 }
 
 // renewLoop renews the node's leases every LeaseTTL/3; after a failure

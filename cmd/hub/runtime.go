@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/adapter"
@@ -47,6 +48,7 @@ type procRuntime struct {
 
 	profiles *profile.Config // the runtime profiles (RUNHUB_PROFILES)
 	outbox   webhook.Outbox  // the journal's outbox (the backend itself, not its decorators)
+	leaseTTL time.Duration   // Redis mode: the runners' lease TTL, their heartbeats' window
 }
 
 // openRuntime opens the journal and builds the executor:
@@ -142,6 +144,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 	}
 	rt.mode = mode
 	rcfg := runner.Config{Client: rt.rdb, LeaseTTL: cfg.LeaseTTL, StartTimeout: cfg.RunStartTimeout}
+	rt.leaseTTL = cfg.LeaseTTL
 	// A run rides out a Redis outage (a restart) as long as its lease could.
 	opts.AppendRetry = cfg.LeaseTTL
 	var reaper journal.Store = rt.store

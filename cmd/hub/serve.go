@@ -74,6 +74,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 
 	hcfg.Capabilities = rt.profiles.Capabilities
+	hcfg.NoRunner = rt.noRunner(log)
 	h := hub.New(hcfg, store, rt.router)
 	hubGauges(m, h)
 	e := newEcho(log, m)

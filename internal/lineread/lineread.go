@@ -1,6 +1,7 @@
-// Package lineread reads bounded lines from a bufio.Reader: the one line
-// reader of the drivers that read line-framed upstream output (the exec
-// driver's JSONL stdout and stderr, the OpenAI-compatible SSE stream).
+// Package lineread reads bounded lines: the one line reader of the drivers
+// that read line-framed upstream output. Read splits at LF (the exec
+// driver's JSONL stdout and stderr); a Reader splits at CRLF, LF and CR, as
+// an SSE stream may (the OpenAI-compatible and Hermes drivers' streams).
 package lineread
 
 import (

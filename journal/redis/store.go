@@ -13,7 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/runhub/runhub/internal/ctxsleep"
+	"github.com/runhub/runhub/internal/retry"
 	"github.com/runhub/runhub/journal"
 )
 
@@ -354,7 +354,7 @@ type tailReader struct {
 }
 
 func newTailReader(s *Store, what string) *tailReader {
-	return &tailReader{s: s, what: what, bo: backoff{min: s.opts.MinBackoff, max: s.opts.MaxBackoff}}
+	return &tailReader{s: s, what: what, bo: backoff{sched: retry.Backoff{Min: s.opts.MinBackoff, Max: s.opts.MaxBackoff}}}
 }
 
 // read blocks in one XREAD of streams (keys, then ids; on a Cluster all in
@@ -396,19 +396,17 @@ func (r *tailReader) close() {
 	}
 }
 
-// backoff is a tail's reconnection delay.
+// backoff is a tail's reconnection delay: the schedule and the failures
+// in a row.
 type backoff struct {
-	min, max, cur time.Duration
+	sched retry.Backoff
+	fails int
 }
 
-func (b *backoff) reset() { b.cur = 0 }
+func (b *backoff) reset() { b.fails = 0 }
 
 // wait sleeps the next delay; false when ctx ends first.
 func (b *backoff) wait(ctx context.Context) bool {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return ctxsleep.Sleep(ctx, b.cur) == nil
+	b.fails++
+	return b.sched.Sleep(ctx, b.fails)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/runhub/runhub/internal/retry"
 	"github.com/runhub/runhub/journal"
 )
 
@@ -19,8 +20,11 @@ import (
 var ErrNotReplicated = fmt.Errorf("journal/redis: not acknowledged by enough replicas (%w)", journal.ErrUnavailable)
 
 // waitAttempts bounds waitAppend's tries of one batch after a redirection
-// or a lost connection (a failover in progress).
+// or a lost connection (a failover in progress); waitBackoff is the pause
+// before each retry (100, 200, 400 ms).
 const waitAttempts = 4
+
+var waitBackoff = retry.Backoff{Min: 100 * time.Millisecond, Max: time.Second}
 
 // waitAppend runs append.lua and then WAIT on the same connection of the
 // master of the batch's slot (one pipeline of that server: WAIT covers the
@@ -34,7 +38,9 @@ func (s *Store) waitAppend(ctx context.Context, keys []string, args []any) ([]an
 			if c, ok := s.rdb.(*goredis.ClusterClient); ok {
 				c.ReloadState(ctx) // the slot may have a new master
 			}
-			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+			if !waitBackoff.Sleep(ctx, attempt) {
+				return nil, ctx.Err()
+			}
 		}
 		var server *goredis.Client
 		if server, err = serverOf(ctx, s.rdb, keys[0]); err != nil {

@@ -128,6 +128,15 @@ let stickToBottom = true;
 // the end is still following the stream.
 const endState = { atEnd: true, height: 0 };
 
+// progressOf is what a session's status says the run is doing: its
+// progress, or "waiting for a runner" while its queued run waits for a
+// runner process none is taking (waiting: "runner", docs/protocol.md).
+function progressOf(s) {
+  if (!s) return "";
+  if (s.waiting === "runner") return "waiting for a runner";
+  return s.progress || "";
+}
+
 function measureEnd() {
   const sc = els.scroll;
   endState.atEnd = sc.scrollHeight - sc.scrollTop - sc.clientHeight < 48;
@@ -410,7 +419,7 @@ function renderItem(sid) {
   it.badge.dataset.status = status;
   setText(it.title, s.title || `Untitled · ${shortId(sid)}`);
   it.title.title = s.title || sid;
-  setText(it.progress, s.progress || (s.status ? "" : "no runs yet"));
+  setText(it.progress, progressOf(s) || (s.status ? "" : "no runs yet"));
   setText(it.tokens, String(s.tokens || 0));
   setText(it.ago, fmtAgo(s.updated_at));
   renderPresence(it.presence, s.presence);
@@ -727,7 +736,7 @@ function renderPane() {
   setText(els.status, statusLabel(s && s.status));
   els.status.dataset.status = status;
   els.status.hidden = !focused;
-  const progress = (s && s.progress) || "";
+  const progress = progressOf(s);
   setText(els.progress, progress === status || progress === statusLabel(status) ? "" : progress);
   setText(els.tokens, s && s.tokens ? `${fmtCount(s.tokens)} tokens` : "");
   setText(els.run, s && s.run_id ? shortId(s.run_id) : "");
