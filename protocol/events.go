@@ -127,7 +127,16 @@ type ApprovalRequestedPayload struct {
 	Summary    string   `json:"summary"`
 	Risk       string   `json:"risk"`
 	Choices    []string `json:"choices"`
+	// Unknown names the fields the runtime did not give (PromptRisk,
+	// PromptChoices): their value is then empty, not made up.
+	Unknown []string `json:"unknown,omitempty"`
 }
+
+// The fields of approval.requested a runtime may leave unknown.
+const (
+	PromptRisk    = "risk"
+	PromptChoices = "choices"
+)
 
 // ApprovalResolvedPayload is the payload of approval.resolved.
 type ApprovalResolvedPayload struct {

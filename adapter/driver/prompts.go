@@ -174,11 +174,22 @@ func (c *PendingClarify) Wait(ctx context.Context, timeout time.Duration) (strin
 // control status (accepted, not-active, expired; not-active too once the
 // run is cancelling). The executor delivers a user's answer through it.
 func (x *Execution) Resolve(approval bool, id, answer string) (string, error) {
-	slot := &x.clarify
+	return x.respond(x.slot(approval), id, answer, true)
+}
+
+// Settle resolves the pending prompt with id with the answer the runtime
+// itself took (another of its clients answered it): as Resolve, but an
+// approval's choice is recorded as made even when the prompt did not
+// offer it.
+func (x *Execution) Settle(approval bool, id, answer string) (string, error) {
+	return x.respond(x.slot(approval), id, answer, false)
+}
+
+func (x *Execution) slot(approval bool) **prompt {
 	if approval {
-		slot = &x.approval
+		return &x.approval
 	}
-	return x.respond(slot, id, answer)
+	return &x.clarify
 }
 
 func (x *Execution) clearPrompt(slot **prompt, p *prompt) {
@@ -196,8 +207,9 @@ func (x *Execution) clearPrompt(slot **prompt, p *prompt) {
 
 // respond delivers a response to the pending prompt with id: accepted once,
 // then not-active (or expired when it timed out).
-// An approval answer outside the prompt's choices is a bad_request.
-func (x *Execution) respond(slot **prompt, id, answer string) (string, error) {
+// With offered, an approval answer outside the prompt's choices is a
+// bad_request.
+func (x *Execution) respond(slot **prompt, id, answer string, offered bool) (string, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	p := *slot
@@ -215,7 +227,7 @@ func (x *Execution) respond(slot **prompt, id, answer string) (string, error) {
 	if p.done || x.cancelling {
 		return protocol.ResultNotActive, nil
 	}
-	if len(p.choices) > 0 && !slices.Contains(p.choices, answer) {
+	if offered && len(p.choices) > 0 && !slices.Contains(p.choices, answer) {
 		return "", &protocol.Error{Code: protocol.CodeBadRequest, Field: "choice",
 			Message: "choice: must be one of " + strings.Join(p.choices, ", ")}
 	}

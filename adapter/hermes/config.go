@@ -68,10 +68,6 @@ type Config struct {
 	// terminal status there ends the run even if the stream never brings
 	// the terminal event; default 1s).
 	PollInterval time.Duration
-	// ClarifyTimeout is how long a clarify question waits for the user
-	// (default 120s, the hub's default). On expiry Hermes is sent an empty
-	// response so its agent goes on.
-	ClarifyTimeout time.Duration
 	// MaxHistoryTurns bounds the conversation history sent on a start to the
 	// session's latest turns (default 200).
 	MaxHistoryTurns int
@@ -110,7 +106,6 @@ func (c Config) withDefaults() Config {
 	def(&c.StreamIdleTimeout, 75*time.Second)
 	def(&c.EventIdleTimeout, DefaultEventIdleTimeout)
 	def(&c.PollInterval, time.Second)
-	def(&c.ClarifyTimeout, 120*time.Second)
 	def(&c.CapabilitiesRefresh, time.Minute)
 	def(&c.CapabilitiesTimeout, 3*time.Second)
 	if c.MaxReconnects <= 0 {

@@ -17,8 +17,8 @@
 // output is, as the rest of the message the journal holds or as a message
 // of its own, so no text is journaled twice. A run Hermes no longer
 // knows (404) ends interrupted; one waiting on an approval the journal
-// never saw, or on a clarify question (Hermes' clarify id is not
-// journaled), ends interrupted and is stopped; a journaled approval
+// never saw, or on a clarify question an earlier runhub journaled (its
+// clarify id is not journaled), ends interrupted and is stopped; a journaled approval
 // nobody answered is asked again. A run without a journaled id (it never
 // reached Hermes) ends interrupted, and StopOrphan has nothing to stop.
 // Hermes Agent (0.18.x) ignores
@@ -42,15 +42,22 @@
 //	tool.started {tool, preview}            tool.started {tool_call_id, name, args: {preview}}
 //	tool.completed {tool, duration, error}  tool.done {tool_call_id, status, duration_ms, error}
 //	approval.request {command, description,
-//	  choices, request_id?}                 approval.requested (choices kept); the user's
-//	                                        choice is posted to /approval
-//	approval.responded                      nothing for runhub's own answer; a prompt
+//	  choices, request_id?}                 approval.requested with Hermes' choices and
+//	                                        risk; Hermes sends no risk, so risk is ""
+//	                                        and unknown names it (and choices, when a
+//	                                        server sends none); the user's choice is
+//	                                        posted to /approval. Approvals are asked
+//	                                        one at a time, in Hermes' order: 0.18.x
+//	                                        resolves a run's oldest pending approval
+//	                                        when an answer names no request_id
+//	approval.responded {choice}             nothing for runhub's own answer; a prompt
 //	                                        Hermes settled elsewhere gets its one
-//	                                        approval.resolved
-//	clarify.request {clarify_id, question,
-//	  choices}                              clarify.requested; the response is posted
-//	                                        to /clarify {clarify_id, response}
-//	clarify.retired / clarify.responded     as approval.responded
+//	                                        approval.resolved, with Hermes' choice as
+//	                                        made (offered or not)
+//	clarify.request {question|questions}    progress: the question, not relayed (the
+//	                                        runs API has no clarify endpoint, so
+//	                                        nothing is ever posted for it)
+//	clarify.retired / clarify.responded     nothing
 //	run.steered                             progress
 //	subagent.start / subagent.complete      progress
 //	run.completed {output, usage}           unstreamed output as token.delta, usage.final,

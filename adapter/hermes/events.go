@@ -99,11 +99,11 @@ func (r *run) handle(ctx context.Context, it item) outcome {
 	case "approval.request":
 		err = r.approvalRequest(ctx, ev)
 	case "approval.responded":
-		return r.upstreamResolved(ctx, kindApproval, ev.str("request_id"), ev.str("choice"))
+		return r.upstreamResolved(ctx, ev.str("request_id"), ev.str("choice"))
 	case "clarify.request":
 		err = r.clarifyRequest(ctx, ev)
 	case "clarify.retired", "clarify.responded":
-		return r.upstreamResolved(ctx, kindClarify, ev.str("clarify_id"), "")
+		// The end of a question runhub did not relay (clarifyRequest).
 	case "run.steered":
 		text := "guidance delivered to Hermes"
 		if b, ok := ev["accepted"]; ok && string(b) == "false" {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,10 +41,14 @@ import (
 //     say the server has it: POST /approval with run_approval_response,
 //     POST /stop with run_stop, POST /steer with run_steer (servers after
 //     0.18.x); else it is aiohttp's 404 too, counted (absentCalls). The
-//     runs API has no clarify route in 0.18.x and its runs never stream
-//     clarify.request: POST /clarify is served only for the driver's
-//     mapping of a clarify.request (TestClarifyRoundTrip,
-//     TestClarifyExpires), which no 0.18.x run exercises.
+//     runs API has no clarify route (POST /clarify is aiohttp's 404,
+//     counted), and its runs never stream clarify.request (a test's script
+//     may, for the driver's handling of one: TestClarifyNotRelayed).
+//   - An approval.request is the approval data of tools/approval.py
+//     (command, description, pattern_key, pattern_keys) with the choices
+//     the API server adds (once, session, always, deny): never a risk.
+//     POST /approval takes a choice of those four (approve, approved and
+//     allow mean once), else 400 invalid_approval_choice.
 //
 // What a run streams is the test's script.
 type fakeHermes struct {
@@ -100,7 +106,6 @@ type fakeRun struct {
 	n  int
 
 	approvals chan map[string]any
-	clarifies chan map[string]any
 	steers    chan map[string]any
 	stopped   chan struct{}
 
@@ -147,9 +152,9 @@ func newFakeHermes(t *testing.T, key string) *fakeHermes {
 	mux.HandleFunc("POST /v1/runs", f.handleStart)
 	mux.HandleFunc("GET /v1/runs/{id}", f.handleGet)
 	mux.HandleFunc("GET /v1/runs/{id}/events", f.handleEvents)
-	mux.HandleFunc("POST /v1/runs/{id}/approval", f.routed("run_approval_response", f.control(func(fr *fakeRun) chan map[string]any { return fr.approvals })))
-	mux.HandleFunc("POST /v1/runs/{id}/clarify", f.control(func(fr *fakeRun) chan map[string]any { return fr.clarifies }))
-	mux.HandleFunc("POST /v1/runs/{id}/steer", f.routed("run_steer", f.control(func(fr *fakeRun) chan map[string]any { return fr.steers })))
+	mux.HandleFunc("POST /v1/runs/{id}/approval", f.routed("run_approval_response", f.control(func(fr *fakeRun) chan map[string]any { return fr.approvals }, approvalChoice)))
+	mux.HandleFunc("POST /v1/runs/{id}/clarify", f.absentRoute)
+	mux.HandleFunc("POST /v1/runs/{id}/steer", f.routed("run_steer", f.control(func(fr *fakeRun) chan map[string]any { return fr.steers }, nil)))
 	mux.HandleFunc("GET /v1/capabilities", f.handleCapabilities)
 	mux.HandleFunc("POST /v1/runs/{id}/stop", f.routed("run_stop", f.handleStop))
 	f.srv = httptest.NewServer(mux)
@@ -211,6 +216,30 @@ func (f *fakeHermes) routed(feature string, h http.HandlerFunc) http.HandlerFunc
 		}
 		h(w, r)
 	}
+}
+
+// absentRoute answers as a route the server does not have, counted.
+func (f *fakeHermes) absentRoute(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.absent++
+	f.mu.Unlock()
+	aiohttpNotFound(w)
+}
+
+// approvalChoice checks an approval answer as _handle_run_approval does:
+// the choice, lowercased (approve, approved and allow mean once), must be
+// once, session, always or deny.
+func approvalChoice(body map[string]any) (code, msg string) {
+	c, _ := body["choice"].(string)
+	c = strings.ToLower(strings.TrimSpace(c))
+	switch c {
+	case "approve", "approved", "allow":
+		c = "once"
+	}
+	if !slices.Contains([]string{"once", "session", "always", "deny"}, c) {
+		return "invalid_approval_choice", "Invalid approval choice; expected one of: once, session, always, deny"
+	}
+	return "", ""
 }
 
 // absentCalls is how many requests went to a route the server lacked.
@@ -362,8 +391,8 @@ func (f *fakeHermes) handleStart(w http.ResponseWriter, r *http.Request) {
 func (f *fakeHermes) newRun() *fakeRun {
 	id := fmt.Sprintf("run_%032x", len(f.runs)+1)
 	fr := &fakeRun{id: id, n: len(f.runs) + 1, status: "running",
-		approvals: make(chan map[string]any, 8), clarifies: make(chan map[string]any, 8),
-		steers: make(chan map[string]any, 8), stopped: make(chan struct{})}
+		approvals: make(chan map[string]any, 8),
+		steers:    make(chan map[string]any, 8), stopped: make(chan struct{})}
 	f.runs[id] = fr
 	return fr
 }
@@ -440,7 +469,10 @@ func (f *fakeHermes) handleEvents(w http.ResponseWriter, r *http.Request) {
 	sw.raw(": stream closed\n\n")
 }
 
-func (f *fakeHermes) control(ch func(*fakeRun) chan map[string]any) http.HandlerFunc {
+// control records a control's body on ch and answers it; check, when set,
+// refuses a body as Hermes does (400 with its code) before anything is
+// recorded.
+func (f *fakeHermes) control(ch func(*fakeRun) chan map[string]any, check func(map[string]any) (string, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		fr := f.run(w, r)
 		if fr == nil {
@@ -448,6 +480,12 @@ func (f *fakeHermes) control(ch func(*fakeRun) chan map[string]any) http.Handler
 		}
 		var body map[string]any
 		json.NewDecoder(r.Body).Decode(&body)
+		if check != nil {
+			if code, msg := check(body); code != "" {
+				writeError(w, http.StatusBadRequest, code, msg)
+				return
+			}
+		}
 		select {
 		case ch(fr) <- body:
 		default:

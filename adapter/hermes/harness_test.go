@@ -62,7 +62,7 @@ func newHarness(t *testing.T, script func(fr *fakeRun, n, sub int, w *sseWriter)
 	h.store = store
 	c := hermes.Config{BaseURL: h.fake.srv.URL, APIKey: profile.NewSecret(testKey), Logger: logger,
 		RequestTimeout: 5 * time.Second, StopTimeout: 2 * time.Second, StreamIdleTimeout: 5 * time.Second,
-		EventIdleTimeout: 30 * time.Second, PollInterval: 20 * time.Millisecond, ClarifyTimeout: 10 * time.Second}
+		EventIdleTimeout: 30 * time.Second, PollInterval: 20 * time.Millisecond}
 	if cfg != nil {
 		cfg(&c)
 	}
@@ -70,7 +70,7 @@ func newHarness(t *testing.T, script func(fr *fakeRun, n, sub int, w *sseWriter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.drv, h.logger, h.clarifyTimeout = d, logger, c.ClarifyTimeout
+	h.drv, h.logger, h.clarifyTimeout = d, logger, 10*time.Second
 	h.newExec(false)
 	t.Cleanup(h.close)
 	return h

@@ -230,92 +230,26 @@ func TestPromptSettledInTheNextEvent(t *testing.T) {
 		h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
 			s.event("approval.request", map[string]any{"command": "rm -rf build", "choices": []string{"once", "deny"}})
 			s.event("approval.responded", map[string]any{"choice": "once", "resolved": 1})
-			s.event("clarify.request", map[string]any{"clarify_id": "clr_1", "question": "Which branch?", "choices": nil})
-			s.event("clarify.retired", map[string]any{"clarify_id": "clr_1"})
+			s.event("approval.request", map[string]any{"command": "rm -rf dist", "choices": []string{"once", "deny"}})
+			s.event("approval.responded", map[string]any{"choice": "deny", "resolved": 1})
 			completed(s, "done it")
 		}, nil)
 		evs := h.finish(h.start("", "clean").RunID)
 		if terminal(evs).Type != protocol.EventDone {
 			t.Fatalf("round %d: terminal %s:\n%s", i, terminal(evs).Type, dump(evs))
 		}
-		for _, typ := range []protocol.EventType{protocol.EventApprovalReq, protocol.EventApprovalRes,
-			protocol.EventClarifyReq, protocol.EventClarifyRes} {
-			if n := len(ofType(evs, typ)); n != 1 {
-				t.Fatalf("round %d: %d %s, want 1:\n%s", i, n, typ, dump(evs))
+		for _, typ := range []protocol.EventType{protocol.EventApprovalReq, protocol.EventApprovalRes} {
+			if n := len(ofType(evs, typ)); n != 2 {
+				t.Fatalf("round %d: %d %s, want 2:\n%s", i, n, typ, dump(evs))
 			}
 		}
-		if p := payload[protocol.ApprovalResolvedPayload](ofType(evs, protocol.EventApprovalRes)[0]); p.Choice != "once" {
-			t.Errorf("round %d: approval.resolved %+v", i, p)
+		res := ofType(evs, protocol.EventApprovalRes)
+		if p, q := payload[protocol.ApprovalResolvedPayload](res[0]), payload[protocol.ApprovalResolvedPayload](res[1]); p.Choice != "once" || q.Choice != "deny" {
+			t.Errorf("round %d: approval.resolved %+v, %+v", i, p, q)
 		}
 		if fr := h.fake.onlyRun(t); len(fr.approvals) != 0 {
 			t.Errorf("round %d: an answer was posted for an approval Hermes settled", i)
 		}
-	}
-}
-
-// clarify.request becomes clarify.requested; the user's response is posted
-// to /clarify {clarify_id, response}; exactly one clarify.resolved.
-func TestClarifyRoundTrip(t *testing.T) {
-	posted := make(chan map[string]any, 1)
-	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
-		s.event("clarify.request", map[string]any{"clarify_id": "clr_9", "question": "Which environment?",
-			"choices": []string{"staging", "production"}, "multi_select": false})
-		body := fr.wait(s.t(), fr.clarifies, "clarify")
-		posted <- body
-		s.event("clarify.retired", map[string]any{"clarify_id": "clr_9", "notice": "answered"})
-		deltas(s, "deploying to ", body["response"].(string))
-		completed(s, "deploying to "+body["response"].(string))
-	}, nil)
-	res := h.start("", "deploy")
-	ch := h.watch(res.RunID)
-	req := payload[protocol.ClarifyRequestedPayload](h.until(ch, protocol.EventClarifyReq))
-	if req.Question != "Which environment?" || req.InputMode != "choice" || !reflect.DeepEqual(req.Choices, []string{"staging", "production"}) {
-		t.Fatalf("clarify.requested %+v", req)
-	}
-	r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpClarify, RunID: res.RunID, ClarifyID: req.ClarifyID, Response: "staging"})
-	if err != nil || !r.Accepted {
-		t.Fatalf("clarify: %+v %v", r, err)
-	}
-	if body := <-posted; body["clarify_id"] != "clr_9" || body["response"] != "staging" {
-		t.Fatalf("POST /clarify %v", body)
-	}
-	evs := h.finish(res.RunID)
-	resolved := ofType(evs, protocol.EventClarifyRes)
-	if len(resolved) != 1 {
-		t.Fatalf("%d clarify.resolved, want 1:\n%s", len(resolved), dump(evs))
-	}
-	if p := payload[protocol.ClarifyResolvedPayload](resolved[0]); p.Status != "resolved" || p.Response != "staging" {
-		t.Errorf("clarify.resolved %+v", p)
-	}
-	if got := text(evs); got != "deploying to staging" {
-		t.Errorf("text %q", got)
-	}
-}
-
-// A clarify question nobody answers expires in runhub (clarify.resolved
-// expired) and Hermes gets an empty response so its agent goes on.
-func TestClarifyExpires(t *testing.T) {
-	posted := make(chan map[string]any, 1)
-	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
-		s.event("clarify.request", map[string]any{"clarify_id": "clr_1", "question": "Anything else?", "choices": nil})
-		posted <- fr.wait(s.t(), fr.clarifies, "clarify")
-		completed(s, "ok")
-	}, func(c *hermes.Config) { c.ClarifyTimeout = 200 * time.Millisecond })
-	res := h.start("", "go")
-	evs := h.finish(res.RunID)
-	if body := <-posted; body["clarify_id"] != "clr_1" || body["response"] != "" {
-		t.Fatalf("POST /clarify %v", body)
-	}
-	req := payload[protocol.ClarifyRequestedPayload](ofType(evs, protocol.EventClarifyReq)[0])
-	if req.InputMode != "text" || req.Choices == nil {
-		t.Errorf("clarify.requested %+v", req)
-	}
-	resolved := ofType(evs, protocol.EventClarifyRes)
-	if len(resolved) != 1 || payload[protocol.ClarifyResolvedPayload](resolved[0]).Status != "expired" {
-		t.Fatalf("clarify.resolved:\n%s", dump(evs))
-	}
-	if terminal(evs).Type != protocol.EventDone {
-		t.Fatalf("terminal %s", terminal(evs).Type)
 	}
 }
 
@@ -577,8 +511,11 @@ func TestCancelWhileAwaitingApproval(t *testing.T) {
 	res := h.start("", "go")
 	ch := h.watch(res.RunID)
 	req := payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
-	if !reflect.DeepEqual(req.Choices, []string{"once", "session", "always", "deny"}) {
-		t.Errorf("default choices %v", req.Choices)
+	// Hermes sent neither risk nor choices: the prompt says so, it does not
+	// make them up.
+	if req.Risk != "" || len(req.Choices) != 0 || req.Choices == nil ||
+		!reflect.DeepEqual(req.Unknown, []string{protocol.PromptRisk, protocol.PromptChoices}) {
+		t.Errorf("approval.requested %+v, want no risk, no choices, both unknown", req)
 	}
 	if r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpCancel, RunID: res.RunID}); err != nil || !r.Accepted {
 		t.Fatalf("cancel: %+v %v", r, err)
@@ -597,46 +534,41 @@ func TestCancelWhileAwaitingApproval(t *testing.T) {
 }
 
 // An answer Hermes no longer waits for (409 approval_not_pending, e.g. its
-// own approval timeout passed) is journaled as progress; the run goes on.
-// Also: the clarify form variant ({questions: [...]}) is asked as its first
-// question and answered as both response and responses.
+// own approval timeout passed), or one it does not take (400
+// invalid_approval_choice: an answer to a prompt whose choices Hermes did
+// not say), is journaled as progress; the run goes on. Prompts are asked
+// one at a time, so each note comes before the next prompt.
 func TestAnswerHermesNoLongerWaitsFor(t *testing.T) {
-	posted := make(chan map[string]any, 2)
+	posted := make(chan map[string]any, 3)
 	h := newHarness(t, func(fr *fakeRun, n, sub int, s *sseWriter) {
 		s.event("approval.request", map[string]any{"command": "make", "choices": []string{"once", "deny"}})
 		posted <- fr.wait(s.t(), fr.approvals, "approval")
-		s.event("clarify.request", map[string]any{"clarify_id": "clr_f",
-			"questions": []map[string]any{{"id": "q0", "prompt": "Which target?", "choices": []string{"eu", "us"}}}})
-		posted <- fr.wait(s.t(), fr.clarifies, "clarify")
+		s.event("approval.request", map[string]any{"command": "make install"}) // no choices
+		s.event("approval.request", map[string]any{"command": "make clean", "choices": []string{"once", "deny"}})
+		posted <- fr.wait(s.t(), fr.approvals, "approval")
 		completed(s, "built")
 	}, nil)
 	h.fake.controlStatus = http.StatusConflict
 	res := h.start("", "build")
 	ch := h.watch(res.RunID)
-	a := payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
-	if r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpApprove, RunID: res.RunID, ApprovalID: a.ApprovalID, Choice: "once"}); err != nil || !r.Accepted {
-		t.Fatalf("approve: %+v %v", r, err)
+	for i, choice := range []string{"once", "later", "once"} {
+		a := payload[protocol.ApprovalRequestedPayload](h.until(ch, protocol.EventApprovalReq))
+		if r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpApprove, RunID: res.RunID, ApprovalID: a.ApprovalID, Choice: choice}); err != nil || !r.Accepted {
+			t.Fatalf("approve %d: %+v %v", i, r, err)
+		}
 	}
-	c := payload[protocol.ClarifyRequestedPayload](h.until(ch, protocol.EventClarifyReq))
-	if c.Question != "Which target?" || !reflect.DeepEqual(c.Choices, []string{"eu", "us"}) {
-		t.Fatalf("clarify.requested %+v", c)
-	}
-	if r, err := h.control(context.Background(), protocol.Control{Op: protocol.OpClarify, RunID: res.RunID, ClarifyID: c.ClarifyID, Response: "us"}); err != nil || !r.Accepted {
-		t.Fatalf("clarify: %+v %v", r, err)
-	}
-	<-posted
-	if body := <-posted; body["response"] != "us" || !reflect.DeepEqual(body["responses"], []any{"us"}) {
-		t.Errorf("POST /clarify %v", body)
+	for _, want := range []string{"once", "once"} {
+		if body := <-posted; body["choice"] != want {
+			t.Errorf("POST /approval %v", body)
+		}
 	}
 	evs := h.finish(res.RunID)
 	if terminal(evs).Type != protocol.EventDone {
 		t.Fatalf("terminal %s %s", terminal(evs).Type, terminal(evs).Payload)
 	}
-	// The approval's note comes before the clarify is asked (prompts are
-	// asked one at a time); the clarify's may be dropped when Hermes ends
-	// the run before its 409 arrives.
 	ns := notes(evs)
-	if len(ns) < 1 || !strings.Contains(payload[protocol.ProgressPayload](ns[0]).Text, "no longer waits for this approval") {
+	if len(ns) < 2 || !strings.Contains(payload[protocol.ProgressPayload](ns[0]).Text, "no longer waits for this approval") ||
+		!strings.Contains(payload[protocol.ProgressPayload](ns[1]).Text, "Hermes refused this approval answer: HTTP 400 invalid_approval_choice") {
 		t.Errorf("progress:\n%s", dump(evs))
 	}
 }

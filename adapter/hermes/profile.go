@@ -91,7 +91,7 @@ func build(p profile.Profile, s *Settings, env profile.Env) (driver.Driver, erro
 	o := s.Options
 	return New(Config{BaseURL: s.BaseURL, Model: p.Model, APIKey: s.APIKey(env.Getenv), APIKeyEnv: s.APIKeyEnv,
 		Instructions: s.Instructions, Timeout: s.Timeout.D(), EventIdleTimeout: s.IdleTimeout.D(),
-		StopTimeout: s.CancelGrace.D(), ClarifyTimeout: env.ClarifyTimeout, Logger: env.Logger,
+		StopTimeout: s.CancelGrace.D(), Logger: env.Logger,
 		RequestTimeout: o.RequestTimeout.D(), StreamIdleTimeout: o.StreamIdleTimeout.D(),
 		MaxReconnects: o.MaxReconnects, PollInterval: o.PollInterval.D(), MaxHistoryTurns: o.MaxHistoryTurns,
 		IdempotentStart: o.IdempotentStart, CapabilitiesRefresh: o.CapabilitiesRefresh.D()})

@@ -1,11 +1,11 @@
 package hermes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -14,28 +14,21 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// Prompt kinds.
-const (
-	kindApproval = "approval"
-	kindClarify  = "clarify"
-)
+// kindApproval is the kind of prompt the driver relays (it relays no
+// clarify: see clarifyRequest).
+const kindApproval = "approval"
 
-// defaultChoices are offered when an approval.request names none.
-var defaultChoices = []string{"once", "session", "always", "deny"}
-
-// prompt is one approval or clarify question Hermes asked. A worker
-// goroutine asks it through the Execution (which journals the request and
-// its one resolution) and posts the answer upstream, while the run goes on
-// reading the event stream.
+// prompt is one approval Hermes asked. A worker goroutine asks it through
+// the Execution (which journals the request and its one resolution) and
+// posts the answer upstream, while the run goes on reading the event
+// stream.
 type prompt struct {
 	kind     string
-	id       string // runhub's approval_id / clarify_id
-	upID     string // Hermes' request_id / clarify_id
-	multi    bool   // a clarify form (questions): answered as responses
+	id       string // runhub's approval_id
+	upID     string // Hermes' request_id (servers after 0.18.x send one)
 	approval protocol.ApprovalRequestedPayload
-	clarify  protocol.ClarifyRequestedPayload
 	// settled is set when Hermes resolved the prompt on its own (answered
-	// by another of its clients, timed out): the answer is not posted back.
+	// by another of its clients): the answer is not posted back.
 	settled atomic.Bool
 }
 
@@ -45,6 +38,12 @@ type promptResult struct {
 	err error
 }
 
+// approvalRequest relays an approval.request as Hermes sent it: its
+// choices are Hermes' own (0.18.x always sends once, session, always and
+// deny), and its risk is Hermes' when it sends one. Hermes' approval
+// events carry no risk, and a server might send no choices: the prompt
+// then says so (risk "" or choices [], named in unknown) rather than
+// inventing them.
 func (r *run) approvalRequest(ctx context.Context, ev event) error {
 	if err := r.closeReasoning(ctx); err != nil {
 		return err
@@ -61,83 +60,60 @@ func (r *run) approvalRequest(ctx context.Context, ev event) error {
 	if summary == "" {
 		summary = "Hermes asks for approval"
 	}
-	choices := ev.strs("choices")
-	if len(choices) == 0 {
-		choices = defaultChoices
+	req := protocol.ApprovalRequestedPayload{ApprovalID: fmt.Sprintf("a%d", r.promptN),
+		Summary: protocol.Truncate(summary, 2000), Risk: protocol.Truncate(ev.str("risk"), 256), Choices: ev.strs("choices")}
+	if req.Risk == "" {
+		req.Unknown = append(req.Unknown, protocol.PromptRisk)
 	}
-	p := &prompt{kind: kindApproval, id: fmt.Sprintf("a%d", r.promptN), upID: ev.str("request_id"),
-		approval: protocol.ApprovalRequestedPayload{Summary: protocol.Truncate(summary, 2000), Risk: "high", Choices: choices}}
-	p.approval.ApprovalID = p.id
+	if len(req.Choices) == 0 {
+		req.Choices = []string{}
+		req.Unknown = append(req.Unknown, protocol.PromptChoices)
+	}
+	p := &prompt{kind: kindApproval, id: req.ApprovalID, upID: ev.str("request_id"), approval: req}
 	return r.ask(ctx, p)
 }
 
+// clarifyRequest handles a clarify.request, which runhub cannot answer:
+// Hermes' runs API has no clarify endpoint (0.18.x: no POST
+// /v1/runs/{id}/clarify; its capabilities never report one, so a Hermes
+// profile lacks clarify and a user's answer would be refused
+// unsupported). Such a question is not asked of the user and nothing is
+// ever posted for it: it is journaled as progress, so the transcript
+// shows what Hermes asked, and Hermes settles it on its own.
 func (r *run) clarifyRequest(ctx context.Context, ev event) error {
-	if err := r.closeReasoning(ctx); err != nil {
-		return err
-	}
-	r.promptN++
-	r.newMessage = true
-	question, choices, multi := ev.str("question"), ev.strs("choices"), false
-	if question == "" { // the form variant: {questions: [{prompt|question, choices}]}
+	question := ev.str("question")
+	if question == "" { // the form variant: {questions: [{prompt|question}]}
 		var qs []struct {
 			Prompt   string `json:"prompt"`
 			Question string `json:"question"`
-			Choices  []any  `json:"choices"`
 		}
 		if err := json.Unmarshal(ev["questions"], &qs); err == nil && len(qs) > 0 {
-			question, multi = qs[0].Prompt, true
-			if question == "" {
-				question = qs[0].Question
-			}
-			for _, c := range qs[0].Choices {
-				if s, ok := c.(string); ok && s != "" {
-					choices = append(choices, s)
-				}
-			}
+			question = cmp.Or(qs[0].Prompt, qs[0].Question)
 		}
 	}
-	if question == "" {
-		question = "Hermes has a question"
-	}
-	mode := "text"
-	if len(choices) > 0 {
-		mode = "choice"
-	} else {
-		choices = []string{}
-	}
-	p := &prompt{kind: kindClarify, id: fmt.Sprintf("c%d", r.promptN), upID: ev.str("clarify_id"), multi: multi,
-		clarify: protocol.ClarifyRequestedPayload{Question: protocol.Truncate(question, 2000), Choices: choices, InputMode: mode}}
-	p.clarify.ClarifyID = p.id
-	if p.upID == "" {
-		r.log.Warn("a Hermes clarify.request without clarify_id; its answer cannot be delivered")
-	}
-	return r.ask(ctx, p)
+	r.log.Warn("Hermes asked a clarify question, which its runs API gives no way to answer; it is not relayed")
+	r.newMessage = true
+	return r.progress(ctx, "Hermes asked a question this server gives no way to answer, so it was not relayed: "+
+		protocol.Truncate(cmp.Or(question, "(no question text)"), 2000))
 }
 
 // ask journals p's request and starts a worker waiting for its answer, or
-// queues p behind the prompt being asked. The request is journaled before
-// ask returns, so Hermes settling the prompt in its next event (see
+// queues p behind the prompt being asked: Hermes 0.18.x resolves the
+// oldest pending approval of a run when an answer names no request_id
+// (resolve_gateway_approval), so its approvals are answered one at a time,
+// in the order Hermes asked them. The request is journaled before ask
+// returns, so Hermes settling the prompt in its next event (see
 // upstreamResolved) finds it pending.
 func (r *run) ask(ctx context.Context, p *prompt) error {
 	if r.active != nil {
 		r.waiting = append(r.waiting, p)
 		return nil
 	}
-	var wait func() error
-	if p.kind == kindApproval {
-		a, err := r.x.AskApproval(ctx, p.approval)
-		if err != nil {
-			return err
-		}
-		wait = func() error { return r.awaitApproval(p, a) }
-	} else {
-		c, err := r.x.AskClarify(ctx, p.clarify)
-		if err != nil {
-			return err
-		}
-		wait = func() error { return r.awaitClarify(p, c) }
+	a, err := r.x.AskApproval(ctx, p.approval)
+	if err != nil {
+		return err
 	}
-	r.work(p, wait)
+	r.work(p, func() error { return r.awaitApproval(p, a) })
 	return nil
 }
 
@@ -176,40 +152,26 @@ func (r *run) promptDone(ctx context.Context, res promptResult) outcome {
 	return outcome{}
 }
 
-// upstreamResolved handles approval.responded and clarify.retired /
-// clarify.responded. For a prompt runhub answered this is the echo of its
-// own POST; for one still waiting on the user, Hermes settled it on its
-// own, so the runhub prompt is resolved with Hermes' answer (exactly one
+// upstreamResolved handles approval.responded. For a prompt runhub
+// answered this is the echo of its own POST; for one still waiting on the
+// user, Hermes settled it on its own, so the runhub prompt is resolved
+// with Hermes' choice as Hermes made it, offered or not (exactly one
 // resolution either way: the Execution takes the first answer only), and
 // the run waits for it to be journaled before it maps what follows.
-func (r *run) upstreamResolved(ctx context.Context, kind, upID, choice string) outcome {
+func (r *run) upstreamResolved(ctx context.Context, upID, choice string) outcome {
 	for i, p := range r.waiting { // never asked: drop it
-		if p.kind == kind && upID != "" && p.upID == upID {
+		if upID != "" && p.upID == upID {
 			r.waiting = append(r.waiting[:i], r.waiting[i+1:]...)
 			return outcome{}
 		}
 	}
 	p := r.active
-	if p == nil || p.kind != kind || (upID != "" && p.upID != "" && upID != p.upID) {
+	if p == nil || (upID != "" && p.upID != "" && upID != p.upID) {
 		return outcome{}
 	}
 	p.settled.Store(true)
-	if kind == kindApproval && choice == "" {
-		choice = "deny"
-	}
-	if kind == kindApproval && !slices.Contains(p.approval.Choices, choice) {
-		// Hermes took a choice runhub did not offer: record the nearest one.
-		switch {
-		case choice != "deny" && slices.Contains(p.approval.Choices, "once"):
-			choice = "once"
-		case slices.Contains(p.approval.Choices, "deny"):
-			choice = "deny"
-		default:
-			choice = p.approval.Choices[0]
-		}
-	}
-	status, err := r.x.Resolve(kind == kindApproval, p.id, choice)
-	r.log.Debug("Hermes settled a prompt", "kind", kind, "status", status, "err", err)
+	status, err := r.x.Settle(true, p.id, protocol.Truncate(choice, 256))
+	r.log.Debug("Hermes settled a prompt", "kind", p.kind, "status", status, "err", err)
 	if status != protocol.ResultAccepted {
 		return outcome{} // the user's answer came first; its worker goes on
 	}
@@ -244,27 +206,6 @@ func (r *run) awaitApproval(p *prompt, a *driver.PendingApproval) error {
 	return r.deliver(p, "/approval", body)
 }
 
-// awaitClarify waits for the user (at most ClarifyTimeout) and posts the
-// response to Hermes; an expired question is answered with an empty
-// response so the Hermes agent goes on.
-func (r *run) awaitClarify(p *prompt, c *driver.PendingClarify) error {
-	resp, _, err := c.Wait(r.bgCtx, r.cfg.ClarifyTimeout)
-	if err != nil {
-		if r.bgCtx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	if p.settled.Load() || p.upID == "" {
-		return nil
-	}
-	body := map[string]any{"clarify_id": p.upID, "response": resp}
-	if p.multi {
-		body["responses"] = []string{resp}
-	}
-	return r.deliver(p, "/clarify", body)
-}
-
 // deliver posts an answer to Hermes, retrying transient failures. A 409
 // (Hermes no longer waits for it) is journaled as progress; other failures
 // end the run, since the Hermes agent would wait forever.
@@ -289,6 +230,16 @@ func (r *run) deliver(p *prompt, suffix string, body any) error {
 	case s == http.StatusConflict:
 		_, err := r.x.Emit(r.bgCtx, protocol.EventProgress, protocol.ProgressPayload{
 			Text: fmt.Sprintf("Hermes no longer waits for this %s (it was answered elsewhere or timed out)", p.kind)})
+		if r.bgCtx.Err() != nil {
+			return nil
+		}
+		return err
+	case s == http.StatusBadRequest && p.kind == kindApproval:
+		// A choice Hermes does not take (a prompt whose choices Hermes did
+		// not say): the run goes on; Hermes' own approval timeout ends the
+		// wait (as denied).
+		_, err := r.x.Emit(r.bgCtx, protocol.EventProgress, protocol.ProgressPayload{
+			Text: "Hermes refused this approval answer: " + protocol.Truncate(r.c.scrub(err.Error()), 300)})
 		if r.bgCtx.Err() != nil {
 			return nil
 		}

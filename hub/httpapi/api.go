@@ -1,5 +1,5 @@
 // Package httpapi is the edge that serves the HTTP and SSE API of
-// protocol.md §3 over the hub's core: sessions (create, list, read,
+// protocol.md §8 over the hub's core: sessions (create, list, read,
 // rename, delete), their runs, run starts and controls, a run's events as
 // a JSON page or an SSE stream, the queue edits (§9.4) and the profiles a
 // start may name. Every handler reads and changes through hub.API; none
@@ -39,7 +39,7 @@ type api struct {
 	core hub.API
 }
 
-// Mount registers the routes of protocol.md §3 under /v1, behind the
+// Mount registers the routes of protocol.md §8 under /v1, behind the
 // core's origin check and authentication.
 func (ed *Edge) Mount(e *echo.Echo, core hub.API) {
 	h := &api{core: core}
