@@ -49,7 +49,7 @@ type Config struct {
 	State          json.RawMessage // RunAgentInput.state of a run's first AG-UI run (default {})
 	OwnsHistory    bool            // the agent keeps the thread's history: send only the new message
 	IdleTimeout    time.Duration   // longest silence of a stream (default 120s)
-	Timeout        time.Duration   // bound on one AG-UI run's stream (0: none)
+	Timeout        time.Duration   // bound on a whole run, its prompts included (0: none)
 	ClarifyTimeout time.Duration   // a clarify prompt's expiry (0: none)
 	Client         *http.Client
 	Logger         *slog.Logger
@@ -98,6 +98,22 @@ var (
 // each interrupt outcome, the prompts it asks and the continuing AG-UI run
 // their answers start (resume), until a run ends otherwise.
 func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
+	if d.cfg.Timeout <= 0 {
+		return d.execute(ctx, x)
+	}
+	// timeout bounds the whole run: its AG-UI runs and the prompts between.
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t := time.AfterFunc(d.cfg.Timeout, func() { cancel(errRunTimeout) })
+	defer t.Stop()
+	u, err := d.execute(rctx, x)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errRunTimeout) {
+		return nil, &driver.Error{Code: protocol.ErrorTimeout, Message: fmt.Sprintf("the run exceeded its %s timeout", d.cfg.Timeout)}
+	}
+	return u, err
+}
+
+func (d *Driver) execute(ctx context.Context, x *driver.Execution) (*protocol.Usage, error) {
 	begin := time.Now()
 	if d.cfg.APIKeyEnv != "" && d.cfg.APIKey.Empty() {
 		return nil, &driver.Error{Code: CodeAuth,
@@ -175,15 +191,10 @@ func (d *Driver) pending(ctx context.Context, m *mapper, ids []string) error {
 }
 
 // stream POSTs in and maps the answer into m until its RUN_FINISHED or
-// RUN_ERROR. The run's timeout bounds the whole exchange, the idle
-// timeout each silence.
+// RUN_ERROR. The idle timeout bounds each silence.
 func (d *Driver) stream(ctx context.Context, in runInput, m *mapper, log *slog.Logger) error {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if d.cfg.Timeout > 0 {
-		t := time.AfterFunc(d.cfg.Timeout, func() { cancel(errRunTimeout) })
-		defer t.Stop()
-	}
 	idle := time.AfterFunc(d.cfg.IdleTimeout, func() { cancel(errIdle) })
 	defer idle.Stop()
 
@@ -269,8 +280,6 @@ func (d *Driver) aborted(ctx, rctx context.Context, err error, what string) erro
 	switch cause := context.Cause(rctx); {
 	case errors.Is(cause, errIdle):
 		return &driver.Error{Code: protocol.ErrorTimeout, Message: fmt.Sprintf("the agent sent no event for %s", d.cfg.IdleTimeout)}
-	case errors.Is(cause, errRunTimeout):
-		return &driver.Error{Code: protocol.ErrorTimeout, Message: fmt.Sprintf("the agent's run exceeded its %s timeout", d.cfg.Timeout)}
 	}
 	return &driver.Error{Code: protocol.ErrorProviderError, Message: d.safe(what + ": " + err.Error())}
 }

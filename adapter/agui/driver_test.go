@@ -331,3 +331,78 @@ func TestDriver_Cancel(t *testing.T) {
 		t.Fatalf("events %v, %+v", eventTypes(ev), cp)
 	}
 }
+
+// The driver declares what it does: no steer (it takes no guidance), no
+// goal (no judge), no workspace; attachments reach the agent as AG-UI
+// content parts of the user message.
+func TestRegistration_DeclaresWhatItDoes(t *testing.T) {
+	caps, ok := profile.NewRegistry(Registration()).Capabilities(Kind)
+	want := []string{protocol.CapCancel, protocol.CapApproval, protocol.CapClarify, protocol.CapQueue, protocol.CapAttachments,
+		protocol.CapReasoning, protocol.CapUsage, protocol.CapTools}
+	if !ok || !slices.Equal(caps, want) {
+		t.Fatalf("declared %v %v, want %v", caps, ok, want)
+	}
+	var d any = &Driver{}
+	if _, steers := d.(interface{ Steers() bool }); steers {
+		t.Error("the driver says it steers")
+	}
+	if _, judges := d.(interface {
+		JudgeGoal(context.Context, string, string) (string, error)
+	}); judges {
+		t.Error("the driver judges goals")
+	}
+
+	f := newFakeAgent(t, func(w *agentStream, in *input) {
+		w.runStarted()
+		w.text("m1", "seen")
+		w.finished("")
+	})
+	h := harness(t, f, Config{})
+	res := h.Start(protocol.StartRunRequest{Message: "look", Profile: "ag", Attachments: []protocol.Attachment{
+		{Name: "cat.png", MediaType: "image/png", URL: "https://example.test/cat.png"},
+		{Name: "notes.pdf", MediaType: "application/pdf", URL: "https://example.test/notes.pdf"},
+		{Name: "local.txt"}}})
+	h.Events(res.RunID, 20*time.Second)
+	b := string(f.requests()[0].raw)
+	for _, part := range []string{`{"text":"look","type":"text"}`,
+		`{"metadata":{"name":"cat.png"},"source":{"mimeType":"image/png","type":"url","value":"https://example.test/cat.png"},"type":"image"}`,
+		`{"metadata":{"name":"notes.pdf"},"source":{"mimeType":"application/pdf","type":"url","value":"https://example.test/notes.pdf"},"type":"document"}`,
+		`{"text":"(attachment local.txt, not sent)","type":"text"}`} {
+		if !strings.Contains(b, part) {
+			t.Errorf("no part %s in %s", part, b)
+		}
+	}
+}
+
+// A profile's settings are checked at load: the url, header names and
+// values, the kinds of the JSON settings; every one of docs/profiles.md
+// is taken.
+func TestSettings_Validate(t *testing.T) {
+	reg := profile.NewRegistry(Registration())
+	ok := `{"driver": "agui", "url": "http://127.0.0.1:9000/agent", "headers": {"X-Tenant": "docs"}, "api_key_env": "AGENT_KEY",
+		"forwarded_props": {"temperature": 0.2}, "tools": [{"name": "f", "description": "d"}], "context": [], "state": {"n": 1},
+		"owns_history": true, "timeout": "10m", "idle_timeout": "30s"}`
+	p, err := reg.Profile("p", []byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Build(p, profile.Env{Getenv: func(string) string { return "k" }}); err != nil {
+		t.Fatal(err)
+	}
+	for raw, want := range map[string]string{
+		`{"driver": "agui"}`:                                                                            "url is required",
+		`{"driver": "agui", "url": "ftp://x/"}`:                                                         "http:// or https://",
+		`{"driver": "agui", "url": "http://u:p@x/"}`:                                                    "credentials",
+		`{"driver": "agui", "url": "http://x/", "headers": {"a b": "c"}}`:                               "not a header name",
+		`{"driver": "agui", "url": "http://x/", "headers": {"X": "a\r\nb"}}`:                            "line break",
+		`{"driver": "agui", "url": "http://x/", "headers": {"Accept": "x"}}`:                            "the driver's",
+		`{"driver": "agui", "url": "http://x/", "headers": {"Authorization": "x"}, "api_key_env": "K"}`: "keep one",
+		`{"driver": "agui", "url": "http://x/", "tools": {}}`:                                           "tools must be an array",
+		`{"driver": "agui", "url": "http://x/", "forwarded_props": []}`:                                 "forwarded_props must be an object",
+		`{"driver": "agui", "url": "http://x/", "base_url": "http://x"}`:                                "base_url",
+	} {
+		if _, err := reg.Profile("p", []byte(raw)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+}

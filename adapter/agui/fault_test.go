@@ -188,3 +188,19 @@ func TestFault_RunError(t *testing.T) {
 		t.Fatalf("error %+v, text %q", p, text(ev))
 	}
 }
+
+// timeout bounds the whole run, a prompt's wait included: the run ends
+// with timeout, once.
+func TestFault_RunTimeout(t *testing.T) {
+	f := newFakeAgent(t, func(w *agentStream, in *input) {
+		w.runStarted()
+		w.text("m1", "asking")
+		w.finished(`{"type":"interrupt","interrupts":[{"id":"q","reason":"input_required","message":"Which?"}]}`)
+	})
+	h := harness(t, f, Config{Timeout: 300 * time.Millisecond})
+	ev := h.Events(start(h, "", "go").RunID, 20*time.Second)
+	p := errorOf(t, last(ev))
+	if terminals(ev) != 1 || p.Code != protocol.ErrorTimeout || p.Message != "the run exceeded its 300ms timeout" || text(ev) != "asking" {
+		t.Fatalf("error %+v, text %q, events %v", p, text(ev), eventTypes(ev))
+	}
+}
