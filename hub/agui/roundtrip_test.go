@@ -35,7 +35,7 @@ func weatherAgent(t *testing.T) *httptest.Server {
 		}
 		body, _ := io.ReadAll(r.Body)
 		if json.Unmarshal(body, &in) != nil {
-			http.Error(w, "bad input", 422)
+			http.Error(w, "bad input", http.StatusUnprocessableEntity)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
