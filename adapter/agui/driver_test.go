@@ -406,3 +406,40 @@ func TestSettings_Validate(t *testing.T) {
 		}
 	}
 }
+
+// A cancel while the run waits on an interrupt's prompt ends it cancelled
+// once, and no continuing AG-UI run starts; a MESSAGES_SNAPSHOT before an
+// interrupt is the continuing run's messages.
+func TestDriver_InterruptCancelAndSnapshot(t *testing.T) {
+	const snapshot = `[{"id":"u","role":"user","content":"q"},{"id":"a","role":"assistant","content":"from the snapshot"}]`
+	f := newFakeAgent(t, func(w *agentStream, in *input) {
+		w.runStarted()
+		if len(in.Resume) == 0 {
+			w.send(`{"type":"MESSAGES_SNAPSHOT","messages":` + snapshot + `}`)
+			w.finished(`{"type":"interrupt","interrupts":[{"id":"c1","reason":"confirmation","message":"Go on?"}]}`)
+			return
+		}
+		w.text("m2", "went on")
+		w.finished("")
+	})
+	h := harness(t, f, Config{})
+	res := start(h, "", "go")
+	h.WaitFor(res.RunID, 20*time.Second, func(e protocol.Envelope) bool { return e.Type == protocol.EventApprovalReq })
+	h.Cancel(res.RunID)
+	ev := h.Events(res.RunID, 20*time.Second)
+	if terminals(ev) != 1 || last(ev).Type != protocol.EventCancelled || len(f.requests()) != 1 {
+		t.Fatalf("events %v, %d requests", eventTypes(ev), len(f.requests()))
+	}
+
+	res = start(h, "", "go")
+	h.WaitFor(res.RunID, 20*time.Second, func(e protocol.Envelope) bool { return e.Type == protocol.EventApprovalReq })
+	if r, err := h.Control(context.Background(), protocol.Control{Op: protocol.OpApprove, RunID: res.RunID, ApprovalID: "c1", Choice: ChoiceApprove}); err != nil || !r.Accepted {
+		t.Fatalf("approve: %+v %v", r, err)
+	}
+	ev = h.Events(res.RunID, 20*time.Second)
+	in := f.requests()[2]
+	got, _ := json.Marshal(in.Messages)
+	if last(ev).Type != protocol.EventDone || !sameJSON(string(got), snapshot) || !sameJSON(string(in.Resume[0].Payload), "true") {
+		t.Fatalf("events %v; continuing run's messages %s, resume %s", eventTypes(ev), got, in.Resume[0].Payload)
+	}
+}

@@ -1,9 +1,11 @@
 package agui
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +204,33 @@ func TestFault_RunTimeout(t *testing.T) {
 	p := errorOf(t, last(ev))
 	if terminals(ev) != 1 || p.Code != protocol.ErrorTimeout || p.Message != "the run exceeded its 300ms timeout" || text(ev) != "asking" {
 		t.Fatalf("error %+v, text %q, events %v", p, text(ev), eventTypes(ev))
+	}
+}
+
+// A cut in the continuing run of an interrupt ends the one run once, the
+// prompt and its answer journaled.
+func TestFault_CutAfterResume(t *testing.T) {
+	f := newFakeAgent(t, func(w *agentStream, in *input) {
+		w.runStarted()
+		if len(in.Resume) == 0 {
+			w.text("m1", "first ")
+			w.finished(`{"type":"interrupt","interrupts":[{"id":"q1","reason":"input_required","message":"Name?"}]}`)
+			return
+		}
+		w.text("m2", "second")
+		w.cut()
+	})
+	h := harness(t, f, Config{})
+	res := start(h, "", "go")
+	h.WaitFor(res.RunID, 20*time.Second, func(e protocol.Envelope) bool { return e.Type == protocol.EventClarifyReq })
+	if r, err := h.Control(context.Background(), protocol.Control{Op: protocol.OpClarify, RunID: res.RunID, ClarifyID: "q1", Response: "Ada"}); err != nil || !r.Accepted {
+		t.Fatalf("clarify: %+v %v", r, err)
+	}
+	ev := h.Events(res.RunID, 20*time.Second)
+	p := errorOf(t, last(ev))
+	types := eventTypes(ev)
+	if terminals(ev) != 1 || !strings.Contains(p.Message, "agent run "+res.RunID+".1: the agent's stream ended before the run finished") ||
+		text(ev) != "first second" || !slices.Contains(types, protocol.EventClarifyRes) {
+		t.Fatalf("error %+v, text %q, events %v", p, text(ev), types)
 	}
 }

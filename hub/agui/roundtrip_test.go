@@ -35,7 +35,7 @@ func weatherAgent(t *testing.T) *httptest.Server {
 		}
 		body, _ := io.ReadAll(r.Body)
 		if json.Unmarshal(body, &in) != nil {
-			http.Error(w, "bad input", 422)
+			http.Error(w, "bad input", http.StatusUnprocessableEntity)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -140,4 +140,48 @@ func countOf(list []string, s string) int {
 		}
 	}
 	return n
+}
+
+// Full circle: an AG-UI client (HttpAgent.runAgent, run.mjs) drives an
+// agui-driven run through runhub's own AG-UI run endpoint. The agent's
+// interrupt is runhub's approval, which the endpoint ends the client's
+// AG-UI run with as an interrupt; the client's resume answers it, and the
+// agent's continuing run finishes the one runhub run.
+func TestAGUI_DriverFullCircle(t *testing.T) {
+	node, dir := installAGUI(t)
+	agent := weatherAgent(t)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	d, err := aguidrv.New(aguidrv.Config{URL: agent.URL, Client: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := hubtest.Serve(t, hub.Config{}, hubtest.Options{
+		Adapter: executor.Options{Drivers: map[string]driver.Driver{"sim": &sim.Driver{}},
+			Profiles: map[string]driver.Profile{"ag": {Driver: d, Kind: aguidrv.Kind}}},
+		Edges: []hub.Edge{httpapi.New(nil), agui.New()},
+	})
+	s := runAGUIRun(t, node, dir, nil, "agent", th.URL+"/v1/agui/ag", "t-circle", "book me a sunny trip")
+	if len(s.Runs) != 2 || s.Runs[0].End != "RUN_FINISHED:interrupt" || s.Runs[1].End != "RUN_FINISHED:success" ||
+		s.Runs[0].RunhubRun == "" || s.Runs[1].RunhubRun != s.Runs[0].RunhubRun {
+		t.Fatalf("AG-UI runs %+v", s.Runs)
+	}
+	if len(s.Runs[0].Interrupts) != 1 || s.Runs[0].Interrupts[0]["id"] != "ok-book" || s.Runs[0].Interrupts[0]["message"] != "Book a trip to Oslo?" {
+		t.Fatalf("interrupts %+v", s.Runs[0].Interrupts)
+	}
+	rid := s.Runs[0].RunhubRun
+	id := func(x string) string { return agui.ID(rid, x) }
+	if want := map[string]string{id("m1"): "Let me check.", id("m2"): "Trip booked."}; !reflect.DeepEqual(s.Texts, want) {
+		t.Errorf("messages %q, want %q", s.Texts, want)
+	}
+	if want := map[string]string{id("tc1"): "weather", id("tc2"): "book"}; !reflect.DeepEqual(s.Tools, want) {
+		t.Errorf("tools %v, want %v", s.Tools, want)
+	}
+	if want := map[string]string{id("tc1"): "sunny", id("tc2"): "booked"}; !reflect.DeepEqual(s.Results, want) {
+		t.Errorf("results %v, want %v", s.Results, want)
+	}
+	ev := hubtest.JournalEvents(t, th, rid)
+	if e := ev[len(ev)-1]; e.Type != protocol.EventDone {
+		t.Fatalf("the runhub run ended %s", e.Type)
+	}
 }

@@ -8,7 +8,8 @@
 //
 // usage: node run.mjs MODE URL THREAD MESSAGE FORWARDED_PROPS_JSON
 //   MODE agent: runAgent, then while the run ends in an interrupt, answer
-//     each (approval: choice "once"; clarify: its first choice, or "ok")
+//     each (approval: choice "once", else its first choice; clarify: its
+//     first choice, or "ok")
 //     with resume in a new runAgent.
 //   MODE cut: POST a run, read raw SSE until CUT text deltas (env CUT),
 //     drop the connection, then POST the same input again with the last
@@ -77,7 +78,8 @@ async function agentMode() {
     const answers = {};
     for (const it of interrupts) {
       const kind = it.metadata?.runhub?.kind;
-      if (kind === "approval") answers[it.id] = { status: "resolved", payload: { choice: "once" } };
+      const choices = it.metadata?.runhub?.choices ?? [];
+      if (kind === "approval") answers[it.id] = { status: "resolved", payload: { choice: choices.includes("once") ? "once" : choices[0] } };
       else answers[it.id] = { status: "resolved", payload: { response: it.metadata?.runhub?.choices?.[0] ?? "ok" } };
     }
     resume = buildResumeArray(interrupts, answers);
