@@ -29,6 +29,9 @@ type Script struct {
 	Fail      string `json:"fail"`      // "error": terminal provider_error halfway
 	Title     string `json:"title"`     // title.updated text (default: from the message)
 	Markdown  bool   `json:"markdown"`  // stream MarkdownSample, a chunk per token, instead of "w<i> " (tokens is ignored)
+	// MarkdownKB, with Markdown, streams LongMarkdown(MarkdownKB) instead
+	// of MarkdownSample (0: the sample; at most MaxMarkdownKB).
+	MarkdownKB int `json:"markdown_kb"`
 }
 
 // Bounds keep a script from asking for unbounded work.
@@ -36,6 +39,8 @@ const (
 	MaxTokens = 1_000_000
 	MaxTools  = 1000
 	MaxPause  = 60_000
+	// MaxMarkdownKB bounds markdown_kb.
+	MaxMarkdownKB = 1024
 )
 
 // ParseScript reads metadata.sim from a start request's metadata and applies
@@ -68,6 +73,8 @@ func ParseScript(metadata json.RawMessage) (Script, error) {
 		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.token_ms: must be 0..%d", MaxPause)
 	case *s.Tools < 0 || *s.Tools > MaxTools:
 		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.tools: must be 0..%d", MaxTools)
+	case s.MarkdownKB < 0 || s.MarkdownKB > MaxMarkdownKB:
+		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.markdown_kb: must be 0..%d", MaxMarkdownKB)
 	case s.Reasoning < 0 || s.Reasoning > MaxTokens:
 		return s, protocol.Errorf(protocol.CodeBadRequest, "metadata.sim.reasoning: must be 0..%d", MaxTokens)
 	case s.Fail != "" && s.Fail != "error":
@@ -220,6 +227,9 @@ func (d *Driver) Execute(ctx context.Context, x *driver.Execution) (*protocol.Us
 	n, text := *s.Tokens, TokenText
 	if s.Markdown {
 		chunks := MarkdownChunks()
+		if s.MarkdownKB > 0 {
+			chunks = WordChunks(LongMarkdown(s.MarkdownKB))
+		}
 		n, text = len(chunks), func(i int) string { return chunks[i] }
 	}
 	pace := newPacer(time.Now(), pause)

@@ -292,3 +292,35 @@ test("cuts: after a blank line, at an unindented block start, never inside a fen
   assert.equal(cut("- a\n\nb"), 5);
   assert.equal(cut("```\na\n```\n\nb"), 11);
 });
+
+test("emphasis follows CommonMark's delimiter rules: nesting, rule of three, intraword, precedence", () => {
+  const html = (s) => serialize(renderMarkdown(s)).replace(/^<P>|<\/P>$/g, "");
+  assert.equal(html("***a** b*"), '<EM><STRONG>"a"</STRONG>" b"</EM>');
+  assert.equal(html("*foo**bar**baz*"), '<EM>"foo"<STRONG>"bar"</STRONG>"baz"</EM>');
+  assert.equal(html("*foo**bar*"), '<EM>"foo**bar"</EM>', "the rule of three");
+  assert.equal(html("foo*bar*"), '"foo"<EM>"bar"</EM>', "a star opens inside a word");
+  assert.equal(html("foo_bar_"), '"foo_bar_"', "an underscore does not");
+  assert.equal(html("*a `*` b*"), '<EM>"a "<CODE class="md-inline">"*"</CODE>" b"</EM>', "a code span binds first");
+  assert.equal(html("~~a ~~b~~ c~~"), '<DEL>"a "<DEL>"b"</DEL>" c"</DEL>');
+  assert.equal(html("x ~~~a~~~ ~b~"), '"x ~~~a~~~ ~b~"', "strikethrough is ~~ only");
+  assert.equal(html("**a *b** c*"), '<EM><EM>"a "<EM>"b"</EM></EM>" c"</EM>', "as markdown-it renders it");
+});
+
+test("inline work stays linear: the issue's inputs render whole, and deep nests are capped", () => {
+  // The issue's inputs, 40 KB of "**x " and 30 KB of "*x ": openers only
+  // (no run closes), so all text; and the same with closers.
+  for (const [unit, tag, n] of [["**x ", "STRONG", 0], ["*x ", "EM", 0], ["**x** ", "STRONG", 10000], ["*x* ", "EM", 10000], ["~~x~~ ", "DEL", 10000], ["`x` ", "CODE", 10000]]) {
+    const text = unit.repeat(10000);
+    const root = render(text);
+    assert.equal(all(root, tag).length, n, unit);
+    if (!n) assert.ok(root.textContent === text, `${unit}: the text is not whole`);
+  }
+  // 10,000 nested openers then closers: no stack overflow; at most 32
+  // nested elements, the text whole.
+  const deep = "*a ".repeat(10000) + "b" + " c*".repeat(10000);
+  const d = render(deep);
+  assert.ok(d.textContent.replace(/[* ]/g, "") === "a".repeat(10000) + "b" + "c".repeat(10000), "the deep nest's text is not whole");
+  let depth = 0;
+  for (let n = d.firstChild.firstChild; n && n.nodeType === 1; n = n.childNodes.find((c) => c.nodeType === 1)) depth++;
+  assert.ok(depth <= 32, `nested ${depth} deep`);
+});

@@ -90,6 +90,15 @@ function startsBlock(line) {
   return FENCE.test(line) || HEADING.test(line) || HR.test(line) || QUOTE.test(line) || ITEM.test(line);
 }
 
+// interrupts reports whether line ends a paragraph: it starts a block, but
+// a list item only when it has text and, ordered, starts at 1 (so a "*"
+// or "2." alone on a line in prose stays prose, as in CommonMark).
+function interrupts(line) {
+  const m = ITEM.exec(line);
+  if (m && !FENCE.test(line) && !HR.test(line)) return line.slice(m[0].length).trim() !== "" && (!/\d/.test(m[2]) || parseInt(m[2], 10) === 1);
+  return startsBlock(line);
+}
+
 // cells splits a table row at its unescaped pipes (a pipe inside a code
 // span splits too, as in GFM; write \| to keep one).
 function cells(line) {
@@ -208,9 +217,10 @@ function blocks(parent, lines, depth, starts) {
     // A paragraph: up to a blank line or the start of another block.
     const para = [line];
     i++;
-    while (i < lines.length && lines[i].trim() && !startsBlock(lines[i]) && !tableAt(lines, i)) para.push(lines[i++]);
+    while (i < lines.length && lines[i].trim() && !interrupts(lines[i]) && !tableAt(lines, i)) para.push(lines[i++]);
     const p = el("p");
-    inline(p, para.map((l) => l.replace(/^ {0,3}/, "")).join("\n"));
+    // A line's leading white space is not its text.
+    inline(p, para.map((l) => l.replace(/^[ \t]+/, "")).join("\n"));
     parent.append(p);
   }
 }
@@ -281,23 +291,58 @@ function unwrap(p) {
   return frag;
 }
 
+// ---- inline Markdown, in time linear in the text ------------------------
+//
+// One pass left to right makes a list of items: text, finished nodes (code
+// spans, links, images, autolinks) and the delimiter runs of *, _ and ~~,
+// each also in a stack of delimiters. Emphasis and strikethrough are then
+// matched as CommonMark's "process emphasis" does (its appendix), with its
+// openers_bottom so that a closer never searches again below where a
+// search for its kind failed; a match moves the items between opener and
+// closer into an element (a list splice, no copy). Code spans find their
+// closing backtick run through a table of every run made once. No step
+// goes back over the text, so the work grows with the text, not its
+// square.
+
 // SPECIAL finds where an inline construct may start: an escape, a code
 // span, emphasis, strikethrough, an image or link, an <autolink> or a bare
 // URL. inline treats every other character as text.
 const SPECIAL = /[\\`*_~!\[<]|https?:\/\//g;
+const ASCII_PUNCT = /[!-\/:-@\[-`{-~]/;
+const PUNCT = /[\p{P}\p{S}]/u;
+const SPACE = /\s/;
+const LINK_AT = new RegExp(LINK.source.slice(1), "y");
+const URL_AT = /<?(https?:\/\/[^\s<>"]{0,2000}[^\s<>".,;:!?)\]'])>?/y;
+// MAX_INLINE_DEPTH bounds nested inline elements; deeper ones show their
+// text without an element.
+const MAX_INLINE_DEPTH = 32;
 
-// inline renders the inline Markdown of text into parent.
-function inline(parent, text, depth = 0) {
+// inline renders the inline Markdown of text into parent. noLinks: text
+// inside a link (no link in a link).
+function inline(parent, text, noLinks = false) {
+  const head = { kind: "head", prev: null, next: null };
+  let tail = head;
   let buf = "";
-  const flush = () => {
-    if (buf) parent.append(document.createTextNode(buf));
-    buf = "";
+  const push = (item) => {
+    if (buf) {
+      const t = { kind: "text", s: buf, prev: tail, next: null };
+      tail.next = t;
+      tail = t;
+      buf = "";
+    }
+    if (item) {
+      item.prev = tail;
+      item.next = null;
+      tail.next = item;
+      tail = item;
+    }
   };
+  // The delimiter stack, in text order.
+  let firstDelim = null;
+  let lastDelim = null;
+  let ticks = null; // backtick runs, made at the first backtick
   let i = 0;
   while (i < text.length) {
-    // Plain text up to the next character that may start a construct
-    // goes in whole: most text has none, and one search costs far less
-    // than a look at every character.
     SPECIAL.lastIndex = i;
     const next = SPECIAL.exec(text);
     const j = next ? next.index : text.length;
@@ -307,101 +352,249 @@ function inline(parent, text, depth = 0) {
       if (i >= text.length) break;
     }
     const c = text[i];
-    const rest = text.slice(i);
     let m;
-    if (c === "\\" && i + 1 < text.length && /[\\`*_{}[\]()#+\-.!~<>|]/.test(text[i + 1])) {
-      buf += text[i + 1];
-      i += 2;
+    if (c === "\\") {
+      if (i + 1 < text.length && ASCII_PUNCT.test(text[i + 1])) {
+        buf += text[i + 1];
+        i += 2;
+      } else {
+        buf += c;
+        i++;
+      }
       continue;
     }
     if (c === "`") {
-      const run = /^`+/.exec(rest)[0];
-      const end = text.indexOf(run, i + run.length);
-      if (end > i) {
-        flush();
+      let n = 1;
+      while (text[i + n] === "`") n++;
+      if (!ticks) ticks = backtickRuns(text);
+      const end = ticks.next(n, i + n);
+      if (end >= 0) {
         const code = el("code", "md-inline");
-        let body = text.slice(i + run.length, end);
-        if (/^ .* $/.test(body)) body = body.slice(1, -1);
+        let body = text.slice(i + n, end).replace(/\r\n?|\n/g, " ");
+        if (body.length > 2 && body[0] === " " && body[body.length - 1] === " " && body.trim()) body = body.slice(1, -1);
         code.textContent = body;
-        parent.append(code);
-        i = end + run.length;
+        push({ kind: "node", node: code });
+        i = end + n;
+      } else {
+        buf += text.slice(i, i + n);
+        i += n;
+      }
+      continue;
+    }
+    if (c === "*" || c === "_" || c === "~") {
+      let n = 1;
+      while (text[i + n] === c) n++;
+      if (c === "~" && n !== 2) {
+        buf += text.slice(i, i + n); // strikethrough is ~~ only
+        i += n;
         continue;
       }
-      buf += run;
-      i += run.length;
+      const before = i > 0 ? text[i - 1] : " ";
+      const after = i + n < text.length ? text[i + n] : " ";
+      const { open, close } = flanking(c, before, after);
+      const item = { kind: "text", s: text.slice(i, i + n) };
+      push(item);
+      if (open || close) {
+        const d = { ch: c, count: n, orig: n, open, close, item, prev: lastDelim, next: null };
+        if (lastDelim) lastDelim.next = d;
+        else firstDelim = d;
+        lastDelim = d;
+      }
+      i += n;
       continue;
     }
-    if (depth < MAX_DEPTH && (m = /^(\*\*|__)(?=\S)([\s\S]*?\S)\1/.exec(rest)) && (c === "*" || boundary(text, i, m[0].length))) {
-      flush();
-      parent.append(span("strong", m[2], depth + 1));
-      i += m[0].length;
-      continue;
-    }
-    if (depth < MAX_DEPTH && (m = /^~~(?=\S)([\s\S]*?\S)~~/.exec(rest))) {
-      flush();
-      parent.append(span("del", m[1], depth + 1));
-      i += m[0].length;
-      continue;
-    }
-    if (depth < MAX_DEPTH && (m = /^([*_])(?=[^\s*_])([\s\S]*?[^\s\\])\1(?!\1)/.exec(rest)) && (c === "*" || boundary(text, i, m[0].length))) {
-      flush();
-      parent.append(span("em", m[2], depth + 1));
-      i += m[0].length;
-      continue;
-    }
-    if (c === "!" && text[i + 1] === "[" && (m = LINK.exec(rest.slice(1)))) {
+    if (c === "!" && text[i + 1] === "[" && (LINK_AT.lastIndex = i + 1) && (m = LINK_AT.exec(text))) {
       // An image: a link to it, labelled with its alt text (the text never
       // makes the page load anything).
       const href = safeHref(m[2]);
-      const title = m[3] ?? m[4] ?? m[5];
       const alt = m[1] || "image";
-      flush();
       if (href) {
-        const a = link(href, title);
+        const a = link(href, m[3] ?? m[4] ?? m[5]);
         a.className = "md-image";
         a.append(document.createTextNode(alt)); // the icon is CSS (a.md-image::before)
-        parent.append(a);
+        push({ kind: "node", node: a });
       } else {
-        parent.append(document.createTextNode(`[${alt}]`)); // an unsafe URL: the alt text only
+        buf += `[${alt}]`; // an unsafe URL: the alt text only
       }
-      i += 1 + m[0].length;
+      i = LINK_AT.lastIndex;
       continue;
     }
-    if (c === "[" && (m = LINK.exec(rest)) && m[1]) {
+    if (c === "[" && !noLinks && ((LINK_AT.lastIndex = i), (m = LINK_AT.exec(text))) && m[1]) {
       const href = safeHref(m[2]);
       if (href) {
-        flush();
         const a = link(href, m[3] ?? m[4] ?? m[5]);
-        inline(a, m[1], MAX_DEPTH); // text only inside a link
-        parent.append(a);
+        inline(a, m[1], true);
+        push({ kind: "node", node: a });
       } else {
         buf += m[0]; // an unsafe or odd URL stays text
       }
-      i += m[0].length;
+      i = LINK_AT.lastIndex;
       continue;
     }
-    if ((c === "h" || c === "<") && (m = /^<?(https?:\/\/[^\s<>"]+[^\s<>".,;:!?)\]'])>?/.exec(rest)) && (i === 0 || /[\s(]/.test(text[i - 1]))) {
-      const href = safeHref(m[1]);
+    if ((c === "h" || c === "<") && (i === 0 || /[\s(]/.test(text[i - 1])) && ((URL_AT.lastIndex = i), (m = URL_AT.exec(text)))) {
+      const href = noLinks ? "" : safeHref(m[1]);
       if (href && (c !== "<" || m[0].endsWith(">"))) {
-        flush();
         const a = link(href);
         a.textContent = m[1];
-        parent.append(a);
-        i += m[0].length;
+        push({ kind: "node", node: a });
+        i = URL_AT.lastIndex;
         continue;
       }
     }
     buf += c;
     i++;
   }
-  flush();
+  push(null);
+  emphasis(firstDelim);
+  build(parent, head.next);
 }
 
-// span returns a tag element holding the inline Markdown of text.
-function span(tag, text, depth) {
-  const s = el(tag);
-  inline(s, text, depth);
-  return s;
+// flanking says whether a delimiter run of c between the characters before
+// and after it may open and close emphasis (CommonMark's left- and
+// right-flanking runs; an underscore does not open or close inside a word).
+function flanking(c, before, after) {
+  const afterSpace = SPACE.test(after);
+  const beforeSpace = SPACE.test(before);
+  const afterPunct = PUNCT.test(after);
+  const beforePunct = PUNCT.test(before);
+  const left = !afterSpace && (!afterPunct || beforeSpace || beforePunct);
+  const right = !beforeSpace && (!beforePunct || afterSpace || afterPunct);
+  if (c === "_") return { open: left && (!right || beforePunct), close: right && (!left || afterPunct) };
+  return { open: left, close: right };
+}
+
+// backtickRuns indexes the text's backtick runs by length: next(n, from)
+// is where the first run of exactly n backticks at or after from starts
+// (-1: none). Calls come with growing from, so each length's list is
+// walked once.
+function backtickRuns(text) {
+  const byLen = new Map();
+  for (let i = text.indexOf("`"); i >= 0; ) {
+    let n = 1;
+    while (text[i + n] === "`") n++;
+    if (!byLen.has(n)) byLen.set(n, { at: [], k: 0 });
+    byLen.get(n).at.push(i);
+    i = text.indexOf("`", i + n);
+  }
+  return {
+    next(n, from) {
+      const r = byLen.get(n);
+      if (!r) return -1;
+      while (r.k < r.at.length && r.at[r.k] < from) r.k++;
+      return r.k < r.at.length ? r.at[r.k] : -1;
+    },
+  };
+}
+
+// emphasis matches the delimiters from first on into em, strong and del
+// elements: CommonMark's process emphasis (with its rule of three), and ~~
+// for strikethrough, which pairs with ~~ only.
+function emphasis(first) {
+  const bottoms = new Map(); // kind of closer → the delimiter a search stops at
+  const remove = (d) => {
+    if (d.prev) d.prev.next = d.next;
+    if (d.next) d.next.prev = d.prev;
+  };
+  let closer = first;
+  while (closer) {
+    if (!closer.close) {
+      closer = closer.next;
+      continue;
+    }
+    const key = `${closer.ch}${closer.open ? 1 : 0}${closer.orig % 3}`;
+    const bottom = bottoms.has(key) ? bottoms.get(key) : null;
+    let opener = closer.prev;
+    for (; opener && opener !== bottom; opener = opener.prev) {
+      if (opener.ch !== closer.ch || !opener.open) continue;
+      const odd = closer.ch !== "~" && (opener.close || closer.open) && (opener.orig + closer.orig) % 3 === 0 && !(opener.orig % 3 === 0 && closer.orig % 3 === 0);
+      if (!odd) break;
+    }
+    if (!opener || opener === bottom) {
+      bottoms.set(key, closer.prev);
+      const next = closer.next;
+      if (!closer.open) remove(closer);
+      closer = next;
+      continue;
+    }
+    const n = closer.ch === "~" ? 2 : opener.count >= 2 && closer.count >= 2 ? 2 : 1;
+    const tag = closer.ch === "~" ? "del" : n === 2 ? "strong" : "em";
+    opener.count -= n;
+    closer.count -= n;
+    opener.item.s = opener.item.s.slice(n);
+    closer.item.s = closer.item.s.slice(n);
+    wrap(opener.item, closer.item, tag);
+    opener.next = closer; // the delimiters between are text now
+    closer.prev = opener;
+    if (opener.count === 0) {
+      unlink(opener.item);
+      remove(opener);
+    }
+    if (closer.count === 0) {
+      unlink(closer.item);
+      const next = closer.next;
+      remove(closer);
+      closer = next;
+    }
+  }
+}
+
+// wrap moves the items strictly between a and b into a new element item.
+function wrap(a, b, tag) {
+  const e = { kind: "el", tag, first: null, prev: a, next: b };
+  if (a.next !== b) {
+    e.first = a.next;
+    e.first.prev = null;
+    b.prev.next = null;
+  }
+  a.next = e;
+  b.prev = e;
+}
+
+function unlink(item) {
+  item.prev.next = item.next;
+  if (item.next) item.next.prev = item.prev;
+}
+
+// build appends the items from first on, and the elements' children, to
+// parent, adjacent text in one node, without recursion (a deep nest of
+// emphasis cannot overflow the stack).
+function build(parent, first) {
+  const stack = [];
+  let par = parent;
+  let it = first;
+  let depth = 0;
+  let text = "";
+  const flush = () => {
+    if (text) par.append(document.createTextNode(text));
+    text = "";
+  };
+  for (;;) {
+    for (; it; it = it.next) {
+      if (it.kind === "text") text += it.s;
+      else if (it.kind === "node") {
+        flush();
+        par.append(it.node);
+      } else if (depth >= MAX_INLINE_DEPTH) {
+        if (it.first) {
+          stack.push({ it: it.next, par, depth });
+          it = { next: it.first, kind: "text", s: "" };
+        }
+      } else {
+        flush();
+        const e = el(it.tag);
+        par.append(e);
+        if (it.first) {
+          stack.push({ it: it.next, par, depth });
+          par = e;
+          depth++;
+          it = { next: it.first, kind: "text", s: "" };
+        }
+      }
+    }
+    flush();
+    if (!stack.length) return;
+    ({ it, par, depth } = stack.pop());
+  }
 }
 
 // link returns a link to a safe href that opens apart from the app, with
@@ -413,12 +606,4 @@ function link(href, title) {
   a.setAttribute("target", "_blank");
   a.setAttribute("rel", "noopener noreferrer nofollow");
   return a;
-}
-
-// boundary reports whether an underscore run at i..i+n is not inside a word
-// (snake_case stays text).
-function boundary(text, i, n) {
-  const before = i > 0 ? text[i - 1] : " ";
-  const after = i + n < text.length ? text[i + n] : " ";
-  return !/\w/.test(before) && !/\w/.test(after);
 }

@@ -11,10 +11,14 @@ import { h, statusLabel, fmtDuration, fmtCount, fmtClock, shortId } from "./dom.
 import { renderMarkdownParts } from "./markdown.js";
 import { ToolCard, ApprovalCard, ClarifyCard } from "./cards.js";
 
-// Assistant text is rendered as Markdown (re-rendered as it streams, once
-// per frame) up to this many characters; a longer message shows as plain
-// text, so a huge answer cannot make every frame expensive.
+// Assistant text is rendered as Markdown: as it streams, once per frame,
+// only its last blocks (from the last blank line that ends a block) are
+// rendered again. A message whose text after its last blank line passes
+// MAX_MARKDOWN characters (one huge paragraph or code block), or that
+// passes MAX_MARKDOWN_TOTAL, shows as plain text instead, so a huge answer
+// cannot make every frame expensive.
 const MAX_MARKDOWN = 64 * 1024;
+const MAX_MARKDOWN_TOTAL = 1024 * 1024;
 
 // Plain text is shown in blocks of about this many characters (see
 // renderPlain).
@@ -558,12 +562,12 @@ class RunView {
 }
 
 // renderMessage shows an assistant message's text: as Markdown, or as
-// plain text past MAX_MARKDOWN. Markdown is rendered from m.done on: the
+// plain text (MAX_MARKDOWN; once plain, it stays plain). Markdown is rendered from m.done on: the
 // blocks before it are final (renderMarkdownParts) and stay as they are,
 // so a stream re-renders, and the page lays out again, only its last
 // blocks.
 function renderMessage(m) {
-  if (m.raw.length > MAX_MARKDOWN) {
+  if (m.plain || m.raw.length > MAX_MARKDOWN_TOTAL || m.raw.length - m.raw.lastIndexOf("\n\n") > MAX_MARKDOWN) {
     renderPlain(m);
     return;
   }
