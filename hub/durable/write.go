@@ -92,6 +92,9 @@ func (d *Edge) create(c echo.Context, name string) error {
 	if m.Owner != p.Subject {
 		return d.fail(c, &httpError{status: http.StatusForbidden, code: "forbidden", msg: "the stream is someone else's"})
 	}
+	if created && d.subs != nil {
+		d.subs.Appended(name, m.Owner, m.Gen, formatOffset(0, 0))
+	}
 	h := c.Response().Header()
 	h.Set("Content-Type", m.ContentType)
 	setStreamHeaders(h, m)
@@ -226,6 +229,10 @@ func (d *Edge) append(c echo.Context, name string) error {
 	jerr = err
 	if err != nil {
 		return d.fail(c, err)
+	}
+	if d.subs != nil && !res.Duplicate && len(a.Data) > 0 {
+		m := res.Info.Meta
+		d.subs.Appended(name, m.Owner, m.Gen, formatOffset(m.Records-1, m.Bytes-uint64(len(a.Data))))
 	}
 	h := c.Response().Header()
 	setStreamHeaders(h, res.Info.Meta)
