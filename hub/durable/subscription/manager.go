@@ -457,12 +457,13 @@ func (m *Manager) kick(s *sub) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer func() {
-			m.inMu.Lock()
-			delete(m.inflight, s.ID)
-			m.inMu.Unlock()
-		}()
-		m.deliver(s.ID)
+		last := m.deliver(s.ID)
+		m.inMu.Lock()
+		delete(m.inflight, s.ID)
+		m.inMu.Unlock()
+		if last != nil {
+			m.kick(last) // the next wake ({"done": true} with more work), due at once
+		}
 	}()
 }
 
@@ -475,12 +476,12 @@ type attempt struct {
 
 // deliver makes one attempt at delivering subscription id's wake: it
 // takes the attempt (so no other replica makes it before its deadline),
-// makes it, and records how it went.
-func (m *Manager) deliver(id string) {
+// makes it, and records how it went. It returns the state it left.
+func (m *Manager) deliver(id string) *sub {
 	ctx := m.ctx
 	k, err := m.keyring(ctx)
 	if err != nil {
-		return
+		return nil
 	}
 	var a *attempt
 	_, _, err = m.update(ctx, id, func(s *sub, tails map[string]tail) (bool, *Error) {
@@ -502,7 +503,7 @@ func (m *Manager) deliver(id string) {
 		return true, nil
 	})
 	if err != nil || a == nil {
-		return
+		return nil
 	}
 	var done bool
 	if a.typ == TypeWebhook {
@@ -511,9 +512,9 @@ func (m *Manager) deliver(id string) {
 		err = m.writeWake(ctx, a)
 	}
 	if ctx.Err() != nil {
-		return // stopping: the attempt's deadline lets another replica (or the next start) retry
+		return nil // stopping: the attempt's deadline lets another replica (or the next start) retry
 	}
-	_, _, uerr := m.update(ctx, id, func(s *sub, tails map[string]tail) (bool, *Error) {
+	last, _, uerr := m.update(ctx, id, func(s *sub, tails map[string]tail) (bool, *Error) {
 		if s.WakeID != a.wakeID || s.Gen != a.gen {
 			return false, nil // superseded: the lease lapsed meanwhile
 		}
@@ -544,6 +545,7 @@ func (m *Manager) deliver(id string) {
 	if uerr != nil && !isNotFound(uerr) {
 		m.o.Logger.Warn("subscriptions: a delivery's outcome was not recorded; it will be made again", "subscription", id, "err", uerr)
 	}
+	return last
 }
 
 // notification is a webhook wake's body.
