@@ -479,11 +479,11 @@ func (m *Manager) get(w http.ResponseWriter, r *http.Request, id, root string, p
 
 func (m *Manager) remove(w http.ResponseWriter, r *http.Request, id string, p Caller) *Error {
 	ctx := r.Context()
+	if _, _, err := m.load(ctx, id); isNotFound(err) {
+		w.WriteHeader(http.StatusNoContent) // deleting what is not there is done
+		return nil
+	}
 	if _, e := m.visible(ctx, id, p, true); e != nil {
-		if e.Code == CodeNotFound {
-			w.WriteHeader(http.StatusNoContent) // deleting what is not there is done
-			return nil
-		}
 		return e
 	}
 	if err := m.changeIndex(ctx, func(idx *index) (bool, *Error) {

@@ -108,15 +108,11 @@ type note struct {
 	before     string // the stream's tail before the append
 }
 
-// maxQueued bounds the appends waiting to be matched; past it an append
-// is matched before it is answered.
-const maxQueued = 4096
-
 // maxInflight bounds the deliveries under way in this process.
 const maxInflight = 64
 
-// Manager is the subscriptions of one edge. Start starts its worker and
-// its sweeper; Close ends them and waits for them and every delivery.
+// Manager is the subscriptions of one edge. Start starts its sweeper;
+// Close ends it and waits for it and every delivery.
 type Manager struct {
 	o      Options
 	client *http.Client
@@ -129,10 +125,6 @@ type Manager struct {
 	idxStale bool
 	unwatch  func()
 
-	qMu    sync.Mutex
-	queue  map[string]note
-	signal chan struct{}
-
 	inMu     sync.Mutex
 	inflight map[string]bool
 
@@ -144,12 +136,10 @@ type Manager struct {
 // New returns the subscriptions kept in o.Docs.
 func New(o Options) *Manager {
 	o.setDefaults()
-	return &Manager{o: o, client: newClient(o.WebhookTimeout), idxStale: true, queue: map[string]note{},
-		signal: make(chan struct{}, 1), inflight: map[string]bool{}}
+	return &Manager{o: o, client: newClient(o.WebhookTimeout), idxStale: true, inflight: map[string]bool{}}
 }
 
-// Start starts the worker matching appends and the sweeper, until ctx
-// ends or Close.
+// Start starts the sweeper, until ctx ends or Close.
 func (m *Manager) Start(parent context.Context) {
 	m.ctx, m.cancel = context.WithCancel(parent)
 	m.unwatch = m.o.Docs.WatchDoc(indexDoc, func() {
@@ -157,13 +147,11 @@ func (m *Manager) Start(parent context.Context) {
 		m.idxStale = true
 		m.idxMu.Unlock()
 	})
-	m.wg.Add(2)
-	go m.worker()
+	m.wg.Add(1)
 	go m.sweeper()
 }
 
-// Close stops the worker, the sweeper and the deliveries and waits for
-// them.
+// Close stops the sweeper and the deliveries and waits for them.
 func (m *Manager) Close() {
 	if m.cancel == nil {
 		return
@@ -191,53 +179,21 @@ func (m *Manager) keyring(ctx context.Context) (*keyring, error) {
 	return k, nil
 }
 
-// Appended tells the subscriptions that name (owned by owner, of
-// incarnation gen) was appended to or created; before is its tail before
-// the append. The match is made by the worker, or at once when its queue
-// is full.
-func (m *Manager) Appended(name, owner, gen, before string) {
-	if strings.HasPrefix(name, "__ds/") {
+// Appended links name (owned by owner, of incarnation gen), just
+// appended to or created, to the subscriptions whose pattern matches it
+// and wakes those with work, before the append is answered (a claim made
+// after the answer finds the work; a wake's delivery runs on its own).
+// before is the stream's tail before the append ("" when unknown: a
+// producer's duplicate; a stream not linked yet is then linked at its
+// start, so that nothing is missed).
+func (m *Manager) Appended(ctx context.Context, name, owner, gen, before string) {
+	if strings.HasPrefix(name, "__ds/") || m.ctx == nil {
 		return
 	}
-	n := note{owner: owner, gen: gen, before: before}
-	m.qMu.Lock()
-	if old, ok := m.queue[name]; ok {
-		if old.gen == gen && old.before < before {
-			n.before = old.before
-		}
-		m.queue[name] = n
-		m.qMu.Unlock()
-		return
+	if before == "" {
+		before = zeroOffset
 	}
-	if len(m.queue) < maxQueued {
-		m.queue[name] = n
-		m.qMu.Unlock()
-		select {
-		case m.signal <- struct{}{}:
-		default:
-		}
-		return
-	}
-	m.qMu.Unlock()
-	m.match(m.ctx, name, n)
-}
-
-func (m *Manager) worker() {
-	defer m.wg.Done()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-m.signal:
-		}
-		m.qMu.Lock()
-		q := m.queue
-		m.queue = map[string]note{}
-		m.qMu.Unlock()
-		for name, n := range q {
-			m.match(m.ctx, name, n)
-		}
-	}
+	m.match(ctx, name, note{owner: owner, gen: gen, before: before})
 }
 
 // loadIndex returns the index, read again when it changed.
