@@ -641,8 +641,13 @@ func (m *Manager) claim(w http.ResponseWriter, r *http.Request, id string, p Cal
 	if err != nil {
 		return internal(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"wake_id": s.WakeID, "generation": s.Gen, "token": tok,
-		"streams": s.infos(tails), "lease_ttl_ms": s.Config.LeaseTTLms})
+	writeJSON(w, http.StatusOK, struct {
+		WakeID     string       `json:"wake_id"`
+		Generation uint64       `json:"generation"`
+		Token      string       `json:"token"`
+		Streams    []streamInfo `json:"streams"`
+		LeaseTTLms int64        `json:"lease_ttl_ms"`
+	}{s.WakeID, s.Gen, tok, s.infos(tails), s.Config.LeaseTTLms})
 	return nil
 }
 
@@ -701,7 +706,10 @@ func (m *Manager) token(w http.ResponseWriter, r *http.Request, id, action strin
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true, "next_wake": next})
+	writeJSON(w, http.StatusOK, struct {
+		OK       bool `json:"ok"`
+		NextWake bool `json:"next_wake"`
+	}{true, next})
 	return nil
 }
 

@@ -453,8 +453,14 @@ func (m *Manager) deliver(id string) *sub {
 		if a.typ == TypeWebhook {
 			a.body = m.notification(s)
 		} else {
-			a.body, _ = json.Marshal(map[string]any{"type": "wake", "subscription_id": s.ID, "stream": s.Trigger,
-				"generation": s.Gen, "wake_id": s.WakeID, "ts": now.UnixMilli()})
+			a.body, _ = json.Marshal(struct {
+				Type           string `json:"type"`
+				SubscriptionID string `json:"subscription_id"`
+				Stream         string `json:"stream"`
+				Generation     uint64 `json:"generation"`
+				WakeID         string `json:"wake_id"`
+				TS             int64  `json:"ts"`
+			}{"wake", s.ID, s.Trigger, s.Gen, s.WakeID, now.UnixMilli()})
 		}
 		return true, nil
 	})
@@ -515,10 +521,14 @@ func (m *Manager) notification(s *sub) []byte {
 		}
 		infos = append(infos, streamInfo{Path: p, LinkType: l.kind(), Acked: l.Acked, TailOffset: t, HasPending: t > l.Acked})
 	}
-	raw, _ := json.Marshal(map[string]any{
-		"subscription_id": s.ID, "wake_id": s.WakeID, "generation": s.Gen, "streams": infos,
-		"callback_url": actionURL(s.Base, s.ID, "callback"), "callback_token": s.Token,
-	})
+	raw, _ := json.Marshal(struct {
+		SubscriptionID string       `json:"subscription_id"`
+		WakeID         string       `json:"wake_id"`
+		Generation     uint64       `json:"generation"`
+		Streams        []streamInfo `json:"streams"`
+		CallbackURL    string       `json:"callback_url"`
+		CallbackToken  string       `json:"callback_token"`
+	}{s.ID, s.WakeID, s.Gen, infos, actionURL(s.Base, s.ID, "callback"), s.Token})
 	return raw
 }
 
