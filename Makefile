@@ -98,7 +98,8 @@ FUZZ_TARGETS := \
 	./internal/lineread:FuzzReadLine ./internal/lineread:FuzzReaderLines ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
 	./hub/agui:FuzzMapper ./hub/agui:FuzzTurns ./hub/aisdk:FuzzMapper ./protocol:FuzzCompact \
 	./protocol:FuzzValidDelta ./protocol:FuzzAppendEventFrame ./protocol:FuzzNewEventDelta \
-	./adapter/agui:FuzzReadFrames ./adapter/agui:FuzzApply
+	./adapter/agui:FuzzReadFrames ./adapter/agui:FuzzApply \
+	./hub/durable/subscription:FuzzRegistration ./hub/durable/subscription:FuzzRoute
 FUZZTIME ?= 20s
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -76,6 +77,9 @@ type StreamMeta struct {
 	// a tombstone kept for them.
 	Forks   int  `json:"forks,omitempty"`
 	Deleted bool `json:"deleted,omitempty"`
+	// Doc is a document's content when the name holds a document (Docs),
+	// not a stream: it has no records and never expires.
+	Doc json.RawMessage `json:"doc,omitempty"`
 }
 
 // Expiring reports whether the stream has a TTL or an absolute expiry.

@@ -22,6 +22,9 @@ type DurableConfig struct {
 	MaxAppendBytes  int           // RUNHUB_STREAM_MAX_APPEND_BYTES, -stream-max-append-bytes: bound of one append or create body (default 8 MiB)
 	MaxReadBytes    int           // RUNHUB_STREAM_MAX_READ_BYTES, -stream-max-read-bytes: bound of one read answer's data (default 1 MiB)
 	CORSOrigins     string        // RUNHUB_STREAM_CORS_ORIGINS, -stream-cors-origins: comma-separated origins a browser may call the streams from ("*": any; default none)
+	SubsPerOwner    int           // RUNHUB_STREAM_SUBSCRIPTIONS_PER_OWNER, -stream-subscriptions-per-owner: bound of one subject's subscriptions (default 100)
+	SubStreams      int           // RUNHUB_STREAM_SUBSCRIPTION_STREAMS, -stream-subscription-streams: bound of the streams one subscription links (default 1000)
+	WebhookTimeout  time.Duration // RUNHUB_STREAM_WEBHOOK_TIMEOUT, -stream-webhook-timeout: bound of one subscription webhook delivery (default 10s)
 }
 
 // durable defines the edge's flags.
@@ -32,6 +35,9 @@ func (f *flagSet) durable(c *DurableConfig) {
 	f.int(&c.MaxAppendBytes, "stream-max-append-bytes", "RUNHUB_STREAM_MAX_APPEND_BYTES", 8<<20, "Durable Streams: bound of one append's (or create's) body; a larger one is refused with 413")
 	f.int(&c.MaxReadBytes, "stream-max-read-bytes", "RUNHUB_STREAM_MAX_READ_BYTES", 1<<20, "Durable Streams: bound of one read answer's data (a read returns at least one append)")
 	f.str(&c.CORSOrigins, "stream-cors-origins", "RUNHUB_STREAM_CORS_ORIGINS", "", "Durable Streams: comma-separated browser origins allowed to call /v1/stream/* cross-origin (*: any; empty: none, the hub's origin check applies)")
+	f.int(&c.SubsPerOwner, "stream-subscriptions-per-owner", "RUNHUB_STREAM_SUBSCRIPTIONS_PER_OWNER", 100, "Durable Streams: bound of one subject's subscriptions; a registration past it is refused with 409 SUBSCRIPTION_LIMIT_EXCEEDED")
+	f.int(&c.SubStreams, "stream-subscription-streams", "RUNHUB_STREAM_SUBSCRIPTION_STREAMS", 1000, "Durable Streams: bound of the streams one subscription links (explicit and matched by its pattern); past it a registration is refused with 400")
+	f.dur(&c.WebhookTimeout, "stream-webhook-timeout", "RUNHUB_STREAM_WEBHOOK_TIMEOUT", "10s", "Durable Streams: bound of one subscription webhook POST; a slower receiver's wake is retried with backoff")
 }
 
 // check validates the edge's settings.
@@ -45,6 +51,14 @@ func (c *DurableConfig) check(f *flagSet) error {
 		if n <= 0 {
 			return fmt.Errorf("%s %d: want a positive number of bytes", f.source(name), n)
 		}
+	}
+	for name, n := range map[string]int{"stream-subscriptions-per-owner": c.SubsPerOwner, "stream-subscription-streams": c.SubStreams} {
+		if n <= 0 {
+			return fmt.Errorf("%s %d: want a positive number", f.source(name), n)
+		}
+	}
+	if c.WebhookTimeout <= 0 {
+		return fmt.Errorf("%s %v: want a positive duration", f.source("stream-webhook-timeout"), c.WebhookTimeout)
 	}
 	if c.MaxAppendBytes > c.MaxStreamBytes {
 		return fmt.Errorf("%s %d: more than %s %d", f.source("stream-max-append-bytes"), c.MaxAppendBytes, f.source("stream-max-bytes"), c.MaxStreamBytes)
@@ -67,12 +81,20 @@ func durableEdge(cfg DurableConfig, rt *procRuntime) hub.Edge {
 			origins = append(origins, o)
 		}
 	}
+	var docs journal.Docs // the subscriptions' state: both journals keep documents
+	if dh, ok := rt.outbox.(journal.DocHolder); ok {
+		docs = dh.Docs()
+	}
 	return durable.New(durable.Options{
-		Streams:         holder.Streams(journal.StreamLimits{MaxStreamBytes: int64(cfg.MaxStreamBytes)}),
-		LongPollTimeout: cfg.LongPollTimeout,
-		SSEMaxDuration:  cfg.SSEMaxDuration,
-		MaxAppendBytes:  int64(cfg.MaxAppendBytes),
-		MaxReadBytes:    cfg.MaxReadBytes,
-		CORSOrigins:     origins,
+		Docs:                      docs,
+		MaxSubscriptionsPerOwner:  cfg.SubsPerOwner,
+		MaxStreamsPerSubscription: cfg.SubStreams,
+		WebhookTimeout:            cfg.WebhookTimeout,
+		Streams:                   holder.Streams(journal.StreamLimits{MaxStreamBytes: int64(cfg.MaxStreamBytes)}),
+		LongPollTimeout:           cfg.LongPollTimeout,
+		SSEMaxDuration:            cfg.SSEMaxDuration,
+		MaxAppendBytes:            int64(cfg.MaxAppendBytes),
+		MaxReadBytes:              cfg.MaxReadBytes,
+		CORSOrigins:               origins,
 	})
 }

@@ -16,6 +16,9 @@ import (
 func serve(t testing.TB, store journal.Store, streams journal.Streams, o durable.Options, cfg hub.Config) (*hubtest.Hub, *durable.Edge) {
 	t.Helper()
 	o.Streams = streams
+	if dh, ok := store.(journal.DocHolder); ok && o.Docs == nil {
+		o.Docs = dh.Docs()
+	}
 	edge := durable.New(o)
 	th := hubtest.Serve(t, cfg, hubtest.Options{Shared: store, Edges: []hub.Edge{httpapi.New(nil), edge}})
 	t.Cleanup(edge.Close)

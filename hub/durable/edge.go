@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/runhub/runhub/hub"
+	"github.com/runhub/runhub/hub/durable/subscription"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -74,6 +75,21 @@ type Options struct {
 	CORSOrigins []string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// Docs is where the subscriptions live (the journal's documents); nil
+	// leaves them off (their reserved APIs answer 404).
+	Docs journal.Docs
+	// MaxSubscriptionsPerOwner bounds one subject's subscriptions
+	// (default 100).
+	MaxSubscriptionsPerOwner int
+	// MaxStreamsPerSubscription bounds the streams one subscription links
+	// (default 1000).
+	MaxStreamsPerSubscription int
+	// SubscriptionSweep is how often every subscription is checked for a
+	// lapsed lease or a due delivery (default 1 s).
+	SubscriptionSweep time.Duration
+	// WebhookTimeout bounds one webhook delivery (default 10 s).
+	WebhookTimeout time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -109,7 +125,8 @@ func (o *Options) setDefaults() {
 type Edge struct {
 	opts   Options
 	core   Core
-	bodies bodyPool // large request bodies' buffers (body.go)
+	bodies bodyPool              // large request bodies' buffers (body.go)
+	subs   *subscription.Manager // nil without Options.Docs
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -119,7 +136,12 @@ type Edge struct {
 // New returns an edge; Mount serves it.
 func New(o Options) *Edge {
 	o.setDefaults()
-	return &Edge{opts: o}
+	d := &Edge{opts: o}
+	if o.Docs != nil {
+		d.subs = subscription.New(subscription.Options{Docs: o.Docs, Streams: o.Streams, MaxPerOwner: o.MaxSubscriptionsPerOwner,
+			MaxStreams: o.MaxStreamsPerSubscription, SweepInterval: o.SubscriptionSweep, WebhookTimeout: o.WebhookTimeout, Now: o.Now})
+	}
+	return d
 }
 
 // Prefix is where the streams are served.
@@ -139,8 +161,16 @@ func (d *Edge) MountCore(e *echo.Echo, core Core) {
 	d.core = core
 	e.OPTIONS(Prefix+"*", d.preflight, d.security)
 	h := d.security(d.cors(core.RequireAuth(d.serve)))
-	e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPost, http.MethodDelete}, Prefix+"*", h)
+	methods := []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPost, http.MethodDelete}
+	e.Match(methods, Prefix+"*", h)
+	// The protocol's reserved control APIs, routed before the streams.
+	ctl := d.security(d.cors(d.control))
+	e.Match(methods, Prefix+controlPrefix+"*", ctl)
+	e.Match(methods, Prefix+strings.TrimSuffix(controlPrefix, "/"), ctl)
 	d.startReaper(core.Context())
+	if d.subs != nil {
+		d.subs.Start(core.Context())
+	}
 }
 
 // Close stops the reaper and waits for it.
@@ -151,6 +181,9 @@ func (d *Edge) Close() {
 	if cancel != nil {
 		cancel()
 		<-done
+	}
+	if d.subs != nil {
+		d.subs.Close()
 	}
 }
 

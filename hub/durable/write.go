@@ -92,6 +92,9 @@ func (d *Edge) create(c echo.Context, name string) error {
 	if m.Owner != p.Subject {
 		return d.fail(c, &httpError{status: http.StatusForbidden, code: "forbidden", msg: "the stream is someone else's"})
 	}
+	if created && d.subs != nil {
+		d.subs.Appended(r.Context(), name, m.Owner, m.Gen, formatOffset(0, 0))
+	}
 	h := c.Response().Header()
 	h.Set("Content-Type", m.ContentType)
 	setStreamHeaders(h, m)
@@ -226,6 +229,13 @@ func (d *Edge) append(c echo.Context, name string) error {
 	jerr = err
 	if err != nil {
 		return d.fail(c, err)
+	}
+	if d.subs != nil && len(a.Data) > 0 {
+		m, before := res.Info.Meta, "" // a duplicate's position is not known
+		if !res.Duplicate {
+			before = formatOffset(m.Records-1, m.Bytes-uint64(len(a.Data)))
+		}
+		d.subs.Appended(r.Context(), name, m.Owner, m.Gen, before)
 	}
 	h := c.Response().Header()
 	setStreamHeaders(h, res.Info.Meta)

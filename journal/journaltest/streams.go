@@ -15,7 +15,7 @@ import (
 // RunStreams runs the durable streams' conformance subtests against b,
 // whose stores must be journal.StreamHolders.
 func RunStreams(t *testing.T, b Backend) {
-	for _, st := range streamTests {
+	for _, st := range append(streamTests, docTests...) {
 		t.Run(st.name, func(t *testing.T) { st.fn(t, b) })
 	}
 }

@@ -24,6 +24,9 @@ func (s *Store) Streams(l journal.StreamLimits) journal.Streams {
 	return journal.NewStreams(StreamStore{s}, l)
 }
 
+// Docs returns the documents held in s (journal.Docs).
+func (s *Store) Docs() journal.Docs { return journal.NewDocs(StreamStore{s}) }
+
 // StreamStore is the journal.StreamStore of a Store.
 type StreamStore struct{ s *Store }
 
