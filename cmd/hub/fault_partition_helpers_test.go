@@ -44,6 +44,7 @@ type partDeploy struct {
 	redis *netfault.Node
 	tabs  *netfault.Node // the tabs' machine
 	obs   *netfault.Node // the observer's, never cut
+	agent *netfault.Node // an upstream agent's, when a test has one
 	rs    *redistest.Server
 	rdb   *goredis.Client // the test's view of Redis (unix socket)
 	url   string          // RUNHUB_REDIS_URL, without parameters
