@@ -86,7 +86,17 @@ func (w *cutOff) loop(ctx context.Context, h *hub.Hub) {
 func (w *cutOff) refuse(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if w.off.Load() && c.Request().Method == http.MethodGet && c.Request().URL.Path == "/v1/ws" {
-			return protocol.Errorf(protocol.CodeUnavailable, "this hub cannot reach redis; connect to another")
+			// Asked rather than taken from the last ping: /readyz may
+			// have seen Redis back already.
+			ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
+			err := w.rdb.Ping(ctx).Err()
+			cancel()
+			if err != nil {
+				return protocol.Errorf(protocol.CodeUnavailable, "this hub cannot reach redis; connect to another")
+			}
+			if w.off.Swap(false) {
+				w.log.Info("redis reachable again; taking tab sockets")
+			}
 		}
 		return next(c)
 	}
