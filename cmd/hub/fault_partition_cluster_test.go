@@ -184,11 +184,7 @@ func clusterMasterCut(t *testing.T, wait bool) {
 		t.Logf("without WAIT: %d events the tab was shown are not in the journal (acknowledged, then lost with the old master); the run ended %s %s",
 			lost, events[len(events)-1].Type, events[len(events)-1].Payload)
 	}
-	for _, h := range []*partHub{a, b} {
-		if strings.Contains(string(scrapeURL(t, h.URL()+"/metrics")), `code="500"`) {
-			t.Fatalf("%s answered 500", h.node.Name)
-		}
-	}
+	no500(t, a, b)
 	noPanic(t, a.hubProcess)
 	noPanic(t, b.hubProcess)
 	t.Logf("master ⟂ rest (wait=%v): replica promoted %v after the cut, cluster healthy %v after; lost acknowledged %d; %s",

@@ -258,3 +258,14 @@ func sessionStatus(t testing.TB, h *hubProcess, sid string) (protocol.SessionSta
 	code := call(t, "GET", h.URL()+"/v1/sessions/"+sid, nil, &ss)
 	return ss, code
 }
+
+// no500 fails if a hub ever answered 500 (its request counter has no
+// code="500" series).
+func no500(t *testing.T, hubs ...*partHub) {
+	t.Helper()
+	for _, h := range hubs {
+		if strings.Contains(scrapeURL(t, h.URL()+"/metrics"), `code="500"`) {
+			t.Fatalf("%s answered 500", h.node.Name)
+		}
+	}
+}

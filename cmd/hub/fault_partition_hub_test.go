@@ -122,5 +122,6 @@ func TestFault_PartitionHubFromRedis(t *testing.T) {
 	normalRun(t, a.hubProcess)
 	iv.runs++
 	noPanic(t, a.hubProcess)
+	no500(t, a, b)
 	t.Logf("hub ⟂ Redis: tab moved %v after the cut; %s", moved.Round(10*time.Millisecond), iv)
 }

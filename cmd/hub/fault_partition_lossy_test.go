@@ -53,5 +53,6 @@ func TestFault_PartitionLossAndDelay(t *testing.T) {
 	}
 	noPanic(t, a.hubProcess)
 	noPanic(t, b.hubProcess)
+	no500(t, a, b)
 	t.Logf("5%% loss, 200 ms delay: the run took %v; %s", took.Round(10*time.Millisecond), iv)
 }

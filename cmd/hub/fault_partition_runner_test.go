@@ -79,5 +79,6 @@ func TestFault_PartitionRunnerFromRedis(t *testing.T) {
 	checkDone(t, "a run after the heal", waitTerminal(t, a.hubProcess, again.RunID, 30*time.Second), 20)
 	iv.runs++
 	noPanic(t, a.hubProcess)
+	no500(t, a)
 	t.Logf("runner ⟂ Redis: takeover journaled %v after the cut; %s", tookOver.Round(10*time.Millisecond), iv)
 }

@@ -96,5 +96,6 @@ func TestFault_PartitionTabFromHub(t *testing.T) {
 	checkDone(t, "a run after the heal", tc.run(again.RunID), 20)
 	iv.runs++
 	noPanic(t, a.hubProcess)
+	no500(t, a, b)
 	t.Logf("tab ⟂ hub: hub-a dropped the dead socket %v after the cut; %s", dropped.Round(10*time.Millisecond), iv)
 }

@@ -113,5 +113,6 @@ func TestFault_PartitionRunnerFromUpstream(t *testing.T) {
 	ta.until(20*time.Second, "the third run's end", func() bool { return ta.terminal(three.RunID) })
 	iv.checkRun(t, a.hubProcess, three.RunID)
 	noPanic(t, a.hubProcess)
+	no500(t, a)
 	t.Logf("runner ⟂ upstream: the silent run ended %v after the cut; %s", idle.Round(10*time.Millisecond), iv)
 }
