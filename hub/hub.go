@@ -47,6 +47,23 @@ func (h *Hub) Conns() int {
 	return len(h.conns)
 }
 
+// Goaway tells every open socket to reconnect elsewhere (goaway with
+// reason, then close 1012) and returns how many it told; the hub goes on
+// serving. A hub that cannot reach its journal's Redis does it: it can
+// deliver its tabs nothing, a healthy replica can.
+func (h *Hub) Goaway(reason string) int {
+	h.mu.Lock()
+	conns := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.goaway(reason, h.cfg.GoawayReconnect)
+	}
+	return len(conns)
+}
+
 // Shutdown sends goaway to every socket, closes them with 1012 and stops the
 // hub's goroutines. Runs are not touched: the runtime decides their fate.
 func (h *Hub) Shutdown(ctx context.Context) error {

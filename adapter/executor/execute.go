@@ -80,6 +80,14 @@ func (a *InProcess) execute(ctx context.Context, x *driver.Execution, drv driver
 		// upstream work goes on, and Recover re-attaches it.
 		a.opts.Logger.Info("left the run executing upstream; the next start re-attaches it", "run_id", x.RunID)
 		return false
+	case errors.Is(err, journal.ErrTerminal):
+		// The journal refused the run's events because the run has
+		// ended: another process ended it (its lease lapsed while this
+		// one was cut off from Redis or stalled, and a reaper journaled
+		// interrupted). The run stops here; a terminal event of ours
+		// would be refused too.
+		a.opts.Logger.Warn("run ended elsewhere: the journal refused its events; stopped it here", "run_id", x.RunID)
+		return false
 	case errors.Is(cause, errUserCancel):
 		typ, payload = protocol.EventCancelled, protocol.CancelledPayload{Reason: "cancelled by user", Partial: x.Streamed()}
 	case ctx.Err() != nil && !detached:

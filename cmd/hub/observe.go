@@ -34,6 +34,9 @@ func (s *observedStore) Append(ctx context.Context, e protocol.Envelope, key str
 	start := time.Now()
 	out, err := s.Store.Append(ctx, e, key)
 	s.m.JournalAppend(time.Since(start), journalFailure(err))
+	if err != nil && errors.Is(err, journal.ErrTerminal) {
+		s.m.AppendFenced()
+	}
 	return out, err
 }
 

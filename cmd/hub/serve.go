@@ -93,6 +93,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	defer stopWebhooks()
 	routeWebhooks(e, h, sender)
+	if rt.rdb != nil {
+		w := watchCutOff(rt.rdb, cfg.LeaseTTL, h, log)
+		defer w.close()
+		e.Use(w.refuse)
+	}
 	routeServe(e, cfg, rt, h, m)
 	gate.set(e)
 

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
@@ -33,8 +38,13 @@ const writeFailHold = 30 * time.Second
 func watchWrites(store journal.Store) *writeHealth { return &writeHealth{Store: store} }
 
 func (s *writeHealth) note(err error) {
-	if err != nil && !journalFailure(err) {
-		return // an answer (not found, terminal, conflict, invalid), not a fault
+	if err != nil && (!journalFailure(err) || unreachable(err)) {
+		// An answer (not found, terminal, conflict, invalid), not a
+		// fault; or Redis not answering at all, which /readyz reports
+		// through its PING while it lasts and must not outlast it (a
+		// hub cut off from Redis would stay unready for writeFailHold
+		// after the heal, with nothing to write that clears it).
+		return
 	}
 	if err == nil && !s.failed.Load() {
 		return // healthy and staying so: every append passes here, no lock
@@ -84,4 +94,15 @@ func (s *writeHealth) BeginRunUpdate(ctx context.Context, r journal.RunMeta, fn 
 	m, err := s.Store.BeginRunUpdate(ctx, r, fn)
 	s.note(err)
 	return m, err
+}
+
+// unreachable reports whether err is Redis not answering — a dial or a
+// connection that failed or timed out, the pool waiting for one — rather
+// than a write refused by a journal that answers (a full disk, -OOM,
+// -READONLY, -MISCONF).
+func unreachable(err error) bool {
+	var oerr *net.OpError
+	return errors.As(err, &oerr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, goredis.ErrPoolTimeout) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

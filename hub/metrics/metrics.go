@@ -95,6 +95,7 @@ type Metrics struct {
 	redisErrors     map[string]prometheus.Counter
 	redisReconnects prometheus.Counter
 	leaseExpiries   prometheus.Counter
+	fenced          prometheus.Counter
 }
 
 // New makes a process's metrics on a new registry, with the Go runtime and
@@ -160,6 +161,7 @@ func New(version string) *Metrics {
 	}
 	m.redisReconnects = f.counter("redis_reconnects_total", "Connections to Redis made again after a connection failed (recoveries from an outage or a failover).")
 	m.leaseExpiries = f.counter("lease_expiries_total", "Runs this process's reaper ended as interrupted because their executor stopped renewing its lease.")
+	m.fenced = f.counter("journal_appends_fenced_total", "Appends the journal refused because the run had already ended: the late writes of an executor whose run another process ended (its lease lapsed and a reaper journaled interrupted), or a reaper another was first to.")
 	return m
 }
 
@@ -323,6 +325,15 @@ func (m *Metrics) JournalAppend(d time.Duration, failed bool) {
 	if failed {
 		m.journalErrors[OpAppend].Inc()
 	}
+}
+
+// AppendFenced counts an append the journal refused because its run had
+// ended (journal.ErrTerminal).
+func (m *Metrics) AppendFenced() {
+	if m == nil {
+		return
+	}
+	m.fenced.Inc()
 }
 
 // JournalRead observes a read's latency (op: OpRead, OpRun, OpSession,

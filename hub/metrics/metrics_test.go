@@ -126,6 +126,8 @@ func TestCounts(t *testing.T) {
 	m.RedisError(metrics.RedisNetwork)
 	m.RedisReconnected()
 	m.LeaseExpired()
+	m.AppendFenced()
+	m.AppendFenced()
 	m.HTTPRequest("GET", "/v1/runs/:rid", 200)
 
 	checks := map[string]float64{
@@ -151,6 +153,7 @@ func TestCounts(t *testing.T) {
 		`runhub_redis_errors_total{kind="network"}`:                                 1,
 		`runhub_redis_reconnects_total`:                                             1,
 		`runhub_lease_expiries_total`:                                               1,
+		`runhub_journal_appends_fenced_total`:                                       2,
 		`runhub_http_requests_total{code="200",method="GET",route="/v1/runs/:rid"}`: 1,
 		`runhub_build_info{goversion="` + runtime.Version() + `",version="v1.2.3"}`: 1,
 	}
@@ -173,6 +176,7 @@ func TestNilIsOff(t *testing.T) {
 	m.SlowConsumerCaughtUp()
 	m.Control(protocol.OpStart, protocol.ResultAccepted, nil)
 	m.HTTPRequest("GET", "/", 200)
+	m.AppendFenced()
 	m.JournalAppend(time.Second, true)
 	m.JournalRead(metrics.OpRun, time.Second, true)
 	m.RedisError(metrics.RedisReply)

@@ -25,7 +25,22 @@ type ClusterOptions struct {
 	NodeTimeout time.Duration
 	// Args are extra redis-server arguments for every node.
 	Args []string
+	// Hosts, when set, places node i (masters first) on Hosts[i]: its
+	// address and the command that runs its server (a network namespace
+	// of its own: internal/netfault), every node on port HostPort of its
+	// own address; redis-cli runs with Hosts[0]'s command. Default: every
+	// node on a free port of 127.0.0.1.
+	Hosts []Host
 }
+
+// Host is where a Cluster node runs (ClusterOptions.Hosts).
+type Host struct {
+	Bind    string
+	Command func(name string, args ...string) *exec.Cmd
+}
+
+// HostPort is the port of every node placed on a Host (bus: +10000).
+const HostPort = 7000
 
 // Cluster is a Redis Cluster of redis-server processes on 127.0.0.1, made
 // with redis-cli --cluster create.
@@ -84,15 +99,29 @@ func NewCluster(opts ClusterOptions) (*Cluster, error) {
 
 func newCluster(cli string, opts ClusterOptions) (*Cluster, error) {
 	count := opts.Masters * (1 + opts.Replicas)
-	ports, err := freePorts(count)
-	if err != nil {
-		return nil, err
+	var ports []int
+	if len(opts.Hosts) > 0 {
+		if len(opts.Hosts) != count {
+			return nil, fmt.Errorf("redistest: %d hosts for %d nodes", len(opts.Hosts), count)
+		}
+		for range count {
+			ports = append(ports, HostPort)
+		}
+	} else {
+		var err error
+		if ports, err = freePorts(count); err != nil {
+			return nil, err
+		}
 	}
 	c := &Cluster{}
-	for _, p := range ports {
+	for i, p := range ports {
 		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.FormatInt(opts.NodeTimeout.Milliseconds(), 10)}, opts.Args...)
-		s, err := New(Options{Port: p, Args: args})
+		o := Options{Port: p, Args: args}
+		if len(opts.Hosts) > 0 {
+			o.Bind, o.Command = opts.Hosts[i].Bind, opts.Hosts[i].Command
+		}
+		s, err := New(o)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -104,7 +133,11 @@ func newCluster(cli string, opts ClusterOptions) (*Cluster, error) {
 		create = append(create, s.Addr())
 	}
 	create = append(create, "--cluster-replicas", strconv.Itoa(opts.Replicas), "--cluster-yes")
-	out, err := exec.Command(cli, create...).CombinedOutput()
+	cmd := exec.Command(cli, create...)
+	if len(opts.Hosts) > 0 && opts.Hosts[0].Command != nil {
+		cmd = opts.Hosts[0].Command(cli, create...)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("redistest: redis-cli %s: %w\n%s", strings.Join(create, " "), err, out)

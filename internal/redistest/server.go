@@ -29,9 +29,17 @@ type Options struct {
 	Dir string
 	// Args are extra redis-server arguments, e.g. "--maxmemory", "64mb".
 	Args []string
-	// Port is a TCP port to listen on, on 127.0.0.1, besides the unix
-	// socket. Default 0: the unix socket only.
+	// Port is a TCP port to listen on, on 127.0.0.1 (or Bind), besides
+	// the unix socket. Default 0: the unix socket only.
 	Port int
+	// Bind is the address Port listens on (default 127.0.0.1), e.g. a
+	// network namespace's.
+	Bind string
+	// Command, when set, makes the server's command from the binary and
+	// its arguments (e.g. to run it in a network namespace:
+	// internal/netfault's Node.Command). The unix socket, a file, is
+	// reached from any namespace.
+	Command func(name string, args ...string) *exec.Cmd
 }
 
 // StartTimeout bounds how long New waits for a server to answer PING
@@ -114,7 +122,7 @@ func (s *Server) Addr() string {
 	if s.opts.Port == 0 {
 		return ""
 	}
-	return "127.0.0.1:" + strconv.Itoa(s.opts.Port)
+	return net.JoinHostPort(s.bind(), strconv.Itoa(s.opts.Port))
 }
 
 // PID is the current process's id, 0 when none runs.
@@ -143,6 +151,13 @@ func (s *Server) Log() string {
 	return s.log.String()
 }
 
+func (s *Server) bind() string {
+	if s.opts.Bind != "" {
+		return s.opts.Bind
+	}
+	return "127.0.0.1"
+}
+
 func (s *Server) args() []string {
 	a := []string{
 		"--port", strconv.Itoa(s.opts.Port),
@@ -155,7 +170,7 @@ func (s *Server) args() []string {
 		"--loglevel", "warning",
 	}
 	if s.opts.Port != 0 {
-		a = append(a, "--bind", "127.0.0.1")
+		a = append(a, "--bind", s.bind())
 	}
 	if s.opts.AOF {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
@@ -178,9 +193,17 @@ func (s *Server) start() error {
 	_ = os.Remove(s.socket) // a stale socket from a killed process
 	log := &bytes.Buffer{}
 	w := &lockedWriter{mu: &s.mu, buf: log}
-	cmd := exec.Command(s.bin, s.args()...)
+	var cmd *exec.Cmd
+	if s.opts.Command != nil {
+		cmd = s.opts.Command(s.bin, s.args()...)
+	} else {
+		cmd = exec.Command(s.bin, s.args()...)
+	}
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("redistest: starting %s: %w", s.bin, err)
