@@ -42,7 +42,7 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		pre = &p
 	}
 	sock, proto, err := tabsock.Accept(w, r, tabsock.Options{Subprotocols: []string{protocol.SubprotocolV1},
-		ReadLimit: h.cfg.MaxFrameBytes})
+		ReadLimit: h.cfg.MaxFrameBytes, FrameTimeout: h.cfg.FrameTimeout})
 	if err != nil {
 		return // Accept has written the HTTP error
 	}

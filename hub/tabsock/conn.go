@@ -45,6 +45,14 @@ type Options struct {
 	// ReadLimit bounds a message's bytes (negative: no bound); a message
 	// over it is answered 1009 before its payload is read.
 	ReadLimit int64
+	// FrameTimeout bounds the time from a frame's first byte until the
+	// frame is whole, and for a message in fragments until its last
+	// fragment is, control frames between them included (0: no bound).
+	// A socket that sends part of a frame or of a message, then nothing
+	// (or dribbles), is closed with 1008 when it runs out: its reader
+	// goroutine and its buffer are held until then. A socket idle between
+	// messages is never closed.
+	FrameTimeout time.Duration
 }
 
 // Conn is one socket: its connection, the reading side (ReadMessage,
@@ -67,6 +75,7 @@ type Conn struct {
 	rmu     sync.Mutex
 	br      bufio.Reader
 	closeBy time.Time // the closing handshake's deadline (zero: none); under rmu
+	armed   bool      // a frame's deadline is set; under rmu
 
 	mu         sync.Mutex
 	pending    *[]byte // a pooled frame buffer whose bytes from pendingOff on are not sent yet

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 )
@@ -112,10 +113,23 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 func (c *Conn) readMessage() (MessageType, []byte, error) {
 	var msg []byte
 	var typ byte // the message's opcode; 0 before its first frame
+	defer c.disarmFrame()
 	for {
+		if typ == 0 {
+			// Between messages a socket may stay idle as long as it
+			// likes: the deadline starts with a frame's first byte and
+			// covers the message it begins, fragments, control frames
+			// between them and all, so that whatever the client sends a
+			// partial message holds the reader at most FrameTimeout.
+			c.disarmFrame()
+			if _, err := c.br.Peek(1); err != nil {
+				return 0, nil, err
+			}
+			c.armFrame()
+		}
 		h, err := c.readFrameHeader()
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, c.frameTimedOut(err)
 		}
 		if h.rsv != 0 {
 			return 0, nil, c.violation(StatusProtocolError, fmt.Errorf("received header with unexpected rsv bits set: %v:%v:%v", h.rsv&0x40 != 0, h.rsv&0x20 != 0, h.rsv&0x10 != 0))
@@ -126,7 +140,7 @@ func (c *Conn) readMessage() (MessageType, []byte, error) {
 		switch h.opcode {
 		case opClose, opPing, opPong:
 			if err := c.controlFrame(h); err != nil {
-				return 0, nil, err
+				return 0, nil, c.frameTimedOut(err)
 			}
 			continue
 		case opContinuation:
@@ -155,7 +169,7 @@ func (c *Conn) readMessage() (MessageType, []byte, error) {
 			pos := len(msg)
 			msg = slices.Grow(msg, int(n))[:pos+int(n)]
 			if _, err := io.ReadFull(&c.br, msg[pos:]); err != nil {
-				return 0, nil, fmt.Errorf("failed to read frame payload: %w", err)
+				return 0, nil, c.frameTimedOut(fmt.Errorf("failed to read frame payload: %w", err))
 			}
 			unmask(msg[pos:], h.key, int(read))
 			read += n
@@ -164,6 +178,38 @@ func (c *Conn) readMessage() (MessageType, []byte, error) {
 			return MessageType(typ), msg, nil
 		}
 	}
+}
+
+// armFrame sets the deadline of the message (or control frame) whose
+// first byte has come: FrameTimeout, or sooner the closing handshake's.
+func (c *Conn) armFrame() {
+	if c.opts.FrameTimeout <= 0 {
+		return
+	}
+	d := time.Now().Add(c.opts.FrameTimeout)
+	if !c.closeBy.IsZero() && c.closeBy.Before(d) {
+		d = c.closeBy
+	}
+	c.armed = true
+	_ = c.conn.SetReadDeadline(d)
+}
+
+// disarmFrame lifts a frame's deadline (back to the closing handshake's,
+// if any).
+func (c *Conn) disarmFrame() {
+	if c.armed {
+		c.armed = false
+		_ = c.conn.SetReadDeadline(c.closeBy)
+	}
+}
+
+// frameTimedOut answers a message or frame that ran out of its
+// FrameTimeout with a close frame (1008); other errors pass as they are.
+func (c *Conn) frameTimedOut(err error) error {
+	if c.armed && c.closeBy.IsZero() && errors.Is(err, os.ErrDeadlineExceeded) {
+		return c.violation(StatusPolicyViolation, fmt.Errorf("frame not completed within %v", c.opts.FrameTimeout))
+	}
+	return err
 }
 
 // controlFrame reads and answers a control frame; an error ends the
