@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // MessageType is a data message's: text or binary.
@@ -175,6 +176,11 @@ func (c *Conn) readMessage() (MessageType, []byte, error) {
 			read += n
 		}
 		if h.fin {
+			// RFC 6455 §8.1: a text message that is not UTF-8 fails the
+			// connection with 1007 (docs/protocol.md §7.3: its cost).
+			if typ == opText && !utf8.Valid(msg) {
+				return 0, nil, c.violation(StatusInvalidPayload, errors.New("received invalid UTF-8 in a text message"))
+			}
 			return MessageType(typ), msg, nil
 		}
 	}
@@ -236,6 +242,9 @@ func (c *Conn) controlFrame(h frameHeader) error {
 	code, reason, err := parseClose(p)
 	if err != nil {
 		return c.violation(StatusProtocolError, fmt.Errorf("received invalid close payload: %w", err))
+	}
+	if !utf8.ValidString(reason) { // §8.1 again; the reason is not echoed
+		return c.violation(StatusInvalidPayload, errors.New("received invalid UTF-8 in a close reason"))
 	}
 	_ = c.close(code, reason) // the echo (nothing when our close went first)
 	c.Close()
