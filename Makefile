@@ -92,7 +92,8 @@ FUZZ_TARGETS := \
 	./journal/bolt:FuzzRow ./journal/bolt:FuzzHead \
 	./internal/lineread:FuzzReadLine ./adapter/hermes:FuzzReadSSE ./adapter/openai:FuzzReadSSE \
 	./hub/agui:FuzzMapper ./hub/agui:FuzzTurns ./hub/aisdk:FuzzMapper ./protocol:FuzzCompact \
-	./protocol:FuzzValidDelta ./protocol:FuzzAppendEventFrame ./protocol:FuzzNewEventDelta
+	./protocol:FuzzValidDelta ./protocol:FuzzAppendEventFrame ./protocol:FuzzNewEventDelta \
+	./hub/tabsock:FuzzDifferential ./hub/tabsock:FuzzBounds
 FUZZTIME ?= 20s
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -103,7 +103,9 @@ func unmask(p []byte, key [4]byte, pos int) {
 // frames that come before and between its frames: a ping with a pong, a
 // close with a close (then the connection is closed). A protocol
 // violation is answered with a close frame (1002; 1009 for a message over
-// the limit) and an error, as is the end of the connection; the caller
+// the limit) and an error, as is the end of the connection (io.EOF
+// between messages; io.ErrUnexpectedEOF, or an error wrapping it or
+// io.EOF, inside one: a message cut short is never returned); the caller
 // then ends the socket (Close).
 func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 	c.rmu.Lock()
@@ -129,6 +131,9 @@ func (c *Conn) readMessage() (MessageType, []byte, error) {
 			c.armFrame()
 		}
 		h, err := c.readFrameHeader()
+		if err == io.EOF && typ != 0 {
+			err = io.ErrUnexpectedEOF // the connection ended inside a message
+		}
 		if err != nil {
 			return 0, nil, c.frameTimedOut(err)
 		}
