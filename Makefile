@@ -99,7 +99,8 @@ FUZZ_TARGETS := \
 	./hub/agui:FuzzMapper ./hub/agui:FuzzTurns ./hub/aisdk:FuzzMapper ./protocol:FuzzCompact \
 	./protocol:FuzzValidDelta ./protocol:FuzzAppendEventFrame ./protocol:FuzzNewEventDelta \
 	./adapter/agui:FuzzReadFrames ./adapter/agui:FuzzApply \
-	./hub/durable/subscription:FuzzRegistration ./hub/durable/subscription:FuzzRoute
+	./hub/durable/subscription:FuzzRegistration ./hub/durable/subscription:FuzzRoute \
+	./hub/tabsock:FuzzDifferential ./hub/tabsock:FuzzBounds
 FUZZTIME ?= 20s
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -13,12 +13,12 @@ import (
 // into one protocol.Compacted record; any other gets events[0] as it is.
 func (c *conn) replayFrame(events []protocol.Envelope, compact bool) ([]byte, int, error) {
 	if !compact {
-		frame, err := encodeEventFrame(&events[0])
+		frame, err := protocol.EncodeEventFrame(&events[0])
 		return frame, 1, err
 	}
 	rec, n := protocol.CompactNext(events)
 	if n == 1 {
-		frame, err := encodeEventFrame(&events[0])
+		frame, err := protocol.EncodeEventFrame(&events[0])
 		return frame, 1, err
 	}
 	b, err := json.Marshal(compactedMessage{Type: protocol.MsgEvent, Event: &rec})

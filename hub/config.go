@@ -47,6 +47,10 @@ type Config struct {
 	// Danger: without it a socket that never says hello holds its slot,
 	// goroutine and buffers for as long as the peer keeps TCP open.
 	HelloTimeout time.Duration
+	// FrameTimeout bounds a client frame from its first byte to its last,
+	// a message in fragments from its first byte to its last fragment; a
+	// socket past it is closed with 1008 (default 10 s; negative: none).
+	FrameTimeout time.Duration
 	// ReplayPage is the journal page size of catch-up reads (default 256).
 	ReplayPage int
 	// GoawayReconnect is the reconnect_after_ms sent in goaway (default 1000).
@@ -142,6 +146,9 @@ func (c *Config) defaults() {
 	}
 	if c.HelloTimeout == 0 {
 		c.HelloTimeout = 10 * time.Second
+	}
+	if c.FrameTimeout == 0 {
+		c.FrameTimeout = 10 * time.Second
 	}
 	if c.ReplayPage == 0 {
 		c.ReplayPage = 256

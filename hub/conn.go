@@ -58,7 +58,7 @@ func (c *conn) goaway(reason string, after time.Duration) {
 // abort drops the socket at once.
 func (c *conn) abort() {
 	c.cancel()
-	c.wire.conn.Close()
+	c.sock.Close()
 }
 
 func errMessage(err error) string {

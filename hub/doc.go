@@ -45,27 +45,27 @@
 //     leave with the next status flush (presence is progress, not meaning);
 //   - the focus router (router.go) tails the runs that some socket focuses,
 //     encodes each event once and offers the bytes to the focusing sockets;
-//   - a socket (serve.go) reads its frames on a goroutine started when
-//     bytes arrive: the hub's poller (poller_linux.go, one epoll set)
-//     waits for every idle socket, so an idle socket has no goroutine of
-//     its own (without epoll, one reader goroutine each); what it is sent
-//     waits in a bounded queue and leaves batched into one NDJSON frame.
-//     The hub's senders (sender.go, one per core, each serving a share of
-//     the sockets) write those frames: a socket offered something is put
-//     in its sender's ready list, and the sender, woken once for all of
+//   - a socket (serve.go) is read and written through its transport,
+//     hub/tabsock (the handshake, frames, the closing handshake): its
+//     frames are read on a goroutine started when bytes arrive, as the
+//     hub's poller (tabsock.Poller, one epoll set) waits for every idle
+//     socket, so an idle socket has no goroutine of its own (without
+//     epoll, one reader goroutine each); what it is sent waits in a
+//     bounded queue and leaves batched into one NDJSON frame. The hub's
+//     senders (sender.go, one per core, each serving a share of the
+//     sockets) write those frames: a socket offered something is put in
+//     its sender's ready list, and the sender, woken once for all of
 //     them, writes each a frame with a non-blocking write. What may wait
-//     runs on the socket's own writer goroutine (writeloop.go; started when
-//     needed, ended after at most a second of nothing, so an idle tab costs
-//     one goroutine): the rest of a frame the kernel did not take, reading
-//     the journal for the focus, the close, each write bounded by the
-//     write timeout. The hub frames its messages itself on the connection
-//     (wire.go); the WebSocket library writes only its control frames.
+//     runs on the socket's own writer goroutine (writeloop.go; started
+//     when needed, ended after at most a second of nothing): the rest of
+//     a frame the kernel did not take, reading the journal for the focus,
+//     the close, each write bounded by the write timeout.
 //     docs/benchmarks.md ("Load tests") has what a socket costs. A
 //     socket's state is split by owner, each part with its locking stated
 //     on its type (types.go): the reader's own, its watches, its hello and
 //     credentials, its outbox — queues, close request and focus, under one
-//     lock — its wire (wire.go) and its writer's lifecycle. A socket
-//     reaches its hub only through socketEnv.
+//     lock — its connection and its writer's lifecycle. A socket reaches
+//     its hub only through socketEnv.
 //
 // A socket accepts an event only if it is the next seq of the run it is
 // delivering (focus.go). Anything else — a gap, a queue over its bound, a
@@ -77,7 +77,7 @@
 //
 // The files are layered so that no two use each other: config.go and
 // types.go (the types, with the contract of their state) at the bottom;
-// the primitives (wire.go, writer.go, sender.go, conn.go) above them; the
+// the primitives (writer.go, sender.go, conn.go) above them; the
 // features (hello.go, watch.go, focus.go, control.go, router.go,
 // status.go, presence.go, access.go, identity.go) in the middle; and the
 // entry points on top (serve.go and writeloop.go for a socket, api.go for

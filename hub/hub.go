@@ -111,7 +111,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	h.wg.Wait()
 	h.pollMu.Lock()
 	if h.poller != nil && !h.pollStopped {
-		h.poller.stop() // every socket has ended
+		h.poller.Stop() // every socket has ended
 	}
 	h.pollStopped = true
 	h.pollMu.Unlock()

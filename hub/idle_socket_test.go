@@ -76,14 +76,14 @@ func TestIdleSocketHasNoReader(t *testing.T) {
 		readers, shallow, deep = 0, 0, 0
 		buf := make([]byte, 1<<20)
 		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			if !strings.Contains(g, "hub.(*conn).readLoop") && !strings.Contains(g, "hub.(*conn).turn") {
+			if !strings.Contains(g, "tabsock.(*Conn).readLoop") && !strings.Contains(g, "tabsock.(*Conn).turn") {
 				continue
 			}
 			readers++
 			switch {
 			case strings.Contains(g, "websocket.(*Conn).Read"):
 				deep++
-			case strings.Contains(g, "hub.(*fdConn).waitReadable"):
+			case strings.Contains(g, "tabsock.(*Conn).WaitReadable"):
 				shallow++
 			}
 		}

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/coder/websocket"
 	"github.com/runhub/runhub/hub/metrics"
+	"github.com/runhub/runhub/hub/tabsock"
 )
 
 // pushResult is what push did with a message.
@@ -218,7 +218,7 @@ func (o *outbox) requestClose(msg []byte, code int, reason string) bool {
 	if msg != nil {
 		o.msgs = append(o.msgs, msg)
 	}
-	o.closing, o.closeCode, o.closeReason = true, websocket.StatusCode(code), reason
+	o.closing, o.closeCode, o.closeReason = true, tabsock.StatusCode(code), reason
 	return true
 }
 
@@ -230,7 +230,7 @@ func (o *outbox) closed() bool {
 }
 
 // closeStatus is the requested close's code and reason.
-func (o *outbox) closeStatus() (websocket.StatusCode, string) {
+func (o *outbox) closeStatus() (tabsock.StatusCode, string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.closeCode, o.closeReason

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,30 +55,6 @@ func TestOutbox_FullTakeLetsTheStatusQueueGo(t *testing.T) {
 	o.putStatus(plainFrame("s1", []byte(`{"type":"status","n":2}`)))
 	if frame, _ := o.take(nil, 1<<20); string(frame) != `{"type":"status","n":2}` {
 		t.Fatalf("a status after the queue was let go: %q", frame)
-	}
-}
-
-// The bytes net/http read ahead of the upgrade come first, then the
-// connection's, and are let go once read.
-func TestPrefixConn_ReadsThePrefixFirst(t *testing.T) {
-	server, client := net.Pipe()
-	defer server.Close()
-	c := &prefixConn{Conn: server, prefix: []byte("abcde")}
-	go func() {
-		client.Write([]byte("fgh"))
-		client.Close()
-	}()
-	p := make([]byte, 3)
-	var got []byte
-	for {
-		n, err := c.Read(p)
-		got = append(got, p[:n]...)
-		if err != nil {
-			break
-		}
-	}
-	if string(got) != "abcdefgh" || c.prefix != nil {
-		t.Fatalf("read %q, prefix left %q", got, c.prefix)
 	}
 }
 

@@ -174,7 +174,7 @@ func (r *router) deliver(sid string, e *protocol.Envelope) {
 	if f == nil || len(f.conns) == 0 {
 		return
 	}
-	frame, err := encodeEventFrame(e)
+	frame, err := protocol.EncodeEventFrame(e)
 	if err != nil {
 		r.h.log.Error("encode event", "run_id", e.RunID, "err", err)
 		return

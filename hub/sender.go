@@ -4,6 +4,7 @@ import (
 	"runtime"
 
 	"github.com/runhub/runhub/hub/metrics"
+	"github.com/runhub/runhub/hub/tabsock"
 )
 
 // newSenders makes a hub's senders: one per core.
@@ -75,15 +76,15 @@ func (s *sender) loop() {
 // frame it wrote, 0 when it wrote none (the caller counts frames).
 func (c *conn) sendNow() int {
 	c.queued.Store(false)
-	w := c.wire
-	if !w.mu.TryLock() {
+	w := c.sock
+	if !w.TryLock() {
 		// The writer goroutine or a control frame is being written, and may
 		// be waiting on a slow tab: the writer takes what waits after.
 		c.wakeWriter()
 		return 0
 	}
-	if w.hasPending() {
-		w.mu.Unlock()
+	if w.Pending() {
+		w.Unlock()
 		c.wakeWriter() // bytes before ours wait for the writer
 		return 0
 	}
@@ -93,12 +94,12 @@ func (c *conn) sendNow() int {
 		// The writer holds a frame it took and has not written yet: ours
 		// would overtake it. It takes what waits after.
 		o.mu.Unlock()
-		w.mu.Unlock()
+		w.Unlock()
 		return 0
 	}
 	if o.writerNeeded() {
 		o.mu.Unlock()
-		w.mu.Unlock()
+		w.Unlock()
 		c.wakeWriter()
 		return 0
 	}
@@ -106,20 +107,20 @@ func (c *conn) sendNow() int {
 	if limit == 0 {
 		limit = c.cfg.MaxBatchBytes
 	}
-	bp := framePool.Get().(*[]byte)
-	buf, _ := o.takeLocked((*bp)[:frameHeadroom], limit)
+	bp := tabsock.GetFrame()
+	buf, _ := o.takeLocked((*bp)[:tabsock.FrameHeadroom], limit)
 	o.mu.Unlock()
 	*bp = buf
-	if len(buf) == frameHeadroom {
-		w.mu.Unlock()
-		putFrame(bp)
+	if len(buf) == tabsock.FrameHeadroom {
+		w.Unlock()
+		tabsock.PutFrame(bp)
 		return 0
 	}
-	frame := frameOf(buf)
-	left, err := w.trySend(bp, len(buf)-len(frame))
-	w.mu.Unlock()
+	frame := tabsock.TextFrame(buf)
+	left, err := w.TrySend(bp, len(buf)-len(frame))
+	w.Unlock()
 	if !left {
-		putFrame(bp)
+		tabsock.PutFrame(bp)
 	}
 	if err != nil {
 		c.cancel()
@@ -128,14 +129,14 @@ func (c *conn) sendNow() int {
 	if left {
 		c.wakeWriter() // the rest of the frame: the writer may wait for the tab
 	}
-	return len(buf) - frameHeadroom
+	return len(buf) - tabsock.FrameHeadroom
 }
 
 // signal tells the socket there is something to send: its sender writes
 // it (or hands it to the writer goroutine). It may be called with out.mu
 // held.
 func (c *conn) signal() {
-	if c.snd == nil || c.wire == nil || !c.wire.direct() {
+	if c.snd == nil || c.sock == nil || !c.sock.Direct() {
 		c.wakeWriter() // no sender for this socket: its writer sends everything
 		return
 	}

@@ -7,14 +7,14 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/httpx"
+	"github.com/runhub/runhub/hub/tabsock"
 	"github.com/runhub/runhub/protocol"
 )
 
 // A tab socket from its upgrade to its end: ServeWS, the socket's reader
-// (readLoop, handleFrame, handle, which dispatches each client message to
+// (Next, handleFrame, handle, which dispatches each client message to
 // hello.go, watch.go, focus.go and control.go) and leave. It sits on top
 // of the socket's files: it calls into them, none of them calls into it.
 
@@ -41,20 +41,20 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 		}
 		pre = &p
 	}
-	hj := &socketHijacker{ResponseWriter: w}
-	proto, err := acceptTab(hj, r, []string{protocol.SubprotocolV1})
+	sock, proto, err := tabsock.Accept(w, r, tabsock.Options{Subprotocols: []string{protocol.SubprotocolV1},
+		ReadLimit: h.cfg.MaxFrameBytes, FrameTimeout: h.cfg.FrameTimeout})
 	if err != nil {
-		return // acceptTab has written the HTTP error
+		return // Accept has written the HTTP error
 	}
-	c := newConn(h, hj, pre)
+	c := newConn(h, sock, pre)
 	if proto != protocol.SubprotocolV1 {
-		c.closeHandshake(websocket.StatusPolicyViolation, "subprotocol runhub.v1 required")
+		sock.CloseHandshake(tabsock.StatusPolicyViolation, "subprotocol runhub.v1 required")
 		return
 	}
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
-		c.closeHandshake(websocket.StatusServiceRestart, "shutting down")
+		sock.CloseHandshake(tabsock.StatusServiceRestart, "shutting down")
 		return
 	}
 	h.conns[c] = struct{}{}
@@ -63,30 +63,19 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request) {
 	// net/http lets go of a hijacked connection when the handler returns,
 	// so returning frees the request and this goroutine's stack (grown by
 	// routing and the upgrade) for as long as the tab stays connected.
-	if c.polled(h.socketPoller()) {
-		// No goroutine of its own: the hub's poller waits for its bytes.
-		c.begin()
-		c.next()
-		return
-	}
-	go func() {
-		c.serve()
-		h.drop(c)
-	}()
+	// With the hub's poller the socket has no goroutine while idle.
+	c.begin()
+	sock.Serve(h.socketPoller(), c)
 }
 
 // socketPoller returns the hub's poller, made and started by the first
 // socket (a hub that serves none has none); nil: none (no epoll, or the
 // hub has stopped).
-func (h *Hub) socketPoller() idlePoller {
+func (h *Hub) socketPoller() *tabsock.Poller {
 	h.pollMu.Lock()
 	defer h.pollMu.Unlock()
 	if h.poller == nil && !h.pollStopped {
-		if p := newPoller(); p != nil {
-			p.turn = (*conn).turn
-			p.start()
-			h.poller, h.env.poller = p, p
-		}
+		h.poller = tabsock.NewPoller()
 	}
 	return h.poller
 }
@@ -103,24 +92,23 @@ func (h *Hub) drop(c *conn) {
 
 // newConn makes a socket; pre is the principal of the upgrade's
 // Authorization header, if any.
-func newConn(h *Hub, hj *socketHijacker, pre *Principal) *conn {
+func newConn(h *Hub, sock *tabsock.Conn, pre *Principal) *conn {
 	// The socket's context is not the hub's child: a child is an entry in
 	// the hub context's map of children for the socket's life, and the
 	// hub ends its sockets itself (Shutdown: goaway, or abort past its
 	// deadline). Cancelling the socket also closes it: that is what ends
-	// the read parked in readLoop, which is given no context (see there),
-	// and a write in flight.
+	// a read in flight, which is given no context (Next), and a write in
+	// flight.
 	// It also wakes the writer goroutine, which waits for its wake token,
 	// not for the context's Done channel (writeLoop).
 	ctx, cancel := context.WithCancel(context.Background())
 	snd := h.senders[int(h.nextSnd.Add(1))%len(h.senders)]
-	c := &conn{socketEnv: &h.env, wire: hj.wire, id: adapter.NewID("c_"), ctx: ctx, snd: snd,
-		rd: reader{pre: pre, br: hj.br, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
+	c := &conn{socketEnv: &h.env, sock: sock, id: adapter.NewID("c_"), ctx: ctx, snd: snd,
+		rd: reader{pre: pre, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
 		w:  writer{wake: make(chan struct{}, 1)}}
-	conn := c.wire.conn
 	c.cancel = func() {
 		cancel()
-		conn.Close()
+		sock.Close()
 		select {
 		case c.w.wake <- struct{}{}:
 		default:
@@ -130,15 +118,6 @@ func newConn(h *Hub, hj *socketHijacker, pre *Principal) *conn {
 	return c
 }
 
-// serve runs the reader on the calling goroutine and the writer on another,
-// and returns when both have stopped (a socket its hub's poller does not
-// wait for).
-func (c *conn) serve() {
-	c.begin()
-	c.readLoop()
-	c.stop()
-}
-
 // begin arms the hello timeout.
 func (c *conn) begin() {
 	if d := c.cfg.HelloTimeout; d > 0 {
@@ -146,78 +125,23 @@ func (c *conn) begin() {
 	}
 }
 
-// stop ends the socket once its reader is done: the writer stopped, the
-// connection closed.
-func (c *conn) stop() {
+// End ends the socket once its reader is done (tabsock.Reader): the
+// writer stopped, the connection closed, then the hub forgets it.
+func (c *conn) End() {
 	c.cancel()
 	if c.rd.helloT != nil {
 		c.rd.helloT.Stop()
 	}
 	c.w.halt()
-	c.wire.conn.Close()
+	c.sock.Close()
 	c.auth.end()
+	c.hub.drop(c)
 }
 
-// polled reports whether the hub's poller waits for the socket's bytes
-// (poller_linux.go): a plain socket, on a hub with a poller. It then has
-// no goroutine while idle: each frame that arrives is read and handled on
-// a goroutine started for it (turn).
-func (c *conn) polled(p idlePoller) bool {
-	if p == nil || c.poller != p || c.wire == nil || c.wire.conn.fd < 0 || c.rd.br == nil {
-		return false
-	}
-	c.wire.conn.hook = c
-	return true
-}
-
-// next waits for the tab's next frame: the socket is armed in the poller,
-// or, with bytes buffered already or when it cannot be armed, given a
-// turn at once.
-func (c *conn) next() {
-	if !c.buffered() && c.poller.arm(c, c.wire.conn.fd) {
-		return
-	}
-	go c.turn()
-}
-
-// buffered reports bytes read from the connection (or ahead of the
-// upgrade) that no frame has taken yet.
-func (c *conn) buffered() bool {
-	c.rbuf.Lock()
-	defer c.rbuf.Unlock()
-	return c.rd.br.Buffered() > 0 || c.wire.conn.prefixed()
-}
-
-// turn reads and handles the frames that have come, then arms the socket
-// again; a read that fails (the socket closed) or a frame that ends the
-// socket ends it here. Turns of a socket run one at a time: the next
-// starts once this one has armed it.
-func (c *conn) turn() {
-	for {
-		if !c.readFrame() {
-			c.stop()
-			c.hub.drop(c)
-			return
-		}
-		if !c.buffered() && c.poller.arm(c, c.wire.conn.fd) {
-			return
-		}
-	}
-}
-
-// connClosing is the socket's connection telling it that it closes
-// (fdConn.Close): it leaves the poller's set first, and an armed socket
-// gets a last turn, whose read fails.
-func (c *conn) connClosing() {
-	if c.poller != nil {
-		c.poller.closing(c, c.wire.conn.fd)
-	}
-}
-
-// readFrame reads one frame and handles it; false ends the socket. As
-// net/http did when the handler goroutine read the socket, a panic ends
-// this socket, not the hub.
-func (c *conn) readFrame() (ok bool) {
+// Next reads one message and handles it; false ends the socket
+// (tabsock.Reader). As net/http did when the handler goroutine read the
+// socket, a panic ends this socket, not the hub.
+func (c *conn) Next() (ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("panic handling a client frame", "conn_id", c.id, "panic", p, "stack", string(debug.Stack()))
@@ -226,7 +150,7 @@ func (c *conn) readFrame() (ok bool) {
 	}()
 	// No context: c.cancel closes the socket instead, and every way a
 	// socket ends goes through it or closes the socket itself.
-	typ, data, err := c.readMessage()
+	typ, data, err := c.sock.ReadMessage()
 	if err != nil {
 		return false // read limit (1009), peer close, hub stop: the socket is done
 	}
@@ -247,44 +171,9 @@ func (c *conn) leave() {
 	c.presence.gone(c)
 }
 
-func (c *conn) readLoop() {
-	for {
-		// An idle socket's goroutine waits here, a few frames deep: its
-		// stack stays at the 2 KiB it started with. Reading a frame
-		// (readMessage, bufio, the connection) and handling it
-		// (decoding, watching, focusing, controls) go deeper, so both run
-		// on a goroutine of their own, waited for, so messages stay in
-		// order; that goroutine's stack goes back to the runtime's cache
-		// when it ends, where a reader parked in a read would keep it for
-		// the socket's life.
-		c.readable()
-		done := make(chan bool, 1)
-		go func() { done <- c.readFrame() }()
-		if !<-done {
-			return
-		}
-	}
-}
-
-// readable waits until a read of the socket would not wait for the tab:
-// bytes are in the socket's read buffer or read ahead of the upgrade, or the
-// connection has bytes, has ended or failed. Without a plain socket under
-// the connection it returns at once (the read then waits, deeper). A
-// failure is left to the read that follows, which ends the socket as
-// before.
-func (c *conn) readable() {
-	if c.wire == nil || c.wire.conn.raw == nil || c.rd.br == nil {
-		return
-	}
-	if c.buffered() {
-		return
-	}
-	_ = c.wire.conn.waitReadable()
-}
-
 // handleFrame handles one client frame; false ends the socket.
-func (c *conn) handleFrame(typ websocket.MessageType, data []byte) bool {
-	if typ != websocket.MessageText {
+func (c *conn) handleFrame(typ tabsock.MessageType, data []byte) bool {
+	if typ != tabsock.MessageText {
 		if c.admit(nil) {
 			c.sendError(protocol.CodeBadRequest, "frames must be UTF-8 text", "")
 		}

@@ -423,3 +423,78 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// A socket past hello that sends part of a frame (of its header, of a
+// control frame's payload, of a data frame's payload) or part of a
+// message, then nothing (or dribbles empty fragments and pings), is closed with 1008 once FrameTimeout runs out,
+// and its goroutine ends; one that stays idle between messages for
+// longer is never closed. The bound here is generous (rawWS's 15 s read
+// deadline): the test fails only if the socket is never closed.
+func TestTabWS_PartialFrameTimesOut(t *testing.T) {
+	th := newTestHub(t, hub.Config{FrameTimeout: 200 * time.Millisecond})
+	hello := func(r *rawWS) {
+		r.frame(0x81, []byte(`{"type":"hello","client":"t"}`), true)
+		if op, p, err := r.next(); err != nil || op != 0x1 || !strings.Contains(string(p), `"welcome"`) {
+			t.Fatalf("hello: op %d %s %v", op, p, err)
+		}
+	}
+	raw := func(r *rawWS, b ...byte) {
+		if _, err := r.c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		send func(r *rawWS)
+	}{
+		{"half a header", func(r *rawWS) { raw(r, 0x81) }},
+		{"a header without its mask key", func(r *rawWS) { raw(r, 0x81, 0x85, 1, 2) }},
+		{"a ping claiming 125 bytes, none sent", func(r *rawWS) { raw(r, 0x89, 0x80|125, 1, 2, 3, 4) }},
+		{"a data frame claiming 1000 bytes, 10 sent", func(r *rawWS) {
+			raw(r, append([]byte{0x81, 0x80 | 126, 0x03, 0xe8, 1, 2, 3, 4}, make([]byte, 10)...)...)
+		}},
+		{"the first fragment of a message", func(r *rawWS) { r.frame(0x01, []byte(`{"type":`), true) }},
+		{"empty fragments and pings, never the last", func(r *rawWS) {
+			r.frame(0x01, []byte(`{"type":`), true)
+			go func() { // up to 2 s of dribble, ten times FrameTimeout; ends when the hub closes
+				for range 20 {
+					// An empty continuation and a ping with payload "p", masked with 0.
+					if _, err := r.c.Write([]byte{0x00, 0x80, 0, 0, 0, 0, 0x89, 0x81, 0, 0, 0, 0, 'p'}); err != nil {
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := upgradedRaw(t, th, goodUpgrade)
+			hello(r)
+			tc.send(r)
+			if got := r.closeFrame(); got != 1008 {
+				t.Fatalf("close code %d, want 1008", got)
+			}
+			if _, _, err := r.next(); err == nil || isTimeout(err) {
+				t.Fatalf("the socket stays open after the close (%v)", err)
+			}
+			// Its goroutine and buffer are let go: the hub forgets it.
+			waitFor(t, 15*time.Second, "the socket to end", func() bool { return th.Hub.Conns() == 0 })
+		})
+	}
+	t.Run("idle between messages", func(t *testing.T) {
+		r := upgradedRaw(t, th, goodUpgrade)
+		hello(r)
+		time.Sleep(time.Second) // five times FrameTimeout, with no frame begun
+		r.frame(0x81, []byte(`{"type":"ping","id":"still"}`), true)
+		for {
+			op, p, err := r.next()
+			if err != nil || op == 0x8 {
+				t.Fatalf("the idle socket was closed: op %d %s %v", op, p, err)
+			}
+			if strings.Contains(string(p), `"id":"still"`) {
+				return
+			}
+		}
+	})
+}

@@ -1,16 +1,15 @@
 package hub
 
 import (
-	"bufio"
 	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/metrics"
+	"github.com/runhub/runhub/hub/tabsock"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/session"
@@ -23,8 +22,8 @@ import (
 // live with the feature that owns them (serve.go, conn.go, writer.go,
 // writeloop.go, sender.go, focus.go, watch.go, hello.go, router.go,
 // status.go, presence.go, limits.go), so the files above use this one and
-// it uses none of them but config.go and wire.go (the connection's
-// sending side, a primitive below the socket).
+// it uses none of them but config.go. The socket's transport (the
+// handshake, reading and writing frames, the poller) is hub/tabsock.
 
 // Hub serves tabs. Create it with New, serve ServeWS and Routes, stop it
 // with Shutdown.
@@ -37,10 +36,10 @@ type Hub struct {
 	tracker  *tracker
 	router   *router
 	presence *presence
-	senders  []*sender     // write for the sockets, one per core (sender.go)
-	poller   idlePoller    // waits for idle sockets' bytes (nil: none yet, or none; poller_linux.go), under pollMu
-	nextSnd  atomic.Uint32 // the sender the next socket gets, modulo len(senders)
-	env      socketEnv     // what its sockets use of it
+	senders  []*sender       // write for the sockets, one per core (sender.go)
+	poller   *tabsock.Poller // waits for idle sockets' bytes (nil: none yet, or none), under pollMu
+	nextSnd  atomic.Uint32   // the sender the next socket gets, modulo len(senders)
+	env      socketEnv       // what its sockets use of it
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -70,7 +69,6 @@ type socketEnv struct {
 	router   *router          // live events of the focused session
 	tracker  *tracker         // statuses of the watched sessions
 	presence *presence        // who watches and focuses each session
-	poller   idlePoller       // waits for idle sockets' bytes (nil: each socket reads on a goroutine of its own)
 	hub      socketHub
 }
 
@@ -107,10 +105,11 @@ type socketHub interface {
 //   - out (outbox): the outbound queues, the close request and the focus,
 //     shared by the reader, the writer, the sender, the router, the tracker
 //     and the timers; under out.mu.
-//   - wire: the connection's sending side (wire.go): whole frames, the
-//     bytes a sender left for the writer; under wire.mu, held for a whole
+//   - sock: the connection (hub/tabsock): reading frames, under its read
+//     lock; sending whole frames and the bytes a sender left for the
+//     writer, under its send lock ("wire.mu" below), held for a whole
 //     frame by the writer, the sender (TryLock only) or whoever writes a
-//     control frame (tabws.go).
+//     control frame.
 //   - w (writer): the writer goroutine's lifecycle; an atomic and w.mu.
 //   - queued: c is in its sender's ready list; an atomic.
 //
@@ -123,13 +122,12 @@ type socketHub interface {
 // sender.mu is taken holding out.mu (signal) and holds nothing. Nothing
 // else is held while taking them.
 //
-// id, ws, ctx, cancel, snd and socketEnv are set by newConn and never
-// change; wire is set before serve and never changes.
+// id, sock, ctx, cancel, snd and socketEnv are set by newConn and never
+// change.
 // subject is set by the first hello, on the reader, before anything else
 // reads it: the reader's calls into presence and tracker, and leave.
 type conn struct {
 	*socketEnv
-	rmu     sync.Mutex // held by who reads the tab's frames (tabws.go): readMessage, the closing handshake
 	id      string
 	subject string
 	ctx     context.Context
@@ -139,38 +137,19 @@ type conn struct {
 	watches watches
 	auth    authState
 	out     outbox
-	wire    *wire // nil only in tests' sockets, which write nothing
+	sock    *tabsock.Conn // nil only in tests' sockets, which write nothing
 	w       writer
 	snd     *sender // the sender that writes for the socket
-	// rbuf is held by the reader to look at the socket's read buffer
-	// (buffered) and by finish around the closing handshake, which reads
-	// it. Neither holds another lock meanwhile.
-	rbuf   sync.Mutex
-	queued atomic.Bool
-	poll   pollState
+	queued  atomic.Bool
 }
-
-// idlePoller waits for idle sockets' bytes (poller_linux.go's epoll set;
-// an interface, so no type here depends on one system's file). pollState
-// is a socket's registration with it: in its set, closed (under its mu).
-type idlePoller interface {
-	stop()
-	arm(c *conn, fd int) bool
-	closing(c *conn, fd int)
-}
-type pollState struct{ added, closed bool }
 
 // reader is the reader goroutine's own state. Nothing else touches it (the
 // hello timer's callback reads auth, not this), so it has no lock; leave
 // reads claimed once serve has returned.
 type reader struct {
-	pre    *Principal  // authenticated by the upgrade's Authorization header
-	rate   *bucket     // nil: no limit
-	helloT *time.Timer // closes a socket that sends no hello in time (nil: none)
-	// br is the socket's read buffer (hijack.go): bytes in it
-	// are read without waiting for the connection (conn.buffered, under
-	// conn.rbuf).
-	br      *bufio.Reader
+	pre     *Principal  // authenticated by the upgrade's Authorization header
+	rate    *bucket     // nil: no limit
+	helloT  *time.Timer // closes a socket that sends no hello in time (nil: none)
 	admin   bool
 	claimed bool // holds a slot of its subject (claimSocket)
 	compact bool // hello took protocol.CapCompactReplay
@@ -222,7 +201,7 @@ type outbox struct {
 	statuses    *statusQueue // unsent statuses (nil: none; pooled, outbox.go)
 	events      [][]byte     // focused events and replay markers, in order
 	closing     bool         // a close was requested: only msgs still go out
-	closeCode   websocket.StatusCode
+	closeCode   tabsock.StatusCode
 	closeReason string
 	focus       focusState // the focus state machine's (focus.go)
 	// settled, when not nil, is closed once the focus has read the journal
@@ -295,7 +274,7 @@ type writer struct {
 // events to many sockets in one go, and a busy sender never sleeps.
 //
 // A sender never waits on a socket: it takes the socket's wire with
-// TryLock and writes one frame with a non-blocking write (wire.trySend).
+// TryLock and writes one frame with a non-blocking write (TrySend).
 // What it cannot do without waiting goes to the socket's writer goroutine
 // (writeloop.go): the rest of a frame the kernel did not take whole, a wire
 // busy with a write that may be waiting on a slow tab, reading the journal

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/runhub/runhub/hub/tabsock"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -27,7 +28,7 @@ func (c *conn) writeLoop() {
 	// per-write timer or cancellation. (An AfterFunc on the socket's
 	// context would leave the context a map of children for the socket's
 	// life once the writer retires: ~0.2 KiB per idle socket.)
-	timeout := time.AfterFunc(time.Hour, func() { c.wire.conn.Close() })
+	timeout := time.AfterFunc(time.Hour, func() { c.sock.Close() })
 	timeout.Stop()
 	defer timeout.Stop()
 	limit := c.cfg.MaxBatchBytes // the frame size, smaller while writes are slow
@@ -36,15 +37,15 @@ func (c *conn) writeLoop() {
 	busy := false // wrote since the idle timer last fired
 	fails := 0    // catch-up reads failed in a row
 	for {
-		bp := framePool.Get().(*[]byte)
-		buf, done := c.out.takeBusy((*bp)[:frameHeadroom], limit)
-		if len(buf) > frameHeadroom {
+		bp := tabsock.GetFrame()
+		buf, done := c.out.takeBusy((*bp)[:tabsock.FrameHeadroom], limit)
+		if len(buf) > tabsock.FrameHeadroom {
 			*bp = buf
 			began := time.Now()
 			err := c.write(timeout, buf)
 			limit = nextFrameLimit(limit, c.cfg.MaxBatchBytes, time.Since(began))
 			c.out.release(limit)
-			putFrame(bp)
+			tabsock.PutFrame(bp)
 			if err != nil {
 				c.cancel()
 				return
@@ -53,12 +54,12 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		*bp = buf
-		putFrame(bp)
-		if c.wire != nil {
+		tabsock.PutFrame(bp)
+		if c.sock != nil {
 			// What a sender could not write whole goes out before anything
 			// else (and before the close frame).
 			began := time.Now()
-			sent, err := c.wire.flush(timeout, c.cfg.WriteTimeout)
+			sent, err := c.sock.Flush(timeout, c.cfg.WriteTimeout)
 			if err != nil {
 				c.cancel()
 				return

@@ -1,17 +1,14 @@
 package hub
 
 import (
-	"bytes"
-	"encoding/json"
-	"sync"
+	"errors"
 	"time"
 
-	"github.com/runhub/runhub/protocol"
+	"github.com/runhub/runhub/hub/tabsock"
 )
 
-// maxKeptEncoder is the largest buffer an eventEncoder keeps between
-// events: a huge payload's buffer is let go.
-const maxKeptEncoder = 64 << 10
+// errNoSocket: a socket made without a connection (tests) was written to.
+var errNoSocket = errors.New("hub: the socket has no connection")
 
 // halt keeps any writer from starting and waits for the one running.
 func (w *writer) halt() {
@@ -56,47 +53,6 @@ func nextFrameLimit(limit, maxLimit int, took time.Duration) int {
 // one. A tab that receives anything more often than this keeps its writer.
 const writerLinger = time.Second
 
-// eventEncoder encodes event frames; pooled so a frame costs one
-// allocation (the frame itself).
-type eventEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-var encoderPool = sync.Pool{New: func() any {
-	e := &eventEncoder{}
-	e.enc = json.NewEncoder(&e.buf)
-	return e
-}}
-
-// encodeEventFrame is protocol.EncodeEvent(nil, e) — the same bytes:
-// {"type":"event","event":<envelope as json.Marshal encodes it>} — with one
-// allocation instead of three: deltas are written field by field
-// (protocol.AppendEventFrame), anything else through a pooled encoder.
-func encodeEventFrame(e *protocol.Envelope) ([]byte, error) {
-	// The frame's fixed text, the seq and created_at take under 160 bytes.
-	n := 160 + len(e.EventID) + len(e.RunID) + len(e.SessionID) + len(e.Type) + len(e.Payload)
-	if frame, ok := protocol.AppendEventFrame(make([]byte, 0, n), e); ok {
-		return frame, nil
-	}
-	ee := encoderPool.Get().(*eventEncoder)
-	defer encoderPool.Put(ee)
-	ee.buf.Reset()
-	ee.buf.WriteString(`{"type":"event","event":`)
-	if err := ee.enc.Encode(e); err != nil { // escapes HTML as json.Marshal does
-		return nil, err
-	}
-	b := ee.buf.Bytes()
-	b = b[:len(b)-1] // Encode's newline
-	frame := make([]byte, len(b)+1)
-	copy(frame, b)
-	frame[len(b)] = '}'
-	if ee.buf.Cap() > maxKeptEncoder {
-		ee.buf = bytes.Buffer{} // do not keep a huge payload's buffer
-	}
-	return frame, nil
-}
-
 // write sends one frame (buf: the frame's headroom, then its payload);
 // timeout closes the socket if the tab takes no bytes of it for
 // WriteTimeout.
@@ -104,12 +60,12 @@ func (c *conn) write(timeout *time.Timer, buf []byte) error {
 	if c.ctx.Err() != nil {
 		return c.ctx.Err()
 	}
-	if c.wire == nil {
-		return errNoWire
+	if c.sock == nil {
+		return errNoSocket
 	}
-	err := c.wire.send(frameOf(buf), timeout, c.cfg.WriteTimeout)
+	err := c.sock.Send(tabsock.TextFrame(buf), timeout, c.cfg.WriteTimeout)
 	if err == nil {
-		c.metrics.FrameWritten(len(buf) - frameHeadroom)
+		c.metrics.FrameWritten(len(buf) - tabsock.FrameHeadroom)
 	}
 	return err
 }
@@ -117,9 +73,7 @@ func (c *conn) write(timeout *time.Timer, buf []byte) error {
 // finish closes the socket with the requested code.
 func (c *conn) finish() {
 	code, reason := c.out.closeStatus()
-	c.rbuf.Lock() // the handshake reads the socket's read buffer (buffered)
-	c.closeHandshake(code, reason)
-	c.rbuf.Unlock()
+	c.sock.CloseHandshake(code, reason)
 	c.cancel()
 }
 

@@ -1,4 +1,4 @@
-package hub
+package protocol_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// encodeEventFrame must produce exactly protocol.EncodeEvent's bytes.
+// protocol.EncodeEventFrame must produce exactly protocol.EncodeEvent's bytes.
 func TestEncodeEventFrameMatchesEncodeEvent(t *testing.T) {
 	payloads := []string{
 		`{"message_id":"m1","text":"w1 "}`,
@@ -31,7 +31,7 @@ func TestEncodeEventFrameMatchesEncodeEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 { // a second time through the pooled encoder
-			got, err := encodeEventFrame(&e)
+			got, err := protocol.EncodeEventFrame(&e)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +41,7 @@ func TestEncodeEventFrameMatchesEncodeEvent(t *testing.T) {
 		}
 	}
 	bad := protocol.Envelope{Payload: json.RawMessage(`{"unterminated":`)}
-	if _, err := encodeEventFrame(&bad); err == nil {
+	if _, err := protocol.EncodeEventFrame(&bad); err == nil {
 		t.Fatal("invalid payload encoded")
 	}
 	if _, err := protocol.EncodeEvent(nil, &bad); err == nil {
@@ -58,10 +58,10 @@ func BenchmarkEncodeEventFrame(b *testing.B) {
 			protocol.EncodeEvent(nil, &e)
 		}
 	})
-	b.Run("encodeEventFrame", func(b *testing.B) {
+	b.Run("EncodeEventFrame", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			encodeEventFrame(&e)
+			protocol.EncodeEventFrame(&e)
 		}
 	})
 }

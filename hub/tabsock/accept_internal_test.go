@@ -1,4 +1,4 @@
-package hub
+package tabsock
 
 import (
 	"bufio"
@@ -33,24 +33,48 @@ func TestSmallReadBufferKeepsReadAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w := &socketHijacker{ResponseWriter: fakeHijacker{ResponseWriter: httptest.NewRecorder(), conn: server, br: br}}
-		if err := w.hijack(); err != nil {
+		c, err := hijack(fakeHijacker{ResponseWriter: httptest.NewRecorder(), conn: server, br: br}, Options{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if w.br.Size() != socketReadBuffer || w.wire == nil {
-			t.Fatalf("reader size %d, wire %v", w.br.Size(), w.wire)
+		if c.br.Size() != ReadBuffer {
+			t.Fatalf("reader size %d", c.br.Size())
 		}
 		go func() {
 			client.Write([]byte("def"))
 			client.Close()
 		}()
-		got, err := io.ReadAll(w.br)
+		got, err := io.ReadAll(&c.br)
 		if err != nil && err != io.ErrClosedPipe {
 			t.Fatal(err)
 		}
 		if string(got) != ahead+"def" {
 			t.Fatalf("read %q, want %q", got, ahead+"def")
 		}
-		w.wire.conn.Close()
+		c.Close()
+	}
+}
+
+// The bytes net/http read ahead of the upgrade come first, then the
+// connection's, and are let go once read.
+func TestPrefixConn_ReadsThePrefixFirst(t *testing.T) {
+	server, client := net.Pipe()
+	defer server.Close()
+	c := &prefixConn{Conn: server, prefix: []byte("abcde")}
+	go func() {
+		client.Write([]byte("fgh"))
+		client.Close()
+	}()
+	p := make([]byte, 3)
+	var got []byte
+	for {
+		n, err := c.Read(p)
+		got = append(got, p[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if string(got) != "abcdefgh" || c.prefix != nil {
+		t.Fatalf("read %q, prefix left %q", got, c.prefix)
 	}
 }
