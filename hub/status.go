@@ -107,7 +107,7 @@ func (t *tracker) sessionChanged(sid string) {
 // a duplicate schedules a reload from the journal. Called with t.mu held.
 func (t *tracker) apply(s *tracked, e *protocol.Envelope) {
 	s.enc = nil // the status changes (or is reloaded)
-	if err := s.state.Apply(e); err != nil {
+	if err := foldFeed(&s.state, e); err != nil {
 		if l := s.state.Latest; l != nil && e.RunID == l.RunID && e.Seq <= l.LastSeq {
 			return // already folded
 		}
@@ -116,6 +116,19 @@ func (t *tracker) apply(s *tracked, e *protocol.Envelope) {
 		return
 	}
 	t.changed(s)
+}
+
+// foldFeed folds a feed record into a session's status: an event, or the
+// deltas a status-rate feed left out (journal.DeltasSkipped).
+func foldFeed(st *session.Session, e *protocol.Envelope) error {
+	if e.Type != journal.DeltasSkipped {
+		return st.Apply(e)
+	}
+	var p journal.SkippedDeltas
+	if err := json.Unmarshal(e.Payload, &p); err != nil {
+		return err
+	}
+	return st.Skip(e.RunID, p.Count, p.Tokens, p.Last, e.Seq, e.CreatedAt)
 }
 
 // changed marks a loaded session's status as unsent; a change of its

@@ -148,7 +148,9 @@ type Bus interface {
 	SubscribeRun(runID string, fn func(protocol.Envelope)) (cancel func())
 	// SubscribeFeed calls fn with every event of every session from now on,
 	// in seq order per run. The payload of delta events (EventType.IsDelta)
-	// may be omitted ("{}"): the feed is for status, not content.
+	// may be omitted ("{}"): the feed is for status, not content; and a
+	// feed may leave deltas out, putting a DeltasSkipped record for them
+	// before the next record of their run.
 	//
 	// The feed also carries a record of type SessionChanged whenever a
 	// session changes without an event (CreateSession, BeginRun,
@@ -163,6 +165,23 @@ type Bus interface {
 // shows session state re-reads the session. It never reaches a run's log
 // or a client.
 const SessionChanged protocol.EventType = "journal.session_changed"
+
+// DeltasSkipped is the Type of a feed record that stands for delta events
+// (EventType.IsDelta) a feed left out: a feed that coalesces deltas
+// (journal/redis with a FeedInterval) puts at most one such record per
+// interval per run, or one just before the next event it carries, rather
+// than one record per delta. Its RunID, SessionID, Seq (the last left-out
+// delta's), CreatedAt (that delta's) and its payload (SkippedDeltas) let
+// a status fold (session.Session.Skip) reach the status that folding each
+// delta would have reached. It never reaches a run's log or a client.
+const DeltasSkipped protocol.EventType = "journal.deltas_skipped"
+
+// SkippedDeltas is the payload of a DeltasSkipped record.
+type SkippedDeltas struct {
+	Count  int64              `json:"count"`          // deltas left out, seqs Seq-Count+1 … Seq
+	Tokens int64              `json:"tokens"`         // how many of them were token.delta
+	Last   protocol.EventType `json:"last,omitempty"` // the last that sets the progress: token.delta or reasoning.delta
+}
 
 // SessionChangedRecord is the feed record announcing a change of sid.
 func SessionChangedRecord(sid string) protocol.Envelope {

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -153,7 +154,7 @@ func (t *feedTail) loop(g int, heads []string) {
 	for i, k := range keys {
 		index[k] = i
 	}
-	r := newTailReader(s, "feed tail")
+	r := newTailReader(s, "feed tail", &s.reads.feedRecords, &s.reads.feedBytes)
 	defer r.close()
 	var ids []string
 	if heads != nil {
@@ -195,12 +196,15 @@ func (t *feedTail) deliver(msgs []goredis.XMessage) {
 		return
 	}
 	for _, m := range msgs {
-		e, err := decodeFeedRecord(m.Values)
+		skipped, e, err := decodeFeedRecord(m.Values)
 		if err != nil {
 			t.s.opts.Logger.Error("journal/redis: feed tail: undecodable record; skipping it", "id", m.ID, "err", err)
 			continue
 		}
 		for _, sub := range subs {
+			if skipped != nil {
+				sub.call(*skipped)
+			}
 			sub.call(e)
 		}
 	}
@@ -216,20 +220,57 @@ func (sub *feedSub) call(e protocol.Envelope) {
 
 // decodeFeedRecord rebuilds an envelope from a feed record: the fields of
 // a run stream entry plus r (run id) and q (seq), or, for a session change
-// (journal.SessionChanged), just s and t.
-func decodeFeedRecord(f map[string]any) (protocol.Envelope, error) {
-	if t, _ := f["t"].(string); t == string(journal.SessionChanged) {
-		sid, _ := f["s"].(string)
+// (journal.SessionChanged), just s and t. A record that carries deltas
+// append.lua left out (k, n, l, lc: Options.FeedInterval) comes with the
+// journal.DeltasSkipped record that goes before it; a mark (mark.lua) is
+// one.
+func decodeFeedRecord(f map[string]any) (skipped *protocol.Envelope, e protocol.Envelope, err error) {
+	str := func(k string) string { v, _ := f[k].(string); return v }
+	if t := str("t"); t == string(journal.SessionChanged) {
+		sid := str("s")
 		if sid == "" {
-			return protocol.Envelope{}, errors.New("session change record without a session")
+			return nil, e, errors.New("session change record without a session")
 		}
-		return journal.SessionChangedRecord(sid), nil
+		return nil, journal.SessionChangedRecord(sid), nil
 	}
-	runID, _ := f["r"].(string)
-	q, _ := f["q"].(string)
-	seq, err := strconv.ParseUint(q, 10, 64)
+	runID := str("r")
+	seq, err := strconv.ParseUint(str("q"), 10, 64)
 	if err != nil || runID == "" {
-		return protocol.Envelope{}, fmt.Errorf("feed record without run or seq: r=%q q=%q", runID, q)
+		return nil, e, fmt.Errorf("feed record without run or seq: r=%q q=%q", runID, str("q"))
 	}
-	return decodeEvent(runID, seq, f)
+	if str("t") == string(journal.DeltasSkipped) {
+		e, err := skippedRecord(runID, str("s"), seq, str("c"), f)
+		return nil, e, err
+	}
+	if e, err = decodeEvent(runID, seq, f); err != nil {
+		return nil, e, err
+	}
+	if _, ok := f["k"]; ok {
+		sk, err := skippedRecord(runID, e.SessionID, seq-1, str("lc"), f)
+		if err != nil {
+			return nil, e, err
+		}
+		skipped = &sk
+	}
+	return skipped, e, nil
+}
+
+// skippedRecord is the journal.DeltasSkipped record of the deltas a feed
+// record counts (k, n, l), the last of them at seq, created at created.
+func skippedRecord(runID, sid string, seq uint64, created string, f map[string]any) (protocol.Envelope, error) {
+	str := func(k string) string { v, _ := f[k].(string); return v }
+	var p journal.SkippedDeltas
+	var err1, err2, err3 error
+	p.Count, err1 = strconv.ParseInt(str("k"), 10, 64)
+	p.Tokens, err2 = strconv.ParseInt(str("n"), 10, 64)
+	at, err3 := strconv.ParseFloat(created, 64)
+	if err := errors.Join(err1, err2, err3); err != nil || p.Count <= 0 || sid == "" {
+		return protocol.Envelope{}, fmt.Errorf("feed record of run %s: left-out deltas k=%q n=%q at %q: %v", runID, str("k"), str("n"), created, err)
+	}
+	p.Last = protocol.EventType(str("l"))
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return protocol.Envelope{}, err
+	}
+	return protocol.Envelope{Type: journal.DeltasSkipped, RunID: runID, SessionID: sid, Seq: seq, CreatedAt: at, Payload: payload}, nil
 }
