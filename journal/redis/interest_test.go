@@ -27,10 +27,17 @@ func sessionsInShards(s *Store, prefix string) []string {
 // each reads the feed records of its shard only; a store that watches
 // nothing reads no feed record; what is journaled after Ready reaches the
 // watcher, and an Unwatch stops the reads.
-func TestInterest_ReadsOnlyWatchedShards(t *testing.T) {
-	a := openStore(t, Options{Shards: 4, FeedInterval: time.Hour})
-	b := openStore(t, Options{Shards: 4, FeedInterval: time.Hour, Prefix: a.opts.Prefix})
-	idle := openStore(t, Options{Shards: 4, FeedInterval: time.Hour, Prefix: a.opts.Prefix})
+func TestInterest_ReadsOnlyWatchedShards(t *testing.T) { readsOnlyWatchedShards(t, single(t)) }
+
+// The same on a Redis Cluster: a reader per shard, each on its master.
+func TestInterest_ReadsOnlyWatchedShards_Cluster(t *testing.T) {
+	readsOnlyWatchedShards(t, clusterURL(t))
+}
+
+func readsOnlyWatchedShards(t *testing.T, url string) {
+	a := openStore(t, Options{URL: url, Shards: 4, FeedInterval: time.Hour})
+	b := openStore(t, Options{URL: url, Shards: 4, FeedInterval: time.Hour, Prefix: a.opts.Prefix})
+	idle := openStore(t, Options{URL: url, Shards: 4, FeedInterval: time.Hour, Prefix: a.opts.Prefix})
 	sids := sessionsInShards(a, "s")
 	ctx := context.Background()
 	var gotA, gotB, gotIdle events
@@ -42,7 +49,9 @@ func TestInterest_ReadsOnlyWatchedShards(t *testing.T) {
 	inA.Watch(sids[0])
 	inB.Watch(sids[1])
 	for _, in := range []struct {
-		i   interface{ Ready(context.Context, string) error }
+		i interface {
+			Ready(context.Context, string) error
+		}
 		sid string
 	}{{inA, sids[0]}, {inB, sids[1]}} {
 		if err := in.i.Ready(ctx, in.sid); err != nil {
@@ -125,5 +134,53 @@ func TestInterest_ReadsOnlyWatchedShards(t *testing.T) {
 		if e.SessionID != sids[2] {
 			t.Errorf("after its Unwatch, a got a record of %s: %s", e.SessionID, e.Type)
 		}
+	}
+}
+
+// Durable streams' notices go by interest: a store with a reader of a
+// stream gets the notices of that stream's partition, not another's; a
+// store with no reader gets none.
+func TestInterest_StreamNoticesByPartition(t *testing.T) { streamNoticesByPartition(t, single(t)) }
+
+// The same on a Redis Cluster: sharded channels, each on its master.
+func TestInterest_StreamNoticesByPartition_Cluster(t *testing.T) {
+	streamNoticesByPartition(t, clusterURL(t))
+}
+
+func streamNoticesByPartition(t *testing.T, url string) {
+	a := openStore(t, Options{URL: url, Shards: 4})
+	b := openStore(t, Options{URL: url, Shards: 4, Prefix: a.opts.Prefix})
+	idle := openStore(t, Options{URL: url, Shards: 4, Prefix: a.opts.Prefix})
+	byPart := map[int]string{}
+	for i := 0; len(byPart) < 2; i++ {
+		name := fmt.Sprint("stream-", i)
+		if _, ok := byPart[a.k.notifyPartOf(name)]; !ok {
+			byPart[a.k.notifyPartOf(name)] = name
+		}
+	}
+	var mine, other string
+	for _, name := range byPart {
+		if mine == "" {
+			mine = name
+		} else {
+			other = name
+		}
+	}
+	woken := make(chan struct{}, 16)
+	cancel := StreamStore{a}.SubscribeStream(mine, func() { woken <- struct{}{} })
+	defer cancel()
+	ctx := context.Background()
+	StreamStore{b}.NotifyStream(ctx, other) // not a's partition
+	StreamStore{b}.NotifyStream(ctx, mine)
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a's reader was not woken by b's commit")
+	}
+	if n := a.ReadStats().NotifyMessages; n != 1 {
+		t.Errorf("a received %d notices, want 1 (its partition's)", n)
+	}
+	if n := idle.ReadStats().NotifyMessages; n != 0 {
+		t.Errorf("a store with no reader received %d notices", n)
 	}
 }
