@@ -136,4 +136,26 @@ func TestScaleOut_ReadsFollowInterest(t *testing.T) {
 	if afterIdle.feed != beforeIdle.feed || afterIdle.run != beforeIdle.run || afterIdle.feed > 0 {
 		t.Errorf("the hub with no tab read %v feed records and %v run events", afterIdle.feed, afterIdle.run-beforeIdle.run)
 	}
+
+	// Hub A dies; its tab reconnects to the hub that had none, which
+	// now reads that session's shard: the status is right at once, and
+	// a run started afterwards is followed through every transition.
+	a.kill()
+	tc := dialTab(t, idle)
+	tc.c.Watch(tc.ctx(), false, sa)
+	tc.until(20*time.Second, "the status on the hub taken over", func() bool {
+		st := tc.status[sa]
+		return st.RunID == ra.RunID && st.Terminal && st.Tokens == small
+	})
+	tc.c.Focus(tc.ctx(), sa, "")
+	rc := startIn(t, b, sa, `{"tokens":30,"token_ms":5,"tools":0}`)
+	tc.until(60*time.Second, "the next run on the hub taken over", func() bool { return tc.terminal(rc.RunID) })
+	checkDone(t, "tab on hub C", tc.run(rc.RunID), 30)
+	tc.until(20*time.Second, "the next run's final status", func() bool {
+		st := tc.status[sa]
+		return st.RunID == rc.RunID && st.Terminal && st.Tokens == 30
+	})
+	if st := readsOf(t, idle); st.feed < 1 || st.feed > float64(s.feedLen(s.shardTag(sa))) {
+		t.Errorf("hub C read %v feed records; its one session's shard holds %d", st.feed, s.feedLen(s.shardTag(sa)))
+	}
 }
