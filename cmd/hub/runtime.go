@@ -122,7 +122,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		}
 	}
 	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log,
-		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout, FeedInterval: cfg.FeedInterval})
+		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout, FeedInterval: cfg.FeedInterval, Shards: cfg.Shards})
 	if err != nil {
 		rt.rdb.Close()
 		return nil, err
