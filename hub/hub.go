@@ -22,6 +22,7 @@ func New(cfg Config, store journal.Store, runtime adapter.RuntimeAdapter) *Hub {
 	h.env = socketEnv{cfg: &h.cfg, log: h.log, metrics: h.cfg.Metrics, store: store,
 		router: h.router, tracker: h.tracker, presence: h.presence, hub: h}
 	h.tracker.start()
+	h.router.interest = h.tracker.interest
 	h.router.start()
 	h.presence.start()
 	for _, s := range h.senders {

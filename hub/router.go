@@ -1,15 +1,17 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 )
 
 func newRouter(h *Hub) *router {
-	return &router{h: h, feeds: map[string]*sessionFeed{}, focused: map[*conn]string{}, refresh: map[string]struct{}{},
+	return &router{h: h, interest: journal.WholeFeed{CancelFunc: func() {}}, feeds: map[string]*sessionFeed{}, focused: map[*conn]string{}, refresh: map[string]struct{}{},
 		wake: make(chan struct{}, 1), quit: make(chan struct{})}
 }
 
@@ -43,6 +45,7 @@ func (r *router) focus(c *conn, sid string) {
 		f = &sessionFeed{sid: sid, conns: map[*conn]struct{}{}}
 		r.feeds[sid] = f
 		r.refresh[sid] = struct{}{}
+		r.interest.Watch(sid) // its new runs (run.started) on the feed
 	}
 	if _, in := f.conns[c]; !in {
 		f.conns[c] = struct{}{}
@@ -73,6 +76,7 @@ func (r *router) unfocus(c *conn) {
 			delete(r.feeds, sid)
 			delete(r.refresh, sid)
 			cancel = f.cancel
+			r.interest.Unwatch(sid)
 		}
 	}
 	r.mu.Unlock()
@@ -125,6 +129,14 @@ func (r *router) loop() {
 // resubscribe points sid's tail at its latest run and kicks the focusing
 // sockets so they read whatever the tail did not see.
 func (r *router) resubscribe(sid string) {
+	// The feed first (focus watched it): a run started after the read
+	// below is announced to newRun.
+	ctx, stop := context.WithTimeout(r.h.ctx, 10*time.Second)
+	err := r.interest.Ready(ctx, sid)
+	stop()
+	if err != nil {
+		r.h.log.Warn("router: feed of session", "session_id", sid, "err", err)
+	}
 	meta, err := r.h.store.Session(r.h.ctx, sid)
 	if err != nil {
 		r.h.log.Warn("router: load session", "session_id", sid, "err", err)

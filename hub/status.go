@@ -31,7 +31,11 @@ func newTracker(h *Hub) *tracker {
 }
 
 func (t *tracker) start() {
-	t.cancelFeed = t.h.store.SubscribeFeed(t.onFeed)
+	// The feed of the sessions this hub's tabs watch or focus, and no
+	// other (journal.Interest): every tracked session is watched, a
+	// watch-all socket watches all, the router watches the sessions its
+	// tabs focus.
+	t.interest = t.h.store.SubscribeInterest(t.onFeed)
 	t.wg.Add(2)
 	go func() {
 		defer t.wg.Done()
@@ -44,7 +48,7 @@ func (t *tracker) start() {
 }
 
 func (t *tracker) stop() {
-	t.cancelFeed()
+	t.interest.Cancel()
 	close(t.quit)
 	t.wg.Wait()
 }
@@ -107,7 +111,7 @@ func (t *tracker) sessionChanged(sid string) {
 // a duplicate schedules a reload from the journal. Called with t.mu held.
 func (t *tracker) apply(s *tracked, e *protocol.Envelope) {
 	s.enc = nil // the status changes (or is reloaded)
-	if err := s.state.Apply(e); err != nil {
+	if err := foldFeed(&s.state, e); err != nil {
 		if l := s.state.Latest; l != nil && e.RunID == l.RunID && e.Seq <= l.LastSeq {
 			return // already folded
 		}
@@ -173,7 +177,14 @@ func (t *tracker) load(sid string) {
 	ctx, cancel := context.WithTimeout(t.h.ctx, 30*time.Second)
 	defer cancel()
 	var st session.Session
-	meta, err := t.h.store.Session(ctx, sid)
+	// The feed first: what is journaled after the read below reaches
+	// the tracker (a session not watched, dropped meanwhile, waits for
+	// nothing).
+	err := t.interest.Ready(ctx, sid)
+	var meta journal.SessionMeta
+	if err == nil {
+		meta, err = t.h.store.Session(ctx, sid)
+	}
 	if err == nil {
 		t.mu.Lock()
 		known, watched := t.sessions[sid] != nil, len(t.owners[meta.Owner]) > 0
@@ -213,7 +224,7 @@ func (t *tracker) load(sid string) {
 			return // nobody watches it
 		}
 		s = &tracked{id: sid, owner: meta.Owner}
-		t.sessions[sid] = s
+		t.track(s)
 	}
 	s.owner = meta.Owner
 	st.Presence = t.h.presence.lookup(sid, meta.Owner)
@@ -408,7 +419,7 @@ func (t *tracker) ensure(meta journal.SessionMeta) *tracked {
 	s := t.sessions[meta.ID]
 	if s == nil {
 		s = &tracked{id: meta.ID, owner: meta.Owner, unread: true}
-		t.sessions[meta.ID] = s
+		t.track(s)
 		t.scheduleLoad(meta.ID)
 	}
 	return s
@@ -434,29 +445,6 @@ func (t *tracker) unwatch(c *conn, sids []string) {
 			delete(s.fresh, c)
 			t.gc(s)
 		}
-	}
-}
-
-// unwatchOwner ends c's watch-all.
-func (t *tracker) unwatchOwner(c *conn, owner string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if set := t.owners[owner]; set != nil {
-		delete(set, c)
-		if len(set) == 0 {
-			delete(t.owners, owner)
-			for _, s := range t.sessions {
-				t.gc(s)
-			}
-		}
-	}
-}
-
-// gc drops a session nobody watches. Called with t.mu held.
-func (t *tracker) gc(s *tracked) {
-	if len(s.watchers) == 0 && len(t.owners[s.owner]) == 0 {
-		delete(t.sessions, s.id)
-		delete(t.dirty, s.id)
 	}
 }
 
@@ -488,6 +476,6 @@ func (t *tracker) gone(s *tracked) {
 			}
 		}
 	}
-	delete(t.sessions, s.id)
+	t.untrack(s)
 	delete(t.dirty, s.id)
 }

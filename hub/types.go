@@ -300,7 +300,8 @@ type sender struct {
 // while it offers an event to the sockets, so mu comes before a socket's
 // outbox lock; resubscribe kicks sockets after releasing it.
 type router struct {
-	h *Hub
+	h        *Hub
+	interest journal.Interest // the tracker's: focused sessions are watched (their new runs)
 
 	mu      sync.RWMutex
 	feeds   map[string]*sessionFeed // by session id
@@ -342,9 +343,9 @@ type tracker struct {
 	due       []dueStatus
 	flushedAt time.Time // when flush last had something to send
 
-	cancelFeed func()
-	quit       chan struct{}
-	wg         sync.WaitGroup
+	interest journal.Interest // the feed of the sessions watched or focused here
+	quit     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // connSet is a set of sockets sorted by address (connset.go): 8 bytes a

@@ -15,8 +15,20 @@ import (
 // fill the socket's message queue with 1,000 errors.
 func (c *conn) watch(w *protocol.Watch) {
 	if w.All {
+		// The feed of every session first, then the list: a session
+		// created meanwhile is in one or the other.
+		first := !c.watches.all
+		if first {
+			if err := c.tracker.watchAll(c.ctx); err != nil {
+				c.sendError(journalCode(err), "could not list sessions", protocol.MsgWatch)
+				return
+			}
+		}
 		metas, err := c.store.Sessions(c.ctx, c.subject)
 		if err != nil {
+			if first {
+				c.tracker.interest.UnwatchAll()
+			}
 			c.sendError(journalCode(err), "could not list sessions", protocol.MsgWatch)
 			return
 		}

@@ -148,13 +148,66 @@ type Bus interface {
 	SubscribeRun(runID string, fn func(protocol.Envelope)) (cancel func())
 	// SubscribeFeed calls fn with every event of every session from now on,
 	// in seq order per run. The payload of delta events (EventType.IsDelta)
-	// may be omitted ("{}"): the feed is for status, not content.
+	// may be omitted ("{}"): the feed is for status, not content; and a
+	// feed may leave deltas out, putting a DeltasSkipped record for them
+	// before the next record of their run.
 	//
 	// The feed also carries a record of type SessionChanged whenever a
 	// session changes without an event (CreateSession, BeginRun,
 	// UpdateSession), on every node sharing the journal.
 	SubscribeFeed(fn func(protocol.Envelope)) (cancel func())
+	// SubscribeInterest calls fn with the feed records (as SubscribeFeed
+	// gives them) of the sessions the returned Interest names, and maybe
+	// of others: a feed partitioned by interest (journal/redis) reads
+	// only the partitions that hold them, so a subscriber with no
+	// interest costs nothing; an in-process feed gives every record.
+	SubscribeInterest(fn func(protocol.Envelope)) Interest
 }
+
+// Interest names the sessions whose feed records a SubscribeInterest
+// subscriber needs. Its methods are safe for concurrent use; Watch,
+// Unwatch, WatchAll and UnwatchAll never block (a caller may hold its own
+// lock), Ready may wait for the journal.
+type Interest interface {
+	// Watch adds a session; each Watch needs its own Unwatch.
+	Watch(sid string)
+	// Unwatch removes one Watch of a session.
+	Unwatch(sid string)
+	// WatchAll adds every session (a watch of all an owner's sessions,
+	// which may be in any partition); each needs its own UnwatchAll.
+	WatchAll()
+	// UnwatchAll removes one WatchAll.
+	UnwatchAll()
+	// Ready returns once the records of sid (watched) journaled from now
+	// on will be delivered: a subscriber that then reads the session's
+	// state from the journal and folds the records that follow misses
+	// nothing. sid "" means every session (after WatchAll).
+	Ready(ctx context.Context, sid string) error
+	// Cancel ends the subscription; after it returns fn is not called.
+	Cancel()
+}
+
+// WholeFeed is the Interest of a feed that delivers every record whatever
+// the interest (an in-process feed): it names nothing and is always ready.
+type WholeFeed struct{ CancelFunc func() }
+
+// Watch does nothing: every record is delivered.
+func (WholeFeed) Watch(string) {}
+
+// Unwatch does nothing.
+func (WholeFeed) Unwatch(string) {}
+
+// WatchAll does nothing.
+func (WholeFeed) WatchAll() {}
+
+// UnwatchAll does nothing.
+func (WholeFeed) UnwatchAll() {}
+
+// Ready returns nil: the feed is read whole from the subscription on.
+func (WholeFeed) Ready(context.Context, string) error { return nil }
+
+// Cancel ends the subscription.
+func (w WholeFeed) Cancel() { w.CancelFunc() }
 
 // SessionChanged is the Type of a feed record that is no event: the
 // session named by its SessionID was created, got a new run registered
@@ -163,6 +216,23 @@ type Bus interface {
 // shows session state re-reads the session. It never reaches a run's log
 // or a client.
 const SessionChanged protocol.EventType = "journal.session_changed"
+
+// DeltasSkipped is the Type of a feed record that stands for delta events
+// (EventType.IsDelta) a feed left out: a feed that coalesces deltas
+// (journal/redis with a FeedInterval) puts at most one such record per
+// interval per run, or one just before the next event it carries, rather
+// than one record per delta. Its RunID, SessionID, Seq (the last left-out
+// delta's), CreatedAt (that delta's) and its payload (SkippedDeltas) let
+// a status fold (session.Session.Skip) reach the status that folding each
+// delta would have reached. It never reaches a run's log or a client.
+const DeltasSkipped protocol.EventType = "journal.deltas_skipped"
+
+// SkippedDeltas is the payload of a DeltasSkipped record.
+type SkippedDeltas struct {
+	Count  int64              `json:"count"`          // deltas left out, seqs Seq-Count+1 … Seq
+	Tokens int64              `json:"tokens"`         // how many of them were token.delta
+	Last   protocol.EventType `json:"last,omitempty"` // the last that sets the progress: token.delta or reasoning.delta
+}
 
 // SessionChangedRecord is the feed record announcing a change of sid.
 func SessionChangedRecord(sid string) protocol.Envelope {

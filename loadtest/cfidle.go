@@ -63,7 +63,7 @@ func centrifugoIdle(ctx context.Context, cfg config, out io.Writer) error {
 	if err := waitReady(c, "/health"); err != nil {
 		return err
 	}
-	g := &gen{cfg: cfg, hc: newHTTPClient(), errs: map[string]int{}, pids: []namedPID{{"centrifugo", c.pid()}}}
+	g := &gen{cfg: cfg, hc: newHTTPClient(), errs: map[string]int{}, pids: []namedPID{{Name: "centrifugo", PID: c.pid()}}}
 	load0 := loadAvg()
 	g.logf("centrifugo %s (pid %d, %s): %d sockets, each subscribed to %d of %d channels, nothing published",
 		addr, c.pid(), centrifugoVersion(bin), cfg.Tabs, cfg.Watch, cfg.Sessions)

@@ -75,7 +75,7 @@ func runCentrifugo(ctx context.Context, cfg config, o cfOptions, out io.Writer) 
 		return nil, err
 	}
 
-	g := &gen{cfg: cfg, hc: newHTTPClient(), errs: map[string]int{}, pids: []namedPID{{"centrifugo", c.pid()}}}
+	g := &gen{cfg: cfg, hc: newHTTPClient(), errs: map[string]int{}, pids: []namedPID{{Name: "centrifugo", PID: c.pid()}}}
 	g.logf("centrifugo %s (pid %d): %d sockets on %d channels, one message per channel every %d ms",
 		addr, c.pid(), cfg.Tabs, cfg.Runs, cfg.TokenMS)
 	secret := []byte(srv.HMACSecret)

@@ -124,6 +124,15 @@ func (g *gen) fill(r *report, s0, s1 snapshot, p0, p1 hubSample, selfCPU float64
 			for _, q := range p0.Procs {
 				if q.PID == r.Procs[i].PID {
 					r.Procs[i].CPU = 100 * (r.Procs[i].CPU - q.CPU) / dt // as a percentage over the window
+					if h, h0 := r.Procs[i].Hub, q.Hub; h != nil && h0 != nil {
+						rate := func(a, b float64) float64 { return (a - b) / dt }
+						r.Procs[i].Hub = &hubCounters{Delivered: rate(h.Delivered, h0.Delivered),
+							FeedRecords: rate(h.FeedRecords, h0.FeedRecords), FeedBytes: rate(h.FeedBytes, h0.FeedBytes),
+							RunRecords: rate(h.RunRecords, h0.RunRecords), RunBytes: rate(h.RunBytes, h0.RunBytes)}
+						if h.FeedRecords < 0 {
+							r.Procs[i].Hub.FeedRecords = -1
+						}
+					}
 				}
 			}
 		}
@@ -194,6 +203,16 @@ func (r *report) write(out io.Writer) {
 			parts = append(parts, fmt.Sprintf("%s %.0f%% %s", p.Name, p.CPU, mib(p.RSS)))
 		}
 		fmt.Fprintf(w, "processes\t%s\n", strings.Join(parts, ", "))
+		for _, p := range r.Procs {
+			if h := p.Hub; h != nil {
+				reads := "no Redis read counters"
+				if h.FeedRecords >= 0 {
+					reads = fmt.Sprintf("read from Redis %.0f feed records/s (%.1f KiB/s), %.0f run events/s (%.1f KiB/s)",
+						h.FeedRecords, h.FeedBytes/1024, h.RunRecords, h.RunBytes/1024)
+				}
+				fmt.Fprintf(w, "  %s\t%.0f%% CPU; delivered %.0f events/s to its tabs; %s\n", p.Name, p.CPU, h.Delivered, reads)
+			}
+		}
 	} else {
 		fmt.Fprintf(w, "hub CPU\t- (give -hub-pid)\n")
 	}

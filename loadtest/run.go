@@ -73,7 +73,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 	} else {
 		g.targets = strings.Split(cfg.Target, ",")
 		if cfg.HubPID > 0 {
-			g.pids = []namedPID{{"hub", cfg.HubPID}}
+			g.pids = []namedPID{{Name: "hub", PID: cfg.HubPID}}
 		}
 		g.pprofBase = "http://" + g.targets[0]
 		rep.Mode = "external " + cfg.Target

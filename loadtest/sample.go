@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -22,6 +24,63 @@ type procFigures struct {
 	CPU    float64 `json:"cpu_s"`
 	RSS    int64   `json:"rss_bytes"`
 	Thread int     `json:"threads"`
+	// A spawned hub's counters from its /metrics (per second over the
+	// window in a report): events delivered to its tabs, status feed
+	// records and bytes and run events it read from Redis; nil for other
+	// processes or a hub that has not these metrics.
+	Hub *hubCounters `json:"hub,omitempty"`
+}
+
+// hubCounters are a hub's counters of what it delivered and read.
+type hubCounters struct {
+	Delivered   float64 `json:"delivered"`
+	FeedRecords float64 `json:"feed_records"`
+	FeedBytes   float64 `json:"feed_bytes"`
+	RunRecords  float64 `json:"run_records"`
+	RunBytes    float64 `json:"run_bytes"`
+}
+
+// scrapeHub reads a hub's counters from its /metrics; nil when it has no
+// Redis read counters (the embedded journal, an earlier runhub).
+func (g *gen) scrapeHub(addr string) *hubCounters {
+	resp, err := g.hc.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		return nil
+	}
+	var c hubCounters
+	found := false
+	for _, line := range strings.Split(string(body), "\n") {
+		name, rest, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+		if err != nil {
+			continue
+		}
+		base, _, _ := strings.Cut(name, "{")
+		switch base {
+		case "runhub_events_delivered_total":
+			c.Delivered += v
+		case "runhub_redis_feed_read_records_total":
+			c.FeedRecords, found = v, true
+		case "runhub_redis_feed_read_bytes_total":
+			c.FeedBytes = v
+		case "runhub_redis_run_read_records_total":
+			c.RunRecords = v
+		case "runhub_redis_run_read_bytes_total":
+			c.RunBytes = v
+		}
+	}
+	if !found {
+		return &hubCounters{Delivered: c.Delivered, FeedRecords: -1}
+	}
+	return &c
 }
 
 func (g *gen) sample() hubSample {
@@ -34,7 +93,11 @@ func (g *gen) sample() hubSample {
 		s.ok = true
 		s.CPU += ps.CPU
 		s.RSS += ps.RSS
-		s.Procs = append(s.Procs, procFigures{p.Name, p.PID, ps.CPU, ps.RSS, ps.Threads})
+		f := procFigures{Name: p.Name, PID: p.PID, CPU: ps.CPU, RSS: ps.RSS, Thread: ps.Threads}
+		if p.Addr != "" {
+			f.Hub = g.scrapeHub(p.Addr)
+		}
+		s.Procs = append(s.Procs, f)
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -260,11 +261,15 @@ func (cl *cluster) stop() {
 func (cl *cluster) pids() []namedPID {
 	var out []namedPID
 	for _, c := range cl.children {
-		out = append(out, namedPID{c.name, c.pid()})
+		p := namedPID{Name: c.name, PID: c.pid()}
+		if slices.Contains(cl.hubs, c) {
+			p.Addr = c.addr // its /metrics
+		}
+		out = append(out, p)
 	}
 	if cl.redis != nil {
 		for i, n := range cl.redis.Nodes {
-			out = append(out, namedPID{fmt.Sprintf("redis%d", i+1), n.PID()})
+			out = append(out, namedPID{Name: fmt.Sprintf("redis%d", i+1), PID: n.PID()})
 		}
 	}
 	return out
@@ -273,4 +278,5 @@ func (cl *cluster) pids() []namedPID {
 type namedPID struct {
 	Name string `json:"name"`
 	PID  int    `json:"pid"`
+	Addr string `json:"addr,omitempty"` // a spawned hub's address
 }

@@ -323,3 +323,36 @@ func Fold(runID, sessionID string, events []protocol.Envelope) (Run, error) {
 	}
 	return r, nil
 }
+
+// Skip folds count delta events (protocol.EventType.IsDelta) that a
+// status feed left out, seqs LastSeq+1 … seq, as Apply would have folded
+// them one by one: tokens of them were token.delta, last is the type of
+// the last one that sets the progress (token.delta or reasoning.delta;
+// "" when none did) and at is the created_at of the last one. A feed that
+// coalesces deltas (journal.DeltasSkipped) gives the same status as one
+// that carries each.
+func (r *Run) Skip(count, tokens int64, last protocol.EventType, seq uint64, at float64) error {
+	if r.Terminal {
+		return fmt.Errorf("%w: deltas up to seq %d", ErrAfterTerminal, seq)
+	}
+	if count <= 0 || tokens < 0 || tokens > count || seq != r.LastSeq+uint64(count) {
+		return fmt.Errorf("%w: %d deltas up to seq %d after %d", ErrSeq, count, seq, r.LastSeq)
+	}
+	if r.Status == protocol.StatusQueued {
+		r.Status = protocol.StatusRunning
+	}
+	r.Tokens += tokens
+	r.Streamed = true
+	switch last {
+	case protocol.EventTokenDelta:
+		r.Progress = "writing"
+	case protocol.EventReasoningDelta:
+		r.Progress = "thinking"
+	}
+	r.LastSeq = seq
+	r.UpdatedAt = at
+	if r.StartedAt == 0 {
+		r.StartedAt = at
+	}
+	return nil
+}

@@ -129,3 +129,17 @@ func (s *Session) Status() protocol.SessionStatus {
 	}
 	return st
 }
+
+// Skip folds deltas of the latest run that a status feed left out (see
+// Run.Skip); they never start a run, so a run other than the latest is
+// ErrSeq (the caller loads the session).
+func (s *Session) Skip(runID string, count, tokens int64, last protocol.EventType, seq uint64, at float64) error {
+	if s.Latest == nil || s.Latest.RunID != runID {
+		return fmt.Errorf("%w: deltas of run %s, not the latest", ErrSeq, runID)
+	}
+	if err := s.Latest.Skip(count, tokens, last, seq, at); err != nil {
+		return err
+	}
+	s.UpdatedAt = at
+	return nil
+}

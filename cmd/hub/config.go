@@ -17,6 +17,8 @@ type RuntimeConfig struct {
 	RedisURL        string        // RUNHUB_REDIS_URL, -redis-url: Redis journal and bus; empty = embedded journal
 	WaitReplicas    int           // RUNHUB_REDIS_WAIT_REPLICAS, -redis-wait-replicas: replicas every journal append batch waits for (default 0: none)
 	WaitTimeout     time.Duration // RUNHUB_REDIS_WAIT_TIMEOUT, -redis-wait-timeout: bound of that wait (default 1s)
+	Shards          int           // RUNHUB_REDIS_SHARDS, -redis-shards: journal shards (feed partitions) on Redis, the same on every process (default 16)
+	FeedInterval    time.Duration // RUNHUB_REDIS_FEED_INTERVAL, -redis-feed-interval: least time between two status feed records of a run's deltas (default 1s; 0: every event)
 	ClarifyTimeout  time.Duration // RUNHUB_CLARIFY_TIMEOUT, -clarify-timeout: clarify prompt expiry (default 120s)
 	ApprovalTimeout time.Duration // RUNHUB_APPROVAL_TIMEOUT, -approval-timeout: approval prompt expiry, then denied (default 0: never)
 	RunStartTimeout time.Duration // RUNHUB_RUN_START_TIMEOUT, -run-start-timeout: Redis mode: a run no runner starts within this ends with error no_runner (default 10m; 0: never)
@@ -181,6 +183,8 @@ func (f *flagSet) runtime(c *RuntimeConfig, maxRuns int) {
 	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal, bus and run queue: redis://, rediss://, unix://, or redis+cluster://host:port,host:port… for a Redis Cluster (empty: the embedded journal)")
 	f.int(&c.WaitReplicas, "redis-wait-replicas", "RUNHUB_REDIS_WAIT_REPLICAS", 0, "Redis mode: after each journal append batch, WAIT until this many replicas of its master have it, so a failover loses no acknowledged event (0: no WAIT; docs/operations.md)")
 	f.dur(&c.WaitTimeout, "redis-wait-timeout", "RUNHUB_REDIS_WAIT_TIMEOUT", "1s", "Redis mode: how long an append batch waits for RUNHUB_REDIS_WAIT_REPLICAS replicas before its appends fail (and are retried)")
+	f.int(&c.Shards, "redis-shards", "RUNHUB_REDIS_SHARDS", 16, "Redis mode: the journal's shards, each one hash-tagged slot with its status feed partition: use at least a few per Cluster master (1–1024). The same on every hub and runner of a journal, for its whole life: a process with another value finds neither the sessions nor the runs of the others")
+	f.dur(&c.FeedInterval, "redis-feed-interval", "RUNHUB_REDIS_FEED_INTERVAL", "1s", "Redis mode: the status feed every hub reads for the sessions its tabs watch carries a run's deltas (tokens, reasoning, tool output) at most once per this, counted, and every other event at once (0: every event; docs/operations.md). Set it on the hubs and runners alike, at most the hub's -status-interval")
 	f.dur(&c.ClarifyTimeout, "clarify-timeout", "RUNHUB_CLARIFY_TIMEOUT", "120s", "how long a clarify prompt waits for an answer")
 	f.dur(&c.ApprovalTimeout, "approval-timeout", "RUNHUB_APPROVAL_TIMEOUT", "0s", "how long an approval prompt waits for an answer; then it expires as denied (0: as long as the run)")
 	f.dur(&c.RunStartTimeout, "run-start-timeout", "RUNHUB_RUN_START_TIMEOUT", "10m", "Redis mode: a run that no runner (or hub) starts within this ends with one error no_runner (same on every process; 0: never)")
@@ -218,6 +222,12 @@ func (f *flagSet) parse(args []string, c *RuntimeConfig) error {
 	}
 	if c.WaitReplicas < 0 {
 		return fmt.Errorf("%s %d: want 0 (no WAIT) or more replicas", f.source("redis-wait-replicas"), c.WaitReplicas)
+	}
+	if c.Shards < 1 || c.Shards > 1024 {
+		return fmt.Errorf("%s %d: want 1 up to 1024", f.source("redis-shards"), c.Shards)
+	}
+	if c.FeedInterval < 0 || c.FeedInterval > time.Minute {
+		return fmt.Errorf("%s %v: want 0 (every event) up to 1m", f.source("redis-feed-interval"), c.FeedInterval)
 	}
 	if c.WaitTimeout <= 0 {
 		return fmt.Errorf("%s %v: want a positive duration", f.source("redis-wait-timeout"), c.WaitTimeout)

@@ -30,6 +30,7 @@ type ImportConfig struct {
 	Owner    string // RUNHUB_IMPORT_OWNER, -owner: the subject the sessions belong to (default local, the open hub's subject)
 	Data     string // RUNHUB_DATA, -data: directory of the embedded journal
 	RedisURL string // RUNHUB_REDIS_URL, -redis-url: the shared journal
+	Shards   int    // RUNHUB_REDIS_SHARDS, -redis-shards: its shards, as the hubs have them
 	Progress string // -progress: auto (on a terminal), on or off
 }
 
@@ -39,6 +40,7 @@ func importFlags(c *ImportConfig, getenv func(string) string) *flagSet {
 	f.str(&c.Owner, "owner", "RUNHUB_IMPORT_OWNER", hub.OpenSubject, "subject the imported sessions belong to (the JWT sub, or a RUNHUB_HERMES_WEBUI_KEYS subject, of whoever uses them)")
 	f.str(&c.Data, "data", "RUNHUB_DATA", "./data", "directory of the embedded (bbolt) journal, when RUNHUB_REDIS_URL is empty")
 	f.str(&c.RedisURL, "redis-url", "RUNHUB_REDIS_URL", "", "Redis URL of the shared journal (empty: the embedded journal)")
+	f.int(&c.Shards, "redis-shards", "RUNHUB_REDIS_SHARDS", 16, "the shared journal's shards: the hubs' RUNHUB_REDIS_SHARDS (1–1024)")
 	f.str(&c.Progress, "progress", "RUNHUB_IMPORT_PROGRESS", "auto", "progress bar on stderr: auto (when stderr is a terminal), on or off")
 	return f
 }
@@ -220,7 +222,7 @@ func openImportStore(ctx context.Context, cfg ImportConfig) (hermeswebui.Store, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("RUNHUB_REDIS_URL: %w", err)
 		}
-		s, err := redis.Open(ctx, redis.Options{Client: rdb})
+		s, err := redis.Open(ctx, redis.Options{Client: rdb, Shards: cfg.Shards})
 		if err != nil {
 			rdb.Close()
 			return nil, nil, err

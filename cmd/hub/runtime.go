@@ -124,7 +124,7 @@ func openRuntime(ctx context.Context, cfg RuntimeConfig, log *slog.Logger, mode 
 		}
 	}
 	store, err := redis.Open(ctx, redis.Options{Client: rt.rdb, Logger: log,
-		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout})
+		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout, FeedInterval: cfg.FeedInterval, Shards: cfg.Shards})
 	if err != nil {
 		rt.rdb.Close()
 		return nil, err
@@ -186,6 +186,21 @@ func (rt *procRuntime) gauges(m *metrics.Metrics) {
 	if rt.rdb != nil {
 		m.GaugeFunc("redis_pool_connections", "Connections in this process's Redis pool.", func() float64 { return float64(rt.rdb.PoolStats().TotalConns) })
 		m.GaugeFunc("redis_pool_idle_connections", "Idle connections in this process's Redis pool.", func() float64 { return float64(rt.rdb.PoolStats().IdleConns) })
+	}
+	if r, ok := rt.outbox.(*redis.Store); ok {
+		for _, c := range []struct {
+			name, help string
+			v          func(redis.ReadStats) uint64
+		}{
+			{"redis_feed_read_records_total", "Status feed records this process read from Redis (the partitions its tabs' sessions are in).", func(s redis.ReadStats) uint64 { return s.FeedRecords }},
+			{"redis_feed_read_bytes_total", "Bytes of the status feed records this process read from Redis.", func(s redis.ReadStats) uint64 { return s.FeedBytes }},
+			{"redis_run_read_records_total", "Run events this process read from Redis (the runs its tabs focus, replays and catch-ups).", func(s redis.ReadStats) uint64 { return s.RunRecords }},
+			{"redis_run_read_bytes_total", "Bytes of the run events this process read from Redis.", func(s redis.ReadStats) uint64 { return s.RunBytes }},
+			{"redis_notify_read_messages_total", "Durable streams' change notices this process received from Redis.", func(s redis.ReadStats) uint64 { return s.NotifyMessages }},
+			{"redis_notify_read_bytes_total", "Bytes of the durable streams' change notices this process received.", func(s redis.ReadStats) uint64 { return s.NotifyBytes }},
+		} {
+			m.CounterFunc(c.name, c.help, func() float64 { return float64(c.v(r.ReadStats())) })
+		}
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/runhub/runhub/hub"
 	"github.com/runhub/runhub/hub/metrics"
+	"github.com/runhub/runhub/journal"
+	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/webhook"
 )
 
@@ -84,13 +86,16 @@ func startWebhooks(cfg ServeConfig, rt *procRuntime, log *slog.Logger, m *metric
 	}
 	var leader *webhook.RedisLeader
 	o := webhook.Options{
-		Endpoints: c.endpoints, Outbox: rt.outbox, Journal: rt.store, Wake: rt.store.SubscribeFeed,
+		Endpoints: c.endpoints, Outbox: rt.outbox, Journal: rt.store,
 		Retry:   webhook.Retry{Min: c.RetryMin, Max: c.RetryMax, GiveUp: c.GiveUp},
 		Timeout: c.Timeout, PublicURL: c.PublicURL, Logger: log, Metrics: webhook.NewMetrics(m.Registry()),
 	}
 	if rt.rdb != nil {
 		leader = webhook.NewRedisLeader(rt.rdb, "", rt.nodeID(), cfg.LeaseTTL, log)
 		o.Leader = leader
+		o.Wake = leaderWake(rt.store, leader, cfg.LeaseTTL/4)
+	} else {
+		o.Wake = rt.store.SubscribeFeed // in process: nothing read from elsewhere
 	}
 	s, err := webhook.New(o)
 	if err != nil {
@@ -119,4 +124,41 @@ func routeWebhooks(e *echo.Echo, h *hub.Hub, s *webhook.Sender) {
 		return
 	}
 	e.GET("/v1/webhooks/deliveries", echo.WrapHandler(s.DeliveriesHandler()), h.RequireAdmin)
+}
+
+// leaderWake is the webhook sender's wake-up on Redis: the feed of every
+// session, read only while this hub holds the sender claim (looked at
+// every tick), so the other hubs read nothing of it; the sender's poll
+// of the outbox delivers what a wake-up did not announce.
+func leaderWake(store journal.Store, l *webhook.RedisLeader, tick time.Duration) func(func(protocol.Envelope)) func() {
+	return func(fn func(protocol.Envelope)) func() {
+		in := store.SubscribeInterest(fn)
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(max(tick, 10*time.Millisecond))
+			defer t.Stop()
+			watching := false
+			for {
+				if lead := l.Leading(); lead != watching {
+					if lead {
+						in.WatchAll()
+					} else {
+						in.UnwatchAll()
+					}
+					watching = lead
+				}
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		return func() {
+			close(stop)
+			<-done
+			in.Cancel()
+		}
+	}
 }

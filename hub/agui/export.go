@@ -140,7 +140,7 @@ const aguiRunWait = 5 * time.Second
 // for it to be registered.
 func (h *edge) nextRun(ctx context.Context, sid, prev string) (string, error) {
 	wake := make(chan struct{}, 1)
-	cancel := h.core.Journal().SubscribeFeed(func(e protocol.Envelope) {
+	in := h.core.Journal().SubscribeInterest(func(e protocol.Envelope) {
 		if e.SessionID == sid && (e.Type == journal.SessionChanged || e.Type == protocol.EventRunStarted) {
 			select {
 			case wake <- struct{}{}:
@@ -148,7 +148,11 @@ func (h *edge) nextRun(ctx context.Context, sid, prev string) (string, error) {
 			}
 		}
 	})
-	defer cancel()
+	defer in.Cancel()
+	in.Watch(sid) // the feed of this session only
+	if err := in.Ready(ctx, sid); err != nil {
+		return "", err
+	}
 	t := time.NewTimer(aguiRunWait)
 	defer t.Stop()
 	for {

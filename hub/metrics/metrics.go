@@ -197,6 +197,16 @@ func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, fn))
 }
 
+// CounterFunc registers a counter runhub_<name> whose value fn computes
+// at each scrape (fn must be cheap, safe for concurrent use and never
+// decrease).
+func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, fn))
+}
+
 // EventDelivered counts an event queued to a tab socket; replayed marks
 // one read from the journal rather than delivered live.
 func (m *Metrics) EventDelivered(t protocol.EventType, replayed bool) {

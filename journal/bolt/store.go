@@ -482,3 +482,9 @@ func (s *Store) SubscribeRun(runID string, fn func(protocol.Envelope)) (cancel f
 func (s *Store) SubscribeFeed(fn func(protocol.Envelope)) (cancel func()) {
 	return s.bus.SubscribeFeed(fn)
 }
+
+// SubscribeInterest subscribes fn to the whole feed (it is in process);
+// see journal.Bus.
+func (s *Store) SubscribeInterest(fn func(protocol.Envelope)) journal.Interest {
+	return journal.WholeFeed{CancelFunc: s.bus.SubscribeFeed(fn)}
+}

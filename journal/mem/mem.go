@@ -473,6 +473,12 @@ func (s *Store) SubscribeFeed(fn func(protocol.Envelope)) (cancel func()) {
 	return s.bus.SubscribeFeed(fn)
 }
 
+// SubscribeInterest subscribes fn to the whole feed (it is in process);
+// see journal.Bus.
+func (s *Store) SubscribeInterest(fn func(protocol.Envelope)) journal.Interest {
+	return journal.WholeFeed{CancelFunc: s.bus.SubscribeFeed(fn)}
+}
+
 // cloneSession is a deep copy of m: no caller shares a slice or the goal
 // with what the store holds.
 func cloneSession(m journal.SessionMeta) journal.SessionMeta {

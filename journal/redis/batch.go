@@ -235,6 +235,9 @@ func (s *Store) deliverReplies(live []*appendReq, reply []any, err error) {
 			r.err = s.fail("append", err)
 		} else if rr, ok := reply[i].([]any); ok && len(rr) > 0 {
 			r.reply = rr
+			if r.e.Type.IsDelta() {
+				s.marks.delta(&r.e)
+			}
 		} else {
 			r.err = fmt.Errorf("journal/redis: append: unexpected reply %v", reply[i])
 		}
@@ -255,9 +258,9 @@ func (s *Store) runAppend(ctx context.Context, keys []string, args []any) ([]any
 // (by go-redis) reuses it, a new batch never does.
 func (s *Store) appendCommand(batch []*appendReq) ([]string, []any) {
 	keys := make([]string, 0, 1+8*len(batch))
-	args := make([]any, 0, 2+8*len(batch))
+	args := make([]any, 0, 3+8*len(batch))
 	keys = append(keys, s.k.batch(s.k.shardOf(batch[0].e.SessionID), newToken()))
-	args = append(args, s.opts.FeedMaxLen, int64(max(s.opts.ReplyCacheTTL/time.Second, 1)))
+	args = append(args, s.opts.FeedMaxLen, int64(max(s.opts.ReplyCacheTTL/time.Second, 1)), s.opts.FeedInterval.Seconds())
 	for _, r := range batch {
 		e := &r.e
 		n := s.k.shardOf(e.SessionID)

@@ -40,7 +40,11 @@
 //	                              no event (create_session.lua, begin_run.lua,
 //	                              delete_session.lua, UpdateSession's MULTI)
 //	                              adds a record of just
-//	                              s and t = journal.SessionChanged
+//	                              s and t = journal.SessionChanged. With
+//	                              Options.FeedInterval a run's deltas are
+//	                              counted in its hash (fa, fk, fn, fl, fc,
+//	                              fq) and go with its next record (k, n, l,
+//	                              lc) or a journal.DeltasSkipped mark
 //	rh:{T}:outbox         stream  the shard's notable events (journal.Notable),
 //	                              fields r, s, q, t, added by append.lua in
 //	                              the same run as the event once
@@ -61,8 +65,10 @@
 //	                              an earlier runhub's form, still read)
 //	rh:ds:expiring        set     the names of streams with a TTL or an
 //	                              expiry (a superset), for the reaper
-//	rh:ds:notify          channel a stream's name on every commit, to every
-//	                              Store's live readers
+//	rh:{T}:ds:notify      channel a stream's name on every commit of a
+//	                              stream of partition T (FNV-1a of the name),
+//	                              to the Stores with live readers in it
+//	                              (sharded pub/sub on a Cluster; notify.go)
 //
 // Read, Run and SubscribeRun know only a run id: they read the run's
 // locator (written by BeginRun before the run exists, deleted by Trim)
@@ -127,8 +133,11 @@
 // dedicated connection (to its shard's master on a Cluster, found again
 // after a failover), whatever the number of subscriptions:
 //
-//   - the feed tail reads every feed shard with XREAD BLOCK, from the shards'
-//     heads at the first SubscribeFeed, then from the last ids it read;
+//   - the feed tail reads the feed shards some subscriber has an interest
+//     in (SubscribeInterest: the shards of the sessions it watches, every
+//     shard after a WatchAll or for SubscribeFeed) with XREAD BLOCK, each
+//     from its head when it became wanted, then from the last id it read;
+//     a group with no interest reads nothing (feed.go);
 //   - the run tail reads every subscribed run's stream in one XREAD BLOCK
 //     per group, each from the lowest seq its subscribers have.
 //     SubscribeRun looks up the run's shard and last seq first, so every

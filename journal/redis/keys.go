@@ -162,5 +162,6 @@ var (
 	deleteSessionScript = mustScript("delete_session.lua")
 	dropLocatorScript   = mustScript("drop_locator.lua")
 	dropQueuedScript    = mustScript("drop_queued.lua")
-	allScripts          = []*goredis.Script{appendScript, beginRunScript, createSessionScript, trimScript, deleteSessionScript, dropQueuedScript, commitStreamScript, dropStreamScript}
+	markScript          = mustScript("mark.lua")
+	allScripts          = []*goredis.Script{appendScript, beginRunScript, createSessionScript, trimScript, deleteSessionScript, dropQueuedScript, markScript, commitStreamScript, dropStreamScript}
 )

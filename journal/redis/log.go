@@ -189,6 +189,7 @@ func (s *Store) Read(ctx context.Context, runID string, afterSeq uint64, limit i
 	if len(msgs) == 0 {
 		return []protocol.Envelope{}, nil
 	}
+	countMessages(&s.reads.runRecords, &s.reads.runBytes, msgs)
 	out := make([]protocol.Envelope, 0, len(msgs))
 	for _, m := range msgs {
 		seq, err := entrySeq(m.ID)

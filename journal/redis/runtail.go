@@ -270,7 +270,7 @@ func (t *runTail) snapshot(g int, wakeKey, wakeID string) ([]string, map[string]
 // loop is the reader goroutine of group g.
 func (t *runTail) loop(g int) {
 	s := t.s
-	r := newTailReader(s, "run tail")
+	r := newTailReader(s, "run tail", &s.reads.runRecords, &s.reads.runBytes)
 	defer r.close()
 	wakeKey := s.wakeKey(g)
 	wakeID := "0-0"

@@ -50,6 +50,16 @@ type Options struct {
 	// off from Redis for long) misses status records and must re-fold the
 	// runs it cares about from the journal.
 	FeedMaxLen int64
+	// FeedInterval, when positive, makes the status feed carry statuses at
+	// status rate rather than every event: a delta event
+	// (protocol.EventType.IsDelta) goes to the feed only when its run's
+	// last feed record is at least this old (by created_at); the others
+	// are counted in the run's hash and go with the run's next record, or
+	// in a journal.DeltasSkipped record once the run has been quiet for
+	// the interval. Every other event (a prompt, a terminal event, a run
+	// start, a queue or goal change, …) goes at once. Default 0: every
+	// event goes to the feed. The hub sets its status interval.
+	FeedInterval time.Duration
 	// MaxBatch caps how many appends go to Redis in one script run. Default
 	// 128.
 	MaxBatch int
@@ -169,6 +179,8 @@ type Store struct {
 	batch batcher
 	runs  runTail
 	feed  feedTail
+	marks marker // the deltas left out of the feed (FeedInterval)
+	reads readStats
 
 	streams streamNotifier // durable streams' notify channel (streams.go)
 }
@@ -214,6 +226,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.batch.start(s)
 	s.runs.init(s)
 	s.feed.init(s)
+	s.marks.start(s)
 	return s, nil
 }
 
@@ -349,12 +362,14 @@ func formatTime(ts float64) string {
 type tailReader struct {
 	s    *Store
 	what string // for the log: "feed tail", "run tail"
-	conn *goredis.Conn
-	bo   backoff
+
+	records, bytes *atomic.Uint64 // what it read (Store.ReadStats)
+	conn           *goredis.Conn
+	bo             backoff
 }
 
-func newTailReader(s *Store, what string) *tailReader {
-	return &tailReader{s: s, what: what, bo: backoff{sched: retry.Backoff{Min: s.opts.MinBackoff, Max: s.opts.MaxBackoff}}}
+func newTailReader(s *Store, what string, records, bytes *atomic.Uint64) *tailReader {
+	return &tailReader{s: s, what: what, records: records, bytes: bytes, bo: backoff{sched: retry.Backoff{Min: s.opts.MinBackoff, Max: s.opts.MaxBackoff}}}
 }
 
 // read blocks in one XREAD of streams (keys, then ids; on a Cluster all in
@@ -385,6 +400,9 @@ func (r *tailReader) read(streams []string) (res []goredis.XStream, ok bool) {
 		return nil, r.bo.wait(s.ctx)
 	}
 	r.bo.reset()
+	for _, st := range res {
+		countMessages(r.records, r.bytes, st.Messages)
+	}
 	return res, true
 }
 

@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/runhub/runhub/journal"
-	"github.com/runhub/runhub/journal/internal/localstreams"
 )
 
 // Durable streams in Redis: a stream's meta is a hash ("v" its version,
@@ -24,9 +22,9 @@ import (
 // earlier runhub keeps its records in a list, <prefix>ds:{<name>}:r:<gen>,
 // one element a record: it is read and appended to as a list.) Streams
 // with an expiry are listed in the set <prefix>ds:expiring (added before
-// the commit: a superset). A commit is announced on the channel
-// <prefix>ds:notify (the name as message) to every Store sharing the
-// Redis.
+// the commit: a superset). A commit is announced (the name as message) on
+// the notify channel of the name's partition (notify.go), to the Stores
+// that have live readers in that partition.
 
 var commitStreamScript = goredis.NewScript(`
 local v = redis.call('HGET', KEYS[1], 'v')
@@ -62,14 +60,6 @@ func (k keyspace) streamRecords(name, gen string) string {
 }
 func (k keyspace) streamRecordsBase(name string) string { return k.prefix + "ds:{" + name + "}:r:" }
 func (k keyspace) streamsExpiring() string              { return k.prefix + "ds:expiring" }
-func (k keyspace) streamsNotify() string                { return k.prefix + "ds:notify" }
-
-// streamNotifier is the Store's subscription to the notify channel,
-// started with the first SubscribeStream and ended by Close.
-type streamNotifier struct {
-	once sync.Once
-	hub  localstreams.Hub
-}
 
 // Streams returns the durable streams held in s.
 func (s *Store) Streams(l journal.StreamLimits) journal.Streams {
@@ -247,40 +237,10 @@ func (ss StreamStore) ExpiringStreams(ctx context.Context) ([]string, error) {
 
 // SubscribeStream implements journal.StreamStore.
 func (ss StreamStore) SubscribeStream(name string, fn func()) func() {
-	s := ss.s
-	s.streams.once.Do(func() {
-		s.goTail(func() { ss.listen() })
-	})
-	return s.streams.hub.Subscribe(name, fn)
-}
-
-// listen relays the notify channel to the Store's subscribers until Close.
-func (ss StreamStore) listen() {
-	s := ss.s
-	for s.ctx.Err() == nil {
-		ps := s.rdb.Subscribe(s.ctx, s.k.streamsNotify())
-		ch := ps.Channel()
-	relay:
-		for {
-			select {
-			case <-s.ctx.Done():
-				break relay
-			case msg, ok := <-ch:
-				if !ok {
-					break relay
-				}
-				s.streams.hub.Notify(msg.Payload)
-			}
-		}
-		_ = ps.Close()
-	}
+	return ss.s.subscribeStream(name, fn)
 }
 
 // NotifyStream implements journal.StreamStore.
 func (ss StreamStore) NotifyStream(ctx context.Context, name string) {
-	s := ss.s
-	s.streams.hub.Notify(name) // this node's readers at once
-	if err := s.rdb.Publish(ctx, s.k.streamsNotify(), name).Err(); err != nil && !s.closed.Load() {
-		s.opts.Logger.Warn("journal/redis: stream notify", "err", err)
-	}
+	ss.s.notifyStream(ctx, name)
 }

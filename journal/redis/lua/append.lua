@@ -12,7 +12,8 @@
 --
 -- ARGV[1] approximate MAXLEN of the feed shards
 -- ARGV[2] seconds the reply cache is kept
--- then per append i, at ARGV[3+8i] … ARGV[10+8i]:
+-- ARGV[3] the feed interval in seconds ("0": every delta goes to the feed)
+-- then per append i, at ARGV[4+8i] … ARGV[11+8i]:
 --   run id, session id, event type, created_at, terminal ("1" or "0"),
 --   payload (validated, redacted and bounded by the caller),
 --   idempotency key ("" for none), delta ("1": the feed record goes
@@ -68,6 +69,43 @@ if cached then
 end
 
 local maxlen = ARGV[1]
+local interval = tonumber(ARGV[3]) or 0
+
+-- feed puts the feed record of an appended event, or, with a feed
+-- interval, leaves a delta out when its run's last feed record is younger
+-- than the interval (by created_at), counting it in the run's hash: fk
+-- deltas left out, fn of them tokens, fl the last that sets the progress,
+-- fc its created_at, fq its seq. The next record of the run carries them
+-- (k, n, l, lc), and so does mark.lua's record when the run goes quiet.
+local function feed(k, run, sid, seq, typ, created, terminal, payload, delta)
+  if interval <= 0 then
+    redis.call('XADD', KEYS[k + 4], 'MAXLEN', '~', maxlen, '*',
+      'r', run, 's', sid, 'q', seq, 't', typ, 'c', created, 'x', terminal, 'p', payload)
+    return
+  end
+  local f = redis.call('HMGET', KEYS[k], 'fa', 'fk', 'fn', 'fl', 'fc')
+  if delta == '1' and tonumber(created) - (tonumber(f[1]) or 0) < interval then
+    redis.call('HINCRBY', KEYS[k], 'fk', 1)
+    if typ == 'token.delta' then
+      redis.call('HINCRBY', KEYS[k], 'fn', 1)
+    end
+    if typ ~= 'tool.updated' then
+      redis.call('HSET', KEYS[k], 'fl', typ)
+    end
+    redis.call('HSET', KEYS[k], 'fc', created, 'fq', seq)
+    return
+  end
+  redis.call('HSET', KEYS[k], 'fa', created)
+  if f[2] then
+    redis.call('HDEL', KEYS[k], 'fk', 'fn', 'fl', 'fc', 'fq')
+    redis.call('XADD', KEYS[k + 4], 'MAXLEN', '~', maxlen, '*',
+      'r', run, 's', sid, 'q', seq, 't', typ, 'c', created, 'x', terminal, 'p', payload,
+      'k', f[2], 'n', f[3] or '0', 'l', f[4] or '', 'lc', f[5])
+    return
+  end
+  redis.call('XADD', KEYS[k + 4], 'MAXLEN', '~', maxlen, '*',
+    'r', run, 's', sid, 'q', seq, 't', typ, 'c', created, 'x', terminal, 'p', payload)
+end
 
 local function append(k, a)
   local meta = redis.call('HMGET', KEYS[k], 'session_id', 'last_seq', 'terminal')
@@ -120,15 +158,14 @@ local function append(k, a)
   if delta == '1' then
     payload = '{}'
   end
-  redis.call('XADD', KEYS[k + 4], 'MAXLEN', '~', maxlen, '*',
-    'r', run, 's', sid, 'q', seq, 't', typ, 'c', created, 'x', terminal, 'p', payload)
+  feed(k, run, sid, seq, typ, created, terminal, payload, delta)
   return {'ok', seq}
 end
 
 local out, cache = {}, {}
 local n = (#KEYS - 1) / nkeys
 for i = 0, n - 1 do
-  local ok, r = pcall(append, 2 + nkeys * i, 3 + nargs * i)
+  local ok, r = pcall(append, 2 + nkeys * i, 4 + nargs * i)
   if not ok then
     if type(r) == 'table' then
       r = r.err or r.message or 'error'
