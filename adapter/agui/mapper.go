@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/runhub/runhub/protocol"
 )
@@ -333,8 +334,31 @@ func (m *mapper) textDelta(ctx context.Context, s string) error {
 	if old, _ := c.Content.(string); len(old)+len(s) <= convSize {
 		c.Content = old + s
 	}
-	_, err := m.x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: m.text, Text: s})
-	return err
+	for _, part := range pieces(s) {
+		if _, err := m.x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: m.text, Text: part}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxDelta bounds the text of one journaled delta: a longer one (an
+// agent may send a whole answer in one event) is journaled in pieces.
+const maxDelta = 64 << 10
+
+// pieces cuts s into pieces of at most maxDelta bytes, at character
+// boundaries.
+func pieces(s string) []string {
+	var out []string
+	for len(s) > maxDelta {
+		i := maxDelta
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return append(out, s)
 }
 
 // closeText ends the open text message; one of another role than
@@ -366,8 +390,12 @@ func (m *mapper) reasoningDelta(ctx context.Context, s string) error {
 	if s == "" {
 		return nil
 	}
-	_, err := m.x.Emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: m.reasoning, Text: s})
-	return err
+	for _, part := range pieces(s) {
+		if _, err := m.x.Emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: m.reasoning, Text: part}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *mapper) closeReasoning(ctx context.Context) error {

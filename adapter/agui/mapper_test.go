@@ -290,3 +290,36 @@ func TestMapping_IDsAndChunks(t *testing.T) {
 		}
 	}
 }
+
+// What is too long for one journal event is cut, never refused: a long
+// delta is several token.delta (their text the whole), long arguments a
+// note.
+func TestMapping_Large(t *testing.T) {
+	long := strings.Repeat("é", 100<<10) // 200 KiB of 2-byte characters
+	b, _ := json.Marshal(long)
+	args, _ := json.Marshal(`{"x":"` + strings.Repeat("a", 300<<10) + `"}`)
+	_, r, err := feed(t,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":`+string(b)+`}`,
+		`{"type":"TOOL_CALL_START","toolCallId":"t","toolCallName":"f"}`,
+		`{"type":"TOOL_CALL_ARGS","toolCallId":"t","delta":`+string(args)+`}`,
+		`{"type":"TOOL_CALL_END","toolCallId":"t"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	n := 0
+	for _, e := range r.events {
+		if e.Type == protocol.EventTokenDelta {
+			var p protocol.TokenDeltaPayload
+			json.Unmarshal([]byte(e.Payload), &p)
+			text.WriteString(p.Text)
+			n++
+		}
+	}
+	if text.String() != long || n != 4 {
+		t.Fatalf("%d deltas, text whole: %v", n, text.String() == long)
+	}
+	if lastRec := r.events[len(r.events)-1]; lastRec.Type != protocol.EventToolStarted || !strings.Contains(lastRec.Payload, "over the journal's limit") {
+		t.Fatalf("tool.started %.200s", lastRec.Payload)
+	}
+}
