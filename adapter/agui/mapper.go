@@ -49,9 +49,8 @@ type mapper struct {
 	tools    map[string]*toolCall // by upstream id, open or ended, until its result
 	lastTool string               // upstream id of the call a field-less TOOL_CALL_CHUNK continues
 
-	state    json.RawMessage // the last STATE_SNAPSHOT
-	usage    protocol.Usage
-	hasUsage bool
+	state json.RawMessage // the last STATE_SNAPSHOT
+	usage protocol.Usage
 
 	// conv is what the agent said in this runhub run, as @ag-ui/client
 	// would hold it: the continuing run of an interrupt sends it back.
@@ -64,7 +63,6 @@ type mapper struct {
 	upstreamRunID string
 	outcome       *Outcome
 	runErr        *event // a RUN_ERROR
-	result        json.RawMessage
 }
 
 func newMapper(x emitter) *mapper {
@@ -93,7 +91,7 @@ func (m *mapper) localID(prefix, id string) string {
 // (a resume): the previous run's outcome is forgotten; ids, tool calls and
 // state carry over.
 func (m *mapper) begin() {
-	m.outcome, m.runErr, m.result, m.upstreamRunID = nil, nil, nil, ""
+	m.outcome, m.runErr, m.upstreamRunID = nil, nil, ""
 }
 
 // apply maps one frame's data. A malformed event is a *MalformedError.
@@ -220,14 +218,16 @@ func (m *mapper) dispatch(ctx context.Context, e *event, data []byte) error {
 			}
 		}
 		m.outcome = &o
-		return nil
+		// The event as it came (its outcome, result and usage): what
+		// follows it is runhub's own (prompts, usage.final, done).
+		return m.progress(ctx, "agent run "+*e.RunID+" finished: "+o.Type, e.Type, data)
 	case RunError:
 		if err := m.closeAll(ctx); err != nil {
 			return err
 		}
 		m.addUsage(e.Usage)
 		m.runErr = e
-		return nil
+		return m.progress(ctx, "agent run failed: "+*e.Message, e.Type, data)
 	case StepStarted:
 		return m.progress(ctx, "step "+*e.StepName, e.Type, data)
 	case StepFinished:
@@ -430,7 +430,6 @@ func (m *mapper) closeAll(ctx context.Context) error {
 
 func (m *mapper) addUsage(us []tokenUsage) {
 	for _, u := range us {
-		m.hasUsage = true
 		m.usage.InputTokens += max(u.InputTokens, 0)
 		m.usage.OutputTokens += max(u.OutputTokens, 0)
 		if u.Model != "" {

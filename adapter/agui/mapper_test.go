@@ -99,8 +99,10 @@ func TestMapping_TypeByType(t *testing.T) {
 			[]rec{{protocol.EventProgress, `{"text":"raw event from openai","agui":{"type":"RAW","event":{"x":1},"source":"openai"}}`}}},
 		{Custom, nil, `{"type":"CUSTOM","name":"PredictState","value":[1]}`,
 			[]rec{{protocol.EventProgress, `{"text":"custom event PredictState","agui":{"type":"CUSTOM","name":"PredictState","value":[1]}}`}}},
-		{RunFinished, []string{start}, `{"type":"RUN_FINISHED","threadId":"s1","runId":"u1"}`, nil},
-		{RunError, []string{start}, `{"type":"RUN_ERROR","message":"boom"}`, nil},
+		{RunFinished, []string{start}, `{"type":"RUN_FINISHED","threadId":"s1","runId":"u1","result":{"n":1}}`,
+			[]rec{{protocol.EventProgress, `{"text":"agent run u1 finished: success","agui":{"type":"RUN_FINISHED","threadId":"s1","runId":"u1","result":{"n":1}}}`}}},
+		{RunError, []string{start}, `{"type":"RUN_ERROR","message":"boom"}`,
+			[]rec{{protocol.EventProgress, `{"text":"agent run failed: boom","agui":{"type":"RUN_ERROR","message":"boom"}}`}}},
 		{StepStarted, nil, `{"type":"STEP_STARTED","stepName":"plan"}`,
 			[]rec{{protocol.EventProgress, `{"text":"step plan","agui":{"type":"STEP_STARTED","stepName":"plan"}}`}}},
 		{StepFinished, nil, `{"type":"STEP_FINISHED","stepName":"plan"}`,
@@ -189,7 +191,7 @@ func TestMapping_Endings(t *testing.T) {
 		t.Fatalf("usage %+v", m.usage)
 	}
 	// reasoning ended; the call's partial arguments are journaled as text.
-	want := []protocol.EventType{protocol.EventReasoningDelta, protocol.EventReasoningDone, protocol.EventToolStarted}
+	want := []protocol.EventType{protocol.EventReasoningDelta, protocol.EventReasoningDone, protocol.EventToolStarted, protocol.EventProgress}
 	if got := types(r); !slices.Equal(got, want) {
 		t.Fatalf("journaled %v, want %v", got, want)
 	}
