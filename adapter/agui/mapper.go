@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/runhub/runhub/protocol"
 )
@@ -48,9 +49,8 @@ type mapper struct {
 	tools    map[string]*toolCall // by upstream id, open or ended, until its result
 	lastTool string               // upstream id of the call a field-less TOOL_CALL_CHUNK continues
 
-	state    json.RawMessage // the last STATE_SNAPSHOT
-	usage    protocol.Usage
-	hasUsage bool
+	state json.RawMessage // the last STATE_SNAPSHOT
+	usage protocol.Usage
 
 	// conv is what the agent said in this runhub run, as @ag-ui/client
 	// would hold it: the continuing run of an interrupt sends it back.
@@ -63,7 +63,6 @@ type mapper struct {
 	upstreamRunID string
 	outcome       *Outcome
 	runErr        *event // a RUN_ERROR
-	result        json.RawMessage
 }
 
 func newMapper(x emitter) *mapper {
@@ -92,7 +91,7 @@ func (m *mapper) localID(prefix, id string) string {
 // (a resume): the previous run's outcome is forgotten; ids, tool calls and
 // state carry over.
 func (m *mapper) begin() {
-	m.outcome, m.runErr, m.result, m.upstreamRunID = nil, nil, nil, ""
+	m.outcome, m.runErr, m.upstreamRunID = nil, nil, ""
 }
 
 // apply maps one frame's data. A malformed event is a *MalformedError.
@@ -219,14 +218,16 @@ func (m *mapper) dispatch(ctx context.Context, e *event, data []byte) error {
 			}
 		}
 		m.outcome = &o
-		return nil
+		// The event as it came (its outcome, result and usage): what
+		// follows it is runhub's own (prompts, usage.final, done).
+		return m.progress(ctx, "agent run "+*e.RunID+" finished: "+o.Type, e.Type, data)
 	case RunError:
 		if err := m.closeAll(ctx); err != nil {
 			return err
 		}
 		m.addUsage(e.Usage)
 		m.runErr = e
-		return nil
+		return m.progress(ctx, "agent run failed: "+*e.Message, e.Type, data)
 	case StepStarted:
 		return m.progress(ctx, "step "+*e.StepName, e.Type, data)
 	case StepFinished:
@@ -333,8 +334,31 @@ func (m *mapper) textDelta(ctx context.Context, s string) error {
 	if old, _ := c.Content.(string); len(old)+len(s) <= convSize {
 		c.Content = old + s
 	}
-	_, err := m.x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: m.text, Text: s})
-	return err
+	for _, part := range pieces(s) {
+		if _, err := m.x.Emit(ctx, protocol.EventTokenDelta, protocol.TokenDeltaPayload{MessageID: m.text, Text: part}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxDelta bounds the text of one journaled delta: a longer one (an
+// agent may send a whole answer in one event) is journaled in pieces.
+const maxDelta = 64 << 10
+
+// pieces cuts s into pieces of at most maxDelta bytes, at character
+// boundaries.
+func pieces(s string) []string {
+	var out []string
+	for len(s) > maxDelta {
+		i := maxDelta
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return append(out, s)
 }
 
 // closeText ends the open text message; one of another role than
@@ -366,8 +390,12 @@ func (m *mapper) reasoningDelta(ctx context.Context, s string) error {
 	if s == "" {
 		return nil
 	}
-	_, err := m.x.Emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: m.reasoning, Text: s})
-	return err
+	for _, part := range pieces(s) {
+		if _, err := m.x.Emit(ctx, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: m.reasoning, Text: part}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *mapper) closeReasoning(ctx context.Context) error {
@@ -402,7 +430,6 @@ func (m *mapper) closeAll(ctx context.Context) error {
 
 func (m *mapper) addUsage(us []tokenUsage) {
 	for _, u := range us {
-		m.hasUsage = true
 		m.usage.InputTokens += max(u.InputTokens, 0)
 		m.usage.OutputTokens += max(u.OutputTokens, 0)
 		if u.Model != "" {

@@ -99,8 +99,10 @@ func TestMapping_TypeByType(t *testing.T) {
 			[]rec{{protocol.EventProgress, `{"text":"raw event from openai","agui":{"type":"RAW","event":{"x":1},"source":"openai"}}`}}},
 		{Custom, nil, `{"type":"CUSTOM","name":"PredictState","value":[1]}`,
 			[]rec{{protocol.EventProgress, `{"text":"custom event PredictState","agui":{"type":"CUSTOM","name":"PredictState","value":[1]}}`}}},
-		{RunFinished, []string{start}, `{"type":"RUN_FINISHED","threadId":"s1","runId":"u1"}`, nil},
-		{RunError, []string{start}, `{"type":"RUN_ERROR","message":"boom"}`, nil},
+		{RunFinished, []string{start}, `{"type":"RUN_FINISHED","threadId":"s1","runId":"u1","result":{"n":1}}`,
+			[]rec{{protocol.EventProgress, `{"text":"agent run u1 finished: success","agui":{"type":"RUN_FINISHED","threadId":"s1","runId":"u1","result":{"n":1}}}`}}},
+		{RunError, []string{start}, `{"type":"RUN_ERROR","message":"boom"}`,
+			[]rec{{protocol.EventProgress, `{"text":"agent run failed: boom","agui":{"type":"RUN_ERROR","message":"boom"}}`}}},
 		{StepStarted, nil, `{"type":"STEP_STARTED","stepName":"plan"}`,
 			[]rec{{protocol.EventProgress, `{"text":"step plan","agui":{"type":"STEP_STARTED","stepName":"plan"}}`}}},
 		{StepFinished, nil, `{"type":"STEP_FINISHED","stepName":"plan"}`,
@@ -189,7 +191,7 @@ func TestMapping_Endings(t *testing.T) {
 		t.Fatalf("usage %+v", m.usage)
 	}
 	// reasoning ended; the call's partial arguments are journaled as text.
-	want := []protocol.EventType{protocol.EventReasoningDelta, protocol.EventReasoningDone, protocol.EventToolStarted}
+	want := []protocol.EventType{protocol.EventReasoningDelta, protocol.EventReasoningDone, protocol.EventToolStarted, protocol.EventProgress}
 	if got := types(r); !slices.Equal(got, want) {
 		t.Fatalf("journaled %v, want %v", got, want)
 	}
@@ -288,5 +290,38 @@ func TestMapping_IDsAndChunks(t *testing.T) {
 		if r.events[i].Type != want[i].Type || !sameJSON(r.events[i].Payload, want[i].Payload) {
 			t.Errorf("event %d: %s %s, want %s", i, r.events[i].Type, r.events[i].Payload, want[i].Payload)
 		}
+	}
+}
+
+// What is too long for one journal event is cut, never refused: a long
+// delta is several token.delta (their text the whole), long arguments a
+// note.
+func TestMapping_Large(t *testing.T) {
+	long := strings.Repeat("é", 100<<10) // 200 KiB of 2-byte characters
+	b, _ := json.Marshal(long)
+	args, _ := json.Marshal(`{"x":"` + strings.Repeat("a", 300<<10) + `"}`)
+	_, r, err := feed(t,
+		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":`+string(b)+`}`,
+		`{"type":"TOOL_CALL_START","toolCallId":"t","toolCallName":"f"}`,
+		`{"type":"TOOL_CALL_ARGS","toolCallId":"t","delta":`+string(args)+`}`,
+		`{"type":"TOOL_CALL_END","toolCallId":"t"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	n := 0
+	for _, e := range r.events {
+		if e.Type == protocol.EventTokenDelta {
+			var p protocol.TokenDeltaPayload
+			json.Unmarshal([]byte(e.Payload), &p)
+			text.WriteString(p.Text)
+			n++
+		}
+	}
+	if text.String() != long || n != 4 {
+		t.Fatalf("%d deltas, text whole: %v", n, text.String() == long)
+	}
+	if lastRec := r.events[len(r.events)-1]; lastRec.Type != protocol.EventToolStarted || !strings.Contains(lastRec.Payload, "over the journal's limit") {
+		t.Fatalf("tool.started %.200s", lastRec.Payload)
 	}
 }

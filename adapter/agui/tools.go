@@ -71,6 +71,10 @@ func (m *mapper) startTool(ctx context.Context, t *toolCall) error {
 		args, _ = json.Marshal(strings.ToValidUTF8(t.args.String(), "?")) // as the agent sent it
 	}
 	t.args.Reset()
+	journaled := args
+	if len(journaled) > maxAGUI {
+		journaled, _ = json.Marshal(fmt.Sprintf("(arguments of %d bytes, over the journal's limit)", len(args)))
+	}
 	parent := t.parent
 	if parent == "" {
 		parent = m.textUp
@@ -85,7 +89,7 @@ func (m *mapper) startTool(ctx context.Context, t *toolCall) error {
 	}
 	c := m.convMessage(parent, "assistant")
 	c.ToolCalls = append(c.ToolCalls, toolSpec{ID: t.up, Type: "function", Function: function{Name: t.name, Arguments: string(args)}})
-	_, err := m.x.Emit(ctx, protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: t.id, Name: t.name, Args: args})
+	_, err := m.x.Emit(ctx, protocol.EventToolStarted, protocol.ToolStartedPayload{ToolCallID: t.id, Name: t.name, Args: journaled})
 	return err
 }
 
