@@ -193,6 +193,9 @@ func (m *Manager) Appended(ctx context.Context, name, owner, gen, before string)
 	if before == "" {
 		before = zeroOffset
 	}
+	// The append is in: its link is made even if its client goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	m.match(ctx, name, note{owner: owner, gen: gen, before: before})
 }
 
