@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/runhub/runhub/internal/redistest"
 	"github.com/runhub/runhub/protocol"
@@ -35,7 +38,21 @@ func startIn(t testing.TB, p *hubProcess, sid, script string) protocol.RunStartR
 // the keys on the server (which shard is the journal's business).
 func (s *scaled) shardTag(sid string) string {
 	s.t.Helper()
-	keys, err := s.rdb.Keys(context.Background(), "rh:{*}:sess:"+sid).Result()
+	ctx, pattern := context.Background(), "rh:{*}:sess:"+sid
+	var keys []string
+	var err error
+	if c, ok := s.rdb.(*goredis.ClusterClient); ok {
+		var mu sync.Mutex
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *goredis.Client) error {
+			k, err := n.Keys(ctx, pattern).Result()
+			mu.Lock()
+			keys = append(keys, k...)
+			mu.Unlock()
+			return err
+		})
+	} else {
+		keys, err = s.rdb.Keys(ctx, pattern).Result()
+	}
 	if err != nil || len(keys) != 1 {
 		s.t.Fatalf("keys of session %s: %v %v", sid, keys, err)
 	}
@@ -70,7 +87,17 @@ func (s *scaled) feedLen(tag string) int64 {
 // nothing at all. What the tabs see is whole: every event of their run,
 // and its final status with every token counted.
 func TestScaleOut_ReadsFollowInterest(t *testing.T) {
-	s := newScaled(t, redistest.Options{}, 2*time.Second)
+	readsFollowInterest(t, newScaled(t, redistest.Options{}, 2*time.Second))
+}
+
+// The same on a Redis Cluster of 3 masters: each hub's feed readers read
+// per shard, each on its master.
+func TestScaleOut_ReadsFollowInterestCluster(t *testing.T) {
+	s, _ := newClusterScaled(t, 1500*time.Millisecond, 2*time.Second)
+	readsFollowInterest(t, s)
+}
+
+func readsFollowInterest(t *testing.T, s *scaled) {
 	a, b, idle := s.hub("hubA"), s.hub("hubB"), s.hub("hubC")
 	s.runner("r1")
 	sa := createSession(t, a)

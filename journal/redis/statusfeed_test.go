@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -138,5 +140,96 @@ func TestFeed_MarkWhenQuiet(t *testing.T) {
 	}
 	if feed.l[0].Seq != 1 || feed.l[0].Type != protocol.EventTokenDelta {
 		t.Fatalf("first record %+v", feed.l[0])
+	}
+}
+
+// Whatever the mix of deltas and other events, and however the interval
+// falls, the feed carries every event that is not a delta, in order, and
+// the status folded from it is the status folded from the run's log.
+func TestFeed_StatusRateAnyMix(t *testing.T) {
+	s := openStore(t, Options{Shards: 3, FeedInterval: 30 * time.Millisecond})
+	var feed events
+	defer s.SubscribeFeed(feed.add)()
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(49, 1))
+	mk := func(sid, rid string, typ protocol.EventType, p any) protocol.Envelope {
+		e, err := protocol.NewEvent(rid, sid, typ, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for run := range 4 {
+		sid, rid := fmt.Sprint("s-mix-", run), fmt.Sprint("r-mix-", run)
+		mkRun(t, s, sid, rid)
+		all := []protocol.Envelope{mk(sid, rid, protocol.EventRunStarted, protocol.RunStartedPayload{Message: "go"})}
+		for range 80 {
+			switch rnd.IntN(6) {
+			case 0, 1:
+				all = append(all, token(sid, rid, "x"))
+			case 2:
+				all = append(all, mk(sid, rid, protocol.EventReasoningDelta, protocol.ReasoningPayload{BlockID: "b", Text: "hm"}))
+			case 3:
+				all = append(all, mk(sid, rid, protocol.EventToolUpdated, protocol.ToolUpdatedPayload{ToolCallID: "t", Stream: "stdout", Text: "o"}))
+			case 4:
+				all = append(all, mk(sid, rid, protocol.EventProgress, protocol.ProgressPayload{Text: fmt.Sprint("step ", rnd.IntN(9))}))
+			default:
+				all = append(all, status(sid, rid))
+			}
+		}
+		all = append(all, done(sid, rid))
+		for _, e := range all {
+			if rnd.IntN(8) == 0 {
+				time.Sleep(time.Duration(rnd.IntN(50)) * time.Millisecond) // now and then past the interval
+			}
+			if _, err := s.Append(ctx, e, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, 10*time.Second, "the run's terminal record", func() bool {
+			feed.mu.Lock()
+			defer feed.mu.Unlock()
+			for _, e := range feed.l {
+				if e.RunID == rid && e.Terminal {
+					return true
+				}
+			}
+			return false
+		})
+		feed.mu.Lock()
+		var got []protocol.Envelope
+		for _, e := range feed.l {
+			if e.RunID == rid {
+				got = append(got, e)
+			}
+		}
+		feed.mu.Unlock()
+		logged, err := s.Read(ctx, rid, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, fed []uint64
+		for _, e := range logged {
+			if !e.Type.IsDelta() {
+				want = append(want, e.Seq)
+			}
+		}
+		for _, e := range got {
+			if e.Type != journal.DeltasSkipped && !e.Type.IsDelta() {
+				fed = append(fed, e.Seq)
+			}
+		}
+		if !reflect.DeepEqual(fed, want) {
+			t.Fatalf("run %d: the feed's events that are not deltas %v, the log's %v", run, fed, want)
+		}
+		fromLog, fromFeed := session.NewSession(sid, ""), session.NewSession(sid, "")
+		foldFeed(t, &fromLog, logged)
+		foldFeed(t, &fromFeed, got)
+		if !reflect.DeepEqual(fromFeed.Status(), fromLog.Status()) {
+			t.Fatalf("run %d: status from the feed\n%+v\nfrom the log\n%+v", run, fromFeed.Status(), fromLog.Status())
+		}
+		if len(got) >= len(logged) {
+			t.Logf("run %d: %d feed records for %d events", run, len(got), len(logged))
+		}
 	}
 }
