@@ -172,7 +172,7 @@ test("plain text renders as itself", () => {
 });
 
 test("random input never throws and never makes an unsafe element", () => {
-  const parts = ["*", "**", "_", "`", "```", "~~", "[", "]", "(", ")", "<", ">", "#", "- ", "1. ", "> ", "\n", "\n\n", "  ", "\\", "a", "word", "https://x.example/", "javascript:", "<img onerror=x>", "<script>", "](javascript:alert(1))", "mailto:a@b", "![", "|", " | ", "\n|---|---|\n", ":-:", " \"t\"", " 'q'"];
+  const parts = ["*", "**", "_", "`", "```", "~~", "[", "]", "(", ")", "<", ">", "#", "- ", "1. ", "> ", "\n", "\n\n", "  ", "\\", "a", "word", "https://x.example/", "javascript:", "<img onerror=x>", "<script>", "](javascript:alert(1))", "](https://x.example/l)", "mailto:a@b", "![", "|", " | ", "\n|---|---|\n", ":-:", " \"t\"", " 'q'"];
   let seed = 42;
   const rnd = (n) => {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
@@ -197,6 +197,13 @@ test("images are links to the image labelled with the alt text; nothing loads", 
   assert.ok(root.textContent.includes("[bad]"), "an unsafe image keeps its alt text");
   assert.ok(!root.textContent.includes("javascript"));
   checkSafe(root, "images");
+});
+
+test("an image's or a URL's start inside a link's text does not lose the place", () => {
+  const root = render("[x ![y](https://e.example/z) tail *e* and [a http://u](https://e.example/w) end");
+  assert.deepEqual(all(root, "A").map((a) => [a.getAttribute("href"), a.textContent]), [["https://e.example/z", "x ![y"], ["https://e.example/w", "a http://u"]]);
+  assert.equal(all(root, "EM")[0].textContent, "e");
+  assert.ok(root.textContent.endsWith(" end"));
 });
 
 test("link titles in every form keep the link and become its title", () => {

@@ -416,7 +416,7 @@ function inline(parent, text, noLinks = false) {
       } else {
         buf += `[${alt}]`; // an unsafe URL: the alt text only
       }
-      i = LINK_AT.lastIndex;
+      i += 1 + m[0].length;
       continue;
     }
     if (c === "[" && !noLinks && ((LINK_AT.lastIndex = i), (m = LINK_AT.exec(text))) && m[1]) {
@@ -428,7 +428,7 @@ function inline(parent, text, noLinks = false) {
       } else {
         buf += m[0]; // an unsafe or odd URL stays text
       }
-      i = LINK_AT.lastIndex;
+      i += m[0].length; // (not LINK_AT.lastIndex: the link's text moved it)
       continue;
     }
     if ((c === "h" || c === "<") && (i === 0 || /[\s(]/.test(text[i - 1])) && ((URL_AT.lastIndex = i), (m = URL_AT.exec(text)))) {
@@ -437,7 +437,7 @@ function inline(parent, text, noLinks = false) {
         const a = link(href);
         a.textContent = m[1];
         push({ kind: "node", node: a });
-        i = URL_AT.lastIndex;
+        i += m[0].length;
         continue;
       }
     }

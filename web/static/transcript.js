@@ -567,7 +567,8 @@ class RunView {
 // so a stream re-renders, and the page lays out again, only its last
 // blocks.
 function renderMessage(m) {
-  if (m.plain || m.raw.length > MAX_MARKDOWN_TOTAL || m.raw.length - m.raw.lastIndexOf("\n\n") > MAX_MARKDOWN) {
+  const blank = Math.max(m.raw.lastIndexOf("\n\n"), m.raw.lastIndexOf("\n\r\n")); // the last blank line
+  if (m.plain || m.raw.length > MAX_MARKDOWN_TOTAL || m.raw.length - blank > MAX_MARKDOWN) {
     renderPlain(m);
     return;
   }
