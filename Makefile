@@ -75,10 +75,16 @@ test-short:
 # is skipped). Resident-memory bounds are checked without the race
 # detector; FAULTFLAGS=-race runs it with (slower; then only the live heap
 # and goroutines are bounded). CI runs it after make test.
+# The partition tests (cmd/hub/fault_partition_*_test.go, docs/security.md
+# "Partition tests") run Redis (one server and a 3+3 Cluster), hubs,
+# runners, tabs and an upstream agent each in a network namespace of its
+# own and cut the paths between them: Linux as root with ip (iproute2)
+# and iptables-restore (iptables), which scripts/test-prereqs fault installs
+# as root with apt like the rest; elsewhere they skip saying why.
 FAULTFLAGS ?=
 fault:
-	@GO=$(GO) bash scripts/test-prereqs
-	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) test $(FAULTFLAGS) -tags fault -count=1 -timeout 10m -run '^TestFault' -v ./cmd/hub ./journal/bolt
+	@GO=$(GO) bash scripts/test-prereqs fault
+	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(GO) test $(FAULTFLAGS) -tags fault -count=1 -timeout 10m -run '^TestFault' -v ./cmd/hub ./journal/bolt ./internal/netfault
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./journal/... ./protocol/... ./session/... ./hub/...

@@ -13,6 +13,9 @@ import (
 //go:embed lua/release_lease.lua
 var releaseLua string
 
+//go:embed lua/renew_lease.lua
+var renewLua string
+
 // releaseScript deletes a lease only when it is still this node's.
 var releaseScript = goredis.NewScript(releaseLua)
 
@@ -76,25 +79,29 @@ func (l *leases) runs() []string {
 	return out
 }
 
-// renew extends every owned lease that still exists (XX: a lease that
-// lapsed stays lapsed — the reaper owns that run's end) and returns the
-// owned runs whose lease had lapsed.
+// renew extends every owned lease that is still this node's and returns
+// the owned runs whose lease is not: lapsed (the reaper owns that run's
+// end), or taken by another node since (a queued run adopted by another
+// runner while this one was cut off from Redis). A plain SET XX would
+// have renewed, and so taken back, another node's lease.
 func (l *leases) renew(ctx context.Context) (lost []string, err error) {
 	runs := l.runs()
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	cmds := make([]*goredis.BoolCmd, len(runs))
+	ttl := l.cfg.LeaseTTL.Milliseconds()
+	cmds := make([]*goredis.Cmd, len(runs))
 	if _, err := l.cfg.Client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, id := range runs {
-			cmds[i] = p.SetXX(ctx, l.cfg.lease(id), l.node, l.cfg.LeaseTTL)
+			// One key per script: the leases' hash tags differ (a Cluster).
+			cmds[i] = p.Eval(ctx, renewLua, []string{l.cfg.lease(id)}, l.node, ttl)
 		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	for i, c := range cmds {
-		if !c.Val() {
+		if n, _ := c.Int64(); n != 1 {
 			lost = append(lost, runs[i])
 		}
 	}

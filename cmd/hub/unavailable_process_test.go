@@ -86,13 +86,15 @@ func startRedisHub(t *testing.T, env ...string) (*hubProcess, *redistest.Server,
 // While Redis is down (killed, or stopped), every HTTP API request — reads, start,
 // queue, goal, cancel, approvals, clarifications — answers 503 unavailable
 // with Retry-After, never 500 internal; so do the socket's watch, focus
-// and controls (error unavailable). Once Redis is back, the API answers
+// and controls (error unavailable), for the lease TTL (30 s here); past it
+// the hub tells its sockets to move (goaway "redis unreachable":
+// TestFault_PartitionHubFromRedis). Once Redis is back, the API answers
 // again.
 func TestProcess_RedisKilledIs503(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server and a hub")
 	}
-	p, rs, sid, rid := startRedisHub(t)
+	p, rs, sid, rid := startRedisHub(t, "RUNHUB_LEASE_TTL=30s")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tab, err := client.Dial(ctx, "ws://"+p.addr+"/v1/ws", client.Options{})

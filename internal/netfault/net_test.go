@@ -1,3 +1,5 @@
+//go:build fault
+
 package netfault_test
 
 import (
@@ -60,7 +62,7 @@ func roundTrip(c net.Conn, r *bufio.Reader, d time.Duration) bool {
 // nothing (no error either: the packets vanish), and healed it carries
 // data again — the same connection, TCP retransmits what was dropped. A
 // one-way cut stops the round trip too; a new dial across a cut times out.
-func TestNet_CutAndHeal(t *testing.T) {
+func TestFault_NetCutAndHeal(t *testing.T) {
 	n := netfault.New(t)
 	a, b := n.Node("a"), n.Node("b")
 	addr := echoServer(t, b)
@@ -108,7 +110,7 @@ func TestNet_CutAndHeal(t *testing.T) {
 // Delay holds every packet a node receives for at least the delay; loss
 // drops some; with both gone a round trip is fast again. The root
 // namespace gets no address of the network, and Close leaves no namespace.
-func TestNet_ShapeAndLeaveNothing(t *testing.T) {
+func TestFault_NetShapeAndLeaveNothing(t *testing.T) {
 	n := netfault.New(t)
 	a, b := n.Node("a"), n.Node("b")
 	addr := echoServer(t, b)
@@ -164,7 +166,7 @@ func TestNet_ShapeAndLeaveNothing(t *testing.T) {
 
 // New deletes the namespaces a killed earlier run left (named after a
 // process that is gone) and keeps those of a live process.
-func TestNet_SweepsStale(t *testing.T) {
+func TestFault_NetSweepsStale(t *testing.T) {
 	if os.Geteuid() != 0 {
 		netfault.New(t) // skips (fails under CI) saying why
 	}
