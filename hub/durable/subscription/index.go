@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/runhub/runhub/journal"
 )
@@ -28,21 +29,40 @@ type index struct {
 	Subs map[string]indexEntry `json:"subs"`
 }
 
-// loadIndex returns the index, read again when it changed.
+// loadIndex returns the index, read again when a change of it was
+// announced or when the copy is IndexMaxAge old. The announcement alone
+// is not enough: it may reach this replica after an append that began
+// after another replica answered the registration, and that append
+// would not link its stream. A copy whose read began less than
+// IndexMaxAge ago is newer than every registration answered before now
+// (published).
 func (m *Manager) loadIndex(ctx context.Context, force bool) (index, error) {
 	m.idxMu.Lock()
 	defer m.idxMu.Unlock()
-	if !m.idxStale && !force {
+	if !m.idxStale && !force && time.Since(m.idxRead) < m.o.IndexMaxAge {
 		return m.idx, nil
 	}
 	m.idxStale = false
+	start := time.Now()
 	idx, _, err := m.readIndex(ctx)
 	if err != nil {
 		m.idxStale = true
 		return m.idx, err
 	}
-	m.idx = idx
+	m.idx, m.idxRead = idx, start
 	return idx, nil
+}
+
+// published waits, after a change of the index, until every replica's
+// cached copy has it (IndexMaxAge: see loadIndex), so that an append
+// that begins after the change is answered matches against it.
+func (m *Manager) published(ctx context.Context) {
+	t := time.NewTimer(m.o.IndexMaxAge)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func (m *Manager) readIndex(ctx context.Context) (index, uint64, error) {

@@ -53,6 +53,12 @@ type Options struct {
 	SweepInterval time.Duration
 	// WebhookTimeout bounds one webhook POST (default 10 s).
 	WebhookTimeout time.Duration
+	// IndexMaxAge is how long a replica matches appends against its
+	// cached copy of the subscription index without reading it again,
+	// announced change or not (default 100 ms); a registration is
+	// answered this long after the index records it, so that an append
+	// that begins after the answer, on any replica, sees it.
+	IndexMaxAge time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger gets the failed deliveries (default: none).
@@ -74,6 +80,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.WebhookTimeout <= 0 {
 		o.WebhookTimeout = 10 * time.Second
+	}
+	if o.IndexMaxAge <= 0 {
+		o.IndexMaxAge = 100 * time.Millisecond
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -104,6 +113,7 @@ type Manager struct {
 	idxMu    sync.Mutex
 	idx      index
 	idxStale bool
+	idxRead  time.Time // when the read of idx began (monotonic)
 	unwatch  func()
 
 	inMu     sync.Mutex

@@ -32,6 +32,7 @@ func (m *Manager) put(w http.ResponseWriter, r *http.Request, id, root string, p
 		if err := m.indexed(ctx, s); err != nil {
 			return internal(err)
 		}
+		m.published(ctx)
 		_, tails, err := m.update(ctx, id, func(s *sub, tails map[string]tail) (bool, *Error) { return false, nil })
 		if err != nil {
 			return internal(err)
@@ -95,6 +96,7 @@ func (m *Manager) put(w http.ResponseWriter, r *http.Request, id, root string, p
 	} else if err != nil {
 		return internal(err)
 	}
+	m.published(ctx) // an append on any replica after the answer links what the pattern matches
 	w.Header().Set("Location", root+"__ds/subscriptions/"+url.PathEscape(id))
 	writeJSON(w, http.StatusCreated, m.serialize(s, tails, root, k))
 	return nil
@@ -246,6 +248,7 @@ func (m *Manager) addStreams(w http.ResponseWriter, r *http.Request, id string, 
 	if err := m.indexed(ctx, s); err != nil {
 		return internal(err)
 	}
+	m.published(ctx)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
