@@ -68,6 +68,7 @@ type Security struct {
 	MaxSockets     int           // RUNHUB_MAX_SOCKETS_PER_SUBJECT, -max-sockets-per-subject: open sockets per subject over all hubs sharing Redis (default 64 with a JWT key, none open; negative: no limit)
 	MaxRunsPerSub  int           // RUNHUB_MAX_RUNS_PER_SUBJECT, -max-runs-per-subject: active runs per subject (default 32 with a JWT key, none open; negative: no limit)
 	HelloTimeout   time.Duration // RUNHUB_HELLO_TIMEOUT, -hello-timeout: time from the upgrade to the first valid hello (default 10s; negative: no bound)
+	FrameTimeout   time.Duration // RUNHUB_FRAME_TIMEOUT, -frame-timeout: time from a client frame's first byte to its last, and a fragmented message's (default 10s; negative: no bound)
 }
 
 // security defines the Security flags.
@@ -84,6 +85,7 @@ func (f *flagSet) security(c *Security) {
 	f.int(&c.MaxSockets, "max-sockets-per-subject", "RUNHUB_MAX_SOCKETS_PER_SUBJECT", 0, "open sockets per subject, over every hub sharing the Redis journal, else on this hub (0: 64 with a JWT key, no limit when open; negative: no limit)")
 	f.int(&c.MaxRunsPerSub, "max-runs-per-subject", "RUNHUB_MAX_RUNS_PER_SUBJECT", 0, "active runs per subject (0: 32 with a JWT key, no limit when open; negative: no limit)")
 	f.dur(&c.HelloTimeout, "hello-timeout", "RUNHUB_HELLO_TIMEOUT", "10s", "time from the WebSocket upgrade to the first valid hello; then error protocol_error and close 4400 (negative: no bound)")
+	f.dur(&c.FrameTimeout, "frame-timeout", "RUNHUB_FRAME_TIMEOUT", "10s", "time from a client frame's first byte to its last (and from a fragmented message's first byte to its end); then close 1008 (negative: no bound)")
 }
 
 // flagSet defines flags whose defaults come from the environment. It

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,5 +158,74 @@ func TestParseServeConfig_CommitInterval(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "RUNHUB_JOURNAL_COMMIT_INTERVAL") {
 			t.Errorf("RUNHUB_JOURNAL_COMMIT_INTERVAL=%s: %v, want refused by name", v, err)
 		}
+	}
+}
+
+// RUNHUB_FRAME_TIMEOUT bounds a frame that stops half way: after hello, a
+// frame header that claims 100 bytes and sends 10 is closed 1008 after
+// the 300ms setting, not after the 10 s default.
+func TestProcess_FrameTimeoutFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts hub processes")
+	}
+	p := startHub(t, t.TempDir(), "RUNHUB_FRAME_TIMEOUT=300ms")
+	c, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(15 * time.Second))
+	req := "GET /v1/ws HTTP/1.1\r\nHost: " + p.addr + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: " + protocol.SubprotocolV1 + "\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	// A masked frame with a zero key: the payload is sent as it is.
+	frame := func(b0 byte, p []byte, n int) []byte {
+		return append(append([]byte{b0, 0x80 | byte(n)}, 0, 0, 0, 0), p...)
+	}
+	hello := []byte(`{"type":"hello","client":"t"}`)
+	c.Write(frame(0x81, hello, len(hello)))
+	c.Write(frame(0x81, []byte("0123456789"), 100)) // claims 100 bytes, sends 10
+	began := time.Now()
+	code := -1
+	for code < 0 {
+		var h [2]byte
+		if _, err := io.ReadFull(br, h[:]); err != nil {
+			t.Fatalf("no close frame: %v", err)
+		}
+		n := int(h[1] & 0x7f)
+		switch n {
+		case 126:
+			var b [2]byte
+			io.ReadFull(br, b[:])
+			n = int(binary.BigEndian.Uint16(b[:]))
+		case 127:
+			var b [8]byte
+			io.ReadFull(br, b[:])
+			n = int(binary.BigEndian.Uint64(b[:]))
+		}
+		p := make([]byte, n)
+		if _, err := io.ReadFull(br, p); err != nil {
+			t.Fatal(err)
+		}
+		if h[0]&0x0f == 0x8 && len(p) >= 2 {
+			code = int(binary.BigEndian.Uint16(p))
+		}
+	}
+	if code != 1008 {
+		t.Fatalf("closed %d, want 1008", code)
+	}
+	if took := time.Since(began); took > 8*time.Second { // the default is 10 s
+		t.Fatalf("closed after %v: the 300ms frame timeout was not applied", took)
+	}
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if _, err := parseServeConfig(nil, env(map[string]string{"RUNHUB_FRAME_TIMEOUT": "0s"})); err == nil {
+		t.Fatal("RUNHUB_FRAME_TIMEOUT=0s accepted")
 	}
 }

@@ -29,6 +29,9 @@ func (s Security) apply(cfg *hub.Config) error {
 	if s.HelloTimeout != 0 {
 		cfg.HelloTimeout = s.HelloTimeout
 	}
+	if s.FrameTimeout != 0 {
+		cfg.FrameTimeout = s.FrameTimeout
+	}
 	return nil
 }
 

@@ -205,5 +205,8 @@ func (f *flagSet) checkServeBounds(c *ServeConfig) error {
 	if c.HelloTimeout == 0 {
 		return fmt.Errorf("%s 0s: want a positive duration, or a negative one for no bound", f.source("hello-timeout"))
 	}
+	if c.FrameTimeout == 0 {
+		return fmt.Errorf("%s 0s: want a positive duration, or a negative one for no bound", f.source("frame-timeout"))
+	}
 	return nil
 }
