@@ -167,6 +167,7 @@ func (d *Edge) MountCore(e *echo.Echo, core Core) {
 	ctl := d.security(d.cors(d.control))
 	e.Match(methods, Prefix+controlPrefix+"*", ctl)
 	e.Match(methods, Prefix+strings.TrimSuffix(controlPrefix, "/"), ctl)
+	e.OPTIONS(Prefix+strings.TrimSuffix(controlPrefix, "/"), d.preflight, d.security)
 	d.startReaper(core.Context())
 	if d.subs != nil {
 		d.subs.Start(core.Context())
