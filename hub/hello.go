@@ -113,7 +113,7 @@ func (c *conn) failClose(code protocol.Code, msg string, closeCode int, reason s
 func (c *conn) welcome() protocol.Welcome {
 	mps := 0
 	if c.rd.rate != nil {
-		mps = int(c.rd.rate.rate)
+		mps = int(c.rd.rate.Rate())
 	}
 	var caps []string
 	if c.rd.compact {

@@ -8,33 +8,6 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-func newBucket(rate float64, burst int, now time.Time) *bucket {
-	if rate <= 0 {
-		return nil // no limit
-	}
-	return &bucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: now}
-}
-
-// take spends one token. A refused message reports warn for the first
-// refusal of a one-second window (one error per second, not one per
-// message) and flood once more than burst messages were refused in it.
-func (b *bucket) take(now time.Time) (ok, warn, flood bool) {
-	if b == nil {
-		return true, false, false
-	}
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, false, false
-	}
-	if now.Sub(b.window) >= time.Second {
-		b.window, b.refused, warn = now, 0, true
-	}
-	b.refused++
-	return false, warn, float64(b.refused) > b.burst
-}
-
 // refusedControl is the op and id of a control message, read from its
 // first level only ("" id: not a control, or no id a control_result could
 // name, as DecodeClient would refuse it).
@@ -104,7 +77,7 @@ func (h *Hub) runGate(ctx context.Context, subject, sid string) (release func(),
 	if limit <= 0 {
 		return func() {}, nil
 	}
-	unlock := h.starts.lock(subject)
+	unlock := h.starts.Lock(subject)
 	metas, err := h.store.Sessions(ctx, subject)
 	if err != nil {
 		unlock()
@@ -125,27 +98,4 @@ func (h *Hub) runGate(ctx context.Context, subject, sid string) (release func(),
 		return nil, errTooManyRuns
 	}
 	return unlock, nil
-}
-
-func (k *keyedMutex) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	if k.locks == nil {
-		k.locks = map[string]*keyedEntry{}
-	}
-	e := k.locks[key]
-	if e == nil {
-		e = &keyedEntry{}
-		k.locks[key] = e
-	}
-	e.refs++
-	k.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		if e.refs--; e.refs == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/httpx"
 	"github.com/runhub/runhub/hub/tabsock"
+	"github.com/runhub/runhub/internal/ratelimit"
 	"github.com/runhub/runhub/protocol"
 )
 
@@ -104,7 +105,7 @@ func newConn(h *Hub, sock *tabsock.Conn, pre *Principal) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	snd := h.senders[int(h.nextSnd.Add(1))%len(h.senders)]
 	c := &conn{socketEnv: &h.env, sock: sock, id: adapter.NewID("c_"), ctx: ctx, snd: snd,
-		rd: reader{pre: pre, rate: newBucket(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
+		rd: reader{pre: pre, rate: ratelimit.New(h.cfg.MessagesPerSecond, h.cfg.MessageBurst, time.Now())},
 		w:  writer{wake: make(chan struct{}, 1)}}
 	c.cancel = func() {
 		cancel()
@@ -236,12 +237,12 @@ func (c *conn) handle(line []byte) bool {
 // forever. These answers are bounded too: past MessageBurst refusals in a
 // second the socket closes, and a closing socket queues no answer.
 func (c *conn) admit(line []byte) bool {
-	ok, warn, flood := c.rd.rate.take(time.Now())
+	ok, warn, flood := c.rd.rate.Take(time.Now())
 	if ok {
 		return true
 	}
 	if op, id := refusedControl(line); id != "" && !c.out.closed() {
-		msg := fmt.Sprintf("over %g messages per second; the control was dropped: send it again later", c.rd.rate.rate)
+		msg := fmt.Sprintf("over %g messages per second; the control was dropped: send it again later", c.rd.rate.Rate())
 		c.metrics.Control(op, "", &protocol.Error{Code: protocol.CodeRateLimited, Message: msg})
 		c.answerFailed(id, protocol.CodeRateLimited, msg)
 		warn = false // that error tells the socket it is over its rate
@@ -251,7 +252,7 @@ func (c *conn) admit(line []byte) bool {
 		c.sendError(protocol.CodeRateLimited, "message flood; closing", "")
 		c.closeWith(protocol.ClosePolicy, "message rate exceeded")
 	case warn:
-		c.sendError(protocol.CodeRateLimited, fmt.Sprintf("over %g messages per second; messages are dropped until the rate falls", c.rd.rate.rate), "")
+		c.sendError(protocol.CodeRateLimited, fmt.Sprintf("over %g messages per second; messages are dropped until the rate falls", c.rd.rate.Rate()), "")
 	}
 	return false
 }

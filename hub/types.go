@@ -10,6 +10,8 @@ import (
 	"github.com/runhub/runhub/adapter"
 	"github.com/runhub/runhub/hub/metrics"
 	"github.com/runhub/runhub/hub/tabsock"
+	"github.com/runhub/runhub/internal/keyedlock"
+	"github.com/runhub/runhub/internal/ratelimit"
 	"github.com/runhub/runhub/journal"
 	"github.com/runhub/runhub/protocol"
 	"github.com/runhub/runhub/session"
@@ -56,7 +58,7 @@ type Hub struct {
 	pollMu      sync.Mutex
 	pollStopped bool
 
-	starts keyedMutex // serializes run-limit checks per subject
+	starts keyedlock.Mutex // serializes run-limit checks per subject
 }
 
 // socketEnv is what a socket uses of its hub: made once by New, shared by
@@ -147,9 +149,9 @@ type conn struct {
 // hello timer's callback reads auth, not this), so it has no lock; leave
 // reads claimed once serve has returned.
 type reader struct {
-	pre     *Principal  // authenticated by the upgrade's Authorization header
-	rate    *bucket     // nil: no limit
-	helloT  *time.Timer // closes a socket that sends no hello in time (nil: none)
+	pre     *Principal        // authenticated by the upgrade's Authorization header
+	rate    *ratelimit.Bucket // nil: no limit
+	helloT  *time.Timer       // closes a socket that sends no hello in time (nil: none)
 	admin   bool
 	claimed bool // holds a slot of its subject (claimSocket)
 	compact bool // hello took protocol.CapCompactReplay
@@ -449,26 +451,4 @@ type pentry map[string]pcount
 type pcount struct {
 	W int `json:"w,omitempty"` // watching
 	F int `json:"f,omitempty"` // focusing
-}
-
-// bucket is a socket's message rate limit: a token bucket of burst
-// messages refilled at rate per second. Only the socket's reader uses it.
-type bucket struct {
-	rate, burst float64
-	tokens      float64
-	last        time.Time
-	window      time.Time // start of the current one-second refusal window
-	refused     int       // messages refused in the window
-}
-
-// keyedMutex is a mutex per key; entries live while someone holds or waits
-// for them.
-type keyedMutex struct {
-	mu    sync.Mutex
-	locks map[string]*keyedEntry
-}
-
-type keyedEntry struct {
-	mu   sync.Mutex
-	refs int
 }
