@@ -149,25 +149,6 @@ func noPanic(t testing.TB, p *hubProcess) {
 	}
 }
 
-func createSession(t testing.TB, p *hubProcess) string {
-	t.Helper()
-	var sess protocol.CreateSessionResult
-	if code := call(t, "POST", p.URL()+"/v1/sessions", map[string]string{"title": "fault"}, &sess); code != 201 {
-		t.Fatalf("create session: %d", code)
-	}
-	return sess.SessionID
-}
-
-func startIn(t testing.TB, p *hubProcess, sid, script string) protocol.RunStartResult {
-	t.Helper()
-	var run protocol.RunStartResult
-	body := map[string]any{"message": "fault", "metadata": map[string]any{"sim": jsonRaw(script)}}
-	if code := call(t, "POST", p.URL()+"/v1/sessions/"+sid+"/runs", body, &run); code != 202 {
-		t.Fatalf("start: %d", code)
-	}
-	return run
-}
-
 // normalRun proves a hub still works: a fresh tab starts a sim run,
 // focuses it and receives every event, in order, once.
 func normalRun(t *testing.T, p *hubProcess) {

@@ -13,11 +13,12 @@ import (
 	"github.com/runhub/runhub/protocol"
 )
 
-// createSession creates an empty session through p.
+// createSession creates an empty session through p (the scale-out and
+// the fault tests share it).
 func createSession(t testing.TB, p *hubProcess) string {
 	t.Helper()
 	var sess protocol.CreateSessionResult
-	if code := call(t, "POST", p.URL()+"/v1/sessions", map[string]string{"title": "interest"}, &sess); code != 201 {
+	if code := call(t, "POST", p.URL()+"/v1/sessions", map[string]string{"title": "test"}, &sess); code != 201 {
 		t.Fatalf("create session: %d", code)
 	}
 	return sess.SessionID
@@ -27,7 +28,7 @@ func createSession(t testing.TB, p *hubProcess) string {
 func startIn(t testing.TB, p *hubProcess, sid, script string) protocol.RunStartResult {
 	t.Helper()
 	var run protocol.RunStartResult
-	body := map[string]any{"message": "interest", "metadata": map[string]any{"sim": jsonRaw(script)}}
+	body := map[string]any{"message": "test", "metadata": map[string]any{"sim": jsonRaw(script)}}
 	if code := call(t, "POST", p.URL()+"/v1/sessions/"+sid+"/runs", body, &run); code != 202 {
 		t.Fatalf("start: %d", code)
 	}
