@@ -190,11 +190,15 @@ func (m *Manager) Appended(ctx context.Context, name, owner, gen, before string)
 	m.match(ctx, name, note{owner: owner, gen: gen, before: before})
 }
 
+// match links the appended stream name to every subscription of the
 // stream's owner whose pattern matches it or that list it.
 func (m *Manager) match(ctx context.Context, name string, n note) {
 	idx, err := m.loadIndex(ctx, false)
 	if err != nil {
-		m.o.Logger.Warn("subscriptions: the index could not be read; the sweep will catch up", "err", err)
+		// The sweep settles existing links only; it links no new glob
+		// stream. So an append matched against an index that could not be
+		// read may miss a subscription registered since (say so, loudly).
+		m.o.Logger.Error("subscriptions: the index could not be read; a glob subscription registered since the last read misses this stream until its next append", "stream", name, "err", err)
 	}
 	for id, e := range idx.Subs {
 		if e.Owner != n.owner {
